@@ -1,0 +1,112 @@
+"""``mt.autograd``: reverse-mode automatic differentiation, following PyTorch's autograd mechanics."""
+from . import anomaly, engine, function, grad_mode
+from .anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
+from .engine import queue_callback
+from .function import Function, FunctionCtx, InplaceFunction, Node, once_differentiable
+from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
+                        set_grad_enabled)
+
+__all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad", "enable_grad",
+           "set_grad_enabled", "inference_mode", "is_grad_enabled", "is_inference_mode_enabled",
+           "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "gradcheck", "gradgradcheck",
+           "queue_callback", "Variable", "graph"]
+
+
+def _as_tuple(x):
+    if x is None:
+        return None
+    from ..tensor import Tensor
+    if isinstance(x, Tensor):
+        return (x,)
+    return tuple(x)
+
+
+def _make_grads(outputs, grad_outputs, is_grads_batched=False):
+    from ..tensor import Tensor
+    res = []
+    for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
+        if g is None:
+            if out.requires_grad and out.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if not out.dtype.is_floating_point:
+                raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {out.dtype}")
+            g = Tensor._make(out._be.ones(out._data.shape, out._data.dtype), out._be)
+        else:
+            if not isinstance(g, Tensor):
+                from .. import tensor as _t
+                g = _t.tensor(g, dtype=out.dtype, device=out.device)
+            if tuple(g.shape) != tuple(out.shape):
+                raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and output[{i}] "
+                                   f"has a shape of {out.shape}.")
+        res.append(g)
+    return res
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate into leaves' ``.grad`` the gradients of ``tensors`` (weighted by ``grad_tensors``)."""
+    tensors = _as_tuple(tensors)
+    if grad_tensors is None:
+        grad_tensors = (None,) * len(tensors)
+    else:
+        grad_tensors = _as_tuple(grad_tensors)
+        if len(grad_tensors) != len(tensors):
+            raise RuntimeError(f"grad can be implicitly created only for scalar outputs; got {len(grad_tensors)} "
+                               f"gradients for {len(tensors)} tensors")
+    if retain_graph is None:
+        retain_graph = create_graph
+    inputs = _as_tuple(inputs)
+    if inputs is not None and len(inputs) == 0:
+        raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+    grads = _make_grads(tensors, grad_tensors)
+    engine.run_backward(tensors, grads, retain_graph, create_graph, inputs=inputs, allow_unused=True,
+                        accumulate=True)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
+         allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """Gradients of ``outputs`` with respect to ``inputs``, returned as a tuple; ``.grad`` is not touched."""
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
+                         "but got: allow_unused=False.")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    outputs = _as_tuple(outputs)
+    inputs = _as_tuple(inputs)
+    if grad_outputs is None:
+        grad_outputs = (None,) * len(outputs)
+    else:
+        grad_outputs = _as_tuple(grad_outputs)
+        if len(grad_outputs) != len(outputs):
+            raise RuntimeError(f"grad requires one grad_output per output: got {len(grad_outputs)} for "
+                               f"{len(outputs)} outputs")
+    if retain_graph is None:
+        retain_graph = create_graph
+    grads = _make_grads(outputs, grad_outputs)
+    res = engine.run_backward(outputs, grads, retain_graph, create_graph, inputs=inputs,
+                              allow_unused=allow_unused, accumulate=False)
+    if materialize_grads:
+        from .. import ops
+        res = [g if g is not None else ops.creation.zeros_like(t) for g, t in zip(res, inputs)]
+    return tuple(res)
+
+
+class _ExecutionEngine:
+    @staticmethod
+    def queue_callback(callback):
+        queue_callback(callback)
+
+
+class Variable:
+    """Kept for code written against old PyTorch: ``Variable._execution_engine.queue_callback(fn)``."""
+    _execution_engine = _ExecutionEngine()
+
+    def __new__(cls, data, requires_grad=False):
+        return data.detach().requires_grad_(requires_grad)
+
+
+class graph:
+    """``mt.autograd.graph``: the Node type, for ``isinstance`` checks on grad_fn."""
+    Node = Node
+
+
+from .gradcheck import gradcheck, gradgradcheck  # noqa: E402

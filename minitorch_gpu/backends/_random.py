@@ -1,0 +1,5 @@
+"""Random primitives, drawn from a Generator's state."""
+
+
+class RandomMixin:
+    pass

@@ -1,0 +1,4 @@
+"""(filled in below)"""
+__all__ = []
+
+METHODS = {}

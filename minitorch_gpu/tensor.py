@@ -1,0 +1,462 @@
+"""Tensor: a backend array plus autograd metadata.
+
+The array (``_data``) is a NumPy or CuPy array; views are array views, so a write through a view is
+seen by its base for free. Autograd metadata follows PyTorch: ``requires_grad``, ``grad_fn`` and
+``_output_nr`` (which output of grad_fn this is), ``grad``, a version counter shared with every view,
+and for views the root ``_base`` plus a function that replays the view from it (used to rewrite the graph
+when a view is modified in place).
+
+Methods that are ops live in ``ops/`` and are bound onto Tensor from each op module's ``METHODS`` table.
+"""
+import weakref
+
+from . import _dtype
+from ._device import device as _device_cls
+from .autograd import function as _function
+from .autograd.engine import AccumulateGrad
+from .autograd.function import VersionCounter, bump_version
+from .autograd.grad_mode import _state
+
+__all__ = ["Tensor", "Size"]
+
+
+class Size(tuple):
+    """A tensor shape: a tuple with PyTorch's ``numel()`` and repr."""
+
+    def __repr__(self):
+        return f"minitorch_gpu.Size([{', '.join(map(str, self))}])"
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __getitem__(self, item):
+        r = tuple.__getitem__(self, item)
+        return Size(r) if isinstance(item, slice) else r
+
+
+_np_to_dtype = _dtype._BY_NP
+
+
+class Tensor:
+    """A multi-dimensional array on a device, with autograd. Build one with ``mt.tensor(data)``."""
+
+    __slots__ = ("_data", "_be", "_requires_grad", "_grad_fn", "_output_nr", "_grad", "_vc", "_base",
+                 "_inference", "__weakref__", "__dict__")
+
+    # rarely-set metadata lives in the instance dict; these are the defaults
+    _view_fn = None
+    _view_version = 0
+    _hooks = None
+    _post_acc_hooks = None
+    _acc_ref = None
+    _retains_grad = False
+    _is_param = False
+
+    def __new__(cls, *args, **kwargs):
+        from .ops import creation
+        return creation._legacy_tensor_new(cls, *args, **kwargs)
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    @classmethod
+    def _make(cls, data, be, requires_grad=False):
+        """Wrap a backend array (no copy). The hot path of every op."""
+        t = object.__new__(cls)
+        t._data = data
+        t._be = be
+        t._requires_grad = requires_grad
+        t._grad_fn = None
+        t._output_nr = 0
+        t._grad = None
+        t._vc = None
+        t._base = None
+        t._inference = _state.inference
+        return t
+
+    # ------------------------------------------------------------------ basic attributes
+    @property
+    def shape(self):
+        return Size(self._data.shape)
+
+    def size(self, dim=None):
+        if dim is None:
+            return Size(self._data.shape)
+        from .ops._util import wrap_dim
+        return self._data.shape[wrap_dim(dim, self._data.ndim)]
+
+    def dim(self):
+        return self._data.ndim
+
+    @property
+    def ndim(self):
+        return self._data.ndim
+
+    ndimension = dim
+
+    def numel(self):
+        return int(self._data.size)
+
+    nelement = numel
+
+    @property
+    def dtype(self):
+        return _np_to_dtype[self._data.dtype]
+
+    @property
+    def device(self):
+        return self._be.device
+
+    @property
+    def is_cuda(self):
+        return self._be.device.type == "cuda"
+
+    @property
+    def is_cpu(self):
+        return self._be.device.type == "cpu"
+
+    def get_device(self):
+        return -1 if self._be.device.type == "cpu" else self._be.device.index
+
+    def is_floating_point(self):
+        return self.dtype.is_floating_point
+
+    def is_complex(self):
+        return False
+
+    def element_size(self):
+        return self._data.itemsize
+
+    @property
+    def itemsize(self):
+        return self._data.itemsize
+
+    @property
+    def nbytes(self):
+        return int(self._data.nbytes)
+
+    def is_contiguous(self, memory_format=None):
+        return self._be.is_contiguous(self._data)
+
+    def stride(self, dim=None):
+        s = self._be.strides(self._data)
+        if dim is None:
+            return s
+        from .ops._util import wrap_dim
+        return s[wrap_dim(dim, self._data.ndim)]
+
+    def data_ptr(self):
+        return self._be.data_ptr(self._data)
+
+    def storage_offset(self):
+        base = self._base
+        if base is None:
+            return 0
+        return (self.data_ptr() - base.data_ptr()) // self._data.itemsize
+
+    def _is_view(self):
+        return self._base is not None
+
+    def is_inference(self):
+        return self._inference
+
+    @property
+    def _version(self):
+        return 0 if self._vc is None else self._vc.value
+
+    def __len__(self):
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __hash__(self):
+        return id(self)
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    # ------------------------------------------------------------------ Python scalars and host data
+    def item(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+        return self._be.to_numpy(self._data).reshape(()).item()
+
+    def tolist(self):
+        return self._be.to_numpy(self._data).tolist()
+
+    def numpy(self, *, force=False):
+        """The data as a NumPy array, sharing memory on the CPU (like PyTorch)."""
+        if self.is_cuda and not force:
+            raise TypeError("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the "
+                            "tensor to host memory first.")
+        if self._requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                               "instead.")
+        return self._be.to_numpy(self._data)
+
+    def __array__(self, dtype=None, copy=None):
+        arr = self._be.to_numpy(self._data)
+        return arr if dtype is None else arr.astype(dtype)
+
+    def _scalar_check(self, kind):
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+
+    def __float__(self):
+        self._scalar_check("float")
+        return float(self.item())
+
+    def __int__(self):
+        self._scalar_check("int")
+        return int(self.item())
+
+    def __index__(self):
+        if self.dtype.is_floating_point or self._data.size != 1 or self.dtype is _dtype.bool:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __bool__(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.item())
+
+    def __complex__(self):
+        return complex(self.item())
+
+    def __repr__(self, *, tensor_contents=None):
+        from ._tensor_str import tensor_repr
+        return tensor_repr(self)
+
+    def __format__(self, spec):
+        if self._data.ndim == 0 and spec:
+            return format(self.item(), spec)
+        return object.__format__(self, spec) if spec else repr(self)
+
+    def __reduce_ex__(self, proto):
+        # deepcopy / pickle rebuild through NumPy; autograd history is not carried (PyTorch refuses
+        # to deepcopy non-leaves; we copy the value)
+        return (_rebuild, (type(self), self._be.to_numpy(self._data).copy(), str(self.device),
+                           self._requires_grad, self.__dict__ or None))
+
+    def __deepcopy__(self, memo):
+        if not self.is_leaf:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+                               "protocol at the moment.  If you were attempting to deepcopy a module, this may "
+                               "be because of a torch.nn.utils.weight_norm usage, see "
+                               "https://github.com/pytorch/pytorch/pull/103001")
+        if id(self) in memo:
+            return memo[id(self)]
+        import copy
+        new = type(self)._make(self._be.copy(self._data), self._be, self._requires_grad)
+        if self._grad is not None:
+            new._grad = copy.deepcopy(self._grad, memo)
+        for k, v in (self.__dict__ or {}).items():
+            if k in ("_acc_ref", "_hooks", "_post_acc_hooks"):
+                continue
+            new.__dict__[k] = copy.deepcopy(v, memo)
+        memo[id(self)] = new
+        return new
+
+    # ------------------------------------------------------------------ autograd metadata
+    @property
+    def requires_grad(self):
+        if self._base is not None and not self._requires_grad:
+            return self.grad_fn is not None
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad=True):
+        """Set requires_grad on a leaf in place; returns self."""
+        if not isinstance(requires_grad, bool):
+            raise TypeError(f"requires_grad_() expects a bool, got {type(requires_grad).__name__}")
+        if not self.is_leaf:
+            if requires_grad:
+                return self
+            raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to use a "
+                               "computed variable in a subgraph that doesn't require differentiation use "
+                               "var_no_grad = var.detach().")
+        if requires_grad and not (self.dtype.is_floating_point or self.dtype.is_complex):
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        if requires_grad and self._inference and not _state.inference:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not "
+                               "allowed.")
+        self._requires_grad = requires_grad
+        return self
+
+    @property
+    def grad_fn(self):
+        base = self._base
+        if base is not None and base._requires_grad:
+            vc = self._vc
+            if vc is not None and vc.value != self._view_version and self._view_fn is not None:
+                self._regenerate_view_grad_fn()
+        return self._grad_fn
+
+    def _regenerate_view_grad_fn(self):
+        # the base (or another view of it) was modified in place: the view's history is now "take this
+        # view of the base's current value", replayed from the base's new grad_fn
+        from .autograd.grad_mode import enable_grad
+        with enable_grad():
+            tmp = self._view_fn(self._base)
+        self._grad_fn = tmp._grad_fn
+        self._output_nr = tmp._output_nr
+        self._requires_grad = tmp._requires_grad
+        self._view_version = self._vc.value
+
+    @property
+    def is_leaf(self):
+        return self.grad_fn is None
+
+    @property
+    def grad(self):
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
+                                f"{type(value).__name__}")
+            if value.dtype is not self.dtype:
+                raise RuntimeError("assigned grad has data of a different type")
+            if value.device != self.device:
+                raise RuntimeError("assigned grad has data located on a different device")
+            if tuple(value.shape) != tuple(self.shape):
+                raise RuntimeError("assigned grad has data of a different size")
+        self._grad = value
+
+    @grad.deleter
+    def grad(self):
+        self._grad = None
+
+    @property
+    def output_nr(self):
+        return self._output_nr
+
+    @property
+    def data(self):
+        """The same data, detached from autograd (writes through it are not tracked)."""
+        t = Tensor._make(self._data, self._be)
+        t._inference = self._inference
+        return t
+
+    @data.setter
+    def data(self, value):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
+        self._data = value._data
+        self._be = value._be
+
+    def _edge(self):
+        """(node, output_nr) that gradients for this tensor flow into."""
+        fn = self.grad_fn
+        if fn is not None:
+            return (fn, self._output_nr)
+        return (self._accumulate_node(), 0)
+
+    def _accumulate_node(self):
+        ref = self._acc_ref
+        node = ref() if ref is not None else None
+        if node is None:
+            node = AccumulateGrad(self)
+            self._acc_ref = weakref.ref(node)
+        return node
+
+    def retain_grad(self):
+        """Keep ``.grad`` for this non-leaf after backward."""
+        if not self._requires_grad and self.grad_fn is None:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.is_leaf or self._retains_grad:
+            return
+        fn = self.grad_fn
+        if fn._retain_hooks is None:
+            fn._retain_hooks = {}
+        fn._retain_hooks[self._output_nr] = weakref.ref(self)
+        self._retains_grad = True
+
+    @property
+    def retains_grad(self):
+        return self._retains_grad
+
+    def register_hook(self, hook):
+        """``hook(grad)`` runs when this tensor's gradient is computed; it may return a replacement."""
+        from .utils.hooks import RemovableHandle
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        fn = self.grad_fn
+        if fn is None:
+            if self._hooks is None:
+                self._hooks = {}
+            d = self._hooks
+        else:
+            if fn._tensor_hooks is None:
+                fn._tensor_hooks = {}
+            d = fn._tensor_hooks.setdefault(self._output_nr, {})
+        h = RemovableHandle(d)
+        d[h.id] = hook
+        return h
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """``hook(tensor)`` runs on a leaf after its ``.grad`` has been accumulated."""
+        from .utils.hooks import RemovableHandle
+        if not self.is_leaf:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._post_acc_hooks is None:
+            self._post_acc_hooks = {}
+        h = RemovableHandle(self._post_acc_hooks)
+        self._post_acc_hooks[h.id] = hook
+        return h
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulate the gradient of this tensor into the ``.grad`` of the leaves it depends on."""
+        from . import autograd
+        autograd.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    def detach(self):
+        """A tensor sharing data (and version counter) with this one, with no history."""
+        t = Tensor._make(self._data, self._be)
+        if self._vc is None:
+            self._vc = VersionCounter()
+        t._vc = self._vc
+        t._inference = self._inference
+        return t
+
+    def detach_(self):
+        if self._base is not None:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        self._grad_fn = None
+        self._requires_grad = False
+        self._output_nr = 0
+        return self
+
+    # ------------------------------------------------------------------ in-place machinery
+    def _check_inplace(self):
+        if self._inference and not _state.inference:
+            raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not allowed.You can "
+                               "make a clone to get a normal tensor before doing inplace update.See "
+                               "https://github.com/pytorch/rfcs/pull/17 for more details.")
+
+
+def _rebuild(cls, arr, dev, requires_grad, state):
+    from .ops.creation import tensor as _tensor
+    t = _tensor(arr, device=dev)
+    if cls is not Tensor:
+        t2 = cls._make(t._data, t._be)
+        t = t2
+    t._requires_grad = requires_grad
+    if state:
+        t.__dict__.update(state)
+    return t
+
+
+_function._TensorCls[0] = Tensor
