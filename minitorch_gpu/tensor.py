@@ -11,10 +11,9 @@ Methods that are ops live in ``ops/`` and are bound onto Tensor from each op mod
 import weakref
 
 from . import _dtype
-from ._device import device as _device_cls
 from .autograd import function as _function
 from .autograd.engine import AccumulateGrad
-from .autograd.function import VersionCounter, bump_version
+from .autograd.function import VersionCounter, edge_of
 from .autograd.grad_mode import _state
 
 __all__ = ["Tensor", "Size"]
@@ -54,6 +53,9 @@ class Tensor:
     _acc_ref = None
     _retains_grad = False
     _is_param = False
+    # how a view came to be, when that restricts in-place writes: "no_grad", "inference" or
+    # "custom_function" (PyTorch's CreationMeta); None for ordinary views and non-views
+    _view_meta = None
 
     def __new__(cls, *args, **kwargs):
         from .ops import creation
@@ -139,6 +141,10 @@ class Tensor:
         return int(self._data.nbytes)
 
     def is_contiguous(self, memory_format=None):
+        if memory_format is not None:
+            from .ops.conversion import _is_channels_last, channels_last
+            if memory_format is channels_last:
+                return _is_channels_last(self._data)
         return self._be.is_contiguous(self._data)
 
     def stride(self, dim=None):
@@ -205,7 +211,7 @@ class Tensor:
 
     def _scalar_check(self, kind):
         if self._data.size != 1:
-            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+            raise ValueError("only one element tensors can be converted to Python scalars")
 
     def __float__(self):
         self._scalar_check("float")
@@ -216,21 +222,25 @@ class Tensor:
         return int(self.item())
 
     def __index__(self):
-        if self.dtype.is_floating_point or self._data.size != 1 or self.dtype is _dtype.bool:
+        if self.dtype.is_floating_point or self._data.size != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self.item())
 
     def __bool__(self):
-        if self._data.size != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        n = self._data.size
+        if n != 1:
+            if n == 0:
+                raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self.item())
 
     def __complex__(self):
+        self._scalar_check("complex")
         return complex(self.item())
 
     def __repr__(self, *, tensor_contents=None):
         from ._tensor_str import tensor_repr
-        return tensor_repr(self)
+        return tensor_repr(self, tensor_contents=tensor_contents)
 
     def __format__(self, spec):
         if self._data.ndim == 0 and spec:
@@ -238,10 +248,14 @@ class Tensor:
         return object.__format__(self, spec) if spec else repr(self)
 
     def __reduce_ex__(self, proto):
-        # deepcopy / pickle rebuild through NumPy; autograd history is not carried (PyTorch refuses
-        # to deepcopy non-leaves; we copy the value)
+        # pickle rebuilds through NumPy; autograd history cannot cross a process boundary
+        if self.requires_grad and not self.is_leaf:
+            raise RuntimeError("Cowardly refusing to serialize non-leaf tensor which requires_grad, since autograd "
+                               "does not support crossing process boundaries.  If you just want to transfer the "
+                               "data, call detach() on the tensor before serializing (e.g., putting it on the "
+                               "queue).")
         return (_rebuild, (type(self), self._be.to_numpy(self._data).copy(), str(self.device),
-                           self._requires_grad, self.__dict__ or None))
+                           self._requires_grad, _user_dict(self) or None))
 
     def __deepcopy__(self, memo):
         if not self.is_leaf:
@@ -255,9 +269,7 @@ class Tensor:
         new = type(self)._make(self._be.copy(self._data), self._be, self._requires_grad)
         if self._grad is not None:
             new._grad = copy.deepcopy(self._grad, memo)
-        for k, v in (self.__dict__ or {}).items():
-            if k in ("_acc_ref", "_hooks", "_post_acc_hooks"):
-                continue
+        for k, v in _user_dict(self).items():
             new.__dict__[k] = copy.deepcopy(v, memo)
         memo[id(self)] = new
         return new
@@ -265,12 +277,21 @@ class Tensor:
     # ------------------------------------------------------------------ autograd metadata
     @property
     def requires_grad(self):
-        if self._base is not None and not self._requires_grad:
-            return self.grad_fn is not None
-        return self._requires_grad
+        """Whether autograd records ops on this tensor: leaves that asked for it, results of recorded ops,
+        and (as in PyTorch) views of a base that requires grad."""
+        if self._requires_grad:
+            return True
+        base = self._base
+        if base is None:
+            return False
+        return base._requires_grad or self.grad_fn is not None
 
     @requires_grad.setter
     def requires_grad(self, value):
+        if not self.is_leaf:
+            if value:
+                raise RuntimeError("you can only change requires_grad flags of leaf variables.")
+            raise RuntimeError(_NONLEAF_REQUIRES_GRAD_MSG)
         self.requires_grad_(value)
 
     def requires_grad_(self, requires_grad=True):
@@ -280,9 +301,7 @@ class Tensor:
         if not self.is_leaf:
             if requires_grad:
                 return self
-            raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to use a "
-                               "computed variable in a subgraph that doesn't require differentiation use "
-                               "var_no_grad = var.detach().")
+            raise RuntimeError(_NONLEAF_REQUIRES_GRAD_MSG)
         if requires_grad and not (self.dtype.is_floating_point or self.dtype.is_complex):
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
         if requires_grad and self._inference and not _state.inference:
@@ -293,23 +312,31 @@ class Tensor:
 
     @property
     def grad_fn(self):
+        """The node that created this tensor (None for leaves)."""
         base = self._base
         if base is not None and base._requires_grad:
             vc = self._vc
-            if vc is not None and vc.value != self._view_version and self._view_fn is not None:
+            if vc is not None and vc.value != self._view_version and self._view_fn is not None \
+                    and self._view_meta is None:
                 self._regenerate_view_grad_fn()
         return self._grad_fn
 
     def _regenerate_view_grad_fn(self):
         # the base (or another view of it) was modified in place: the view's history is now "take this
         # view of the base's current value", replayed from the base's new grad_fn
-        from .autograd.grad_mode import enable_grad
-        with enable_grad():
+        old_fn, old_nr = self._grad_fn, self._output_nr
+        prev = _state.grad
+        _state.grad = True
+        try:
             tmp = self._view_fn(self._base)
+        finally:
+            _state.grad = prev
         self._grad_fn = tmp._grad_fn
         self._output_nr = tmp._output_nr
         self._requires_grad = tmp._requires_grad
         self._view_version = self._vc.value
+        if self._retains_grad:
+            _move_retain(self, old_fn, old_nr)
 
     @property
     def is_leaf(self):
@@ -356,11 +383,8 @@ class Tensor:
         self._be = value._be
 
     def _edge(self):
-        """(node, output_nr) that gradients for this tensor flow into."""
-        fn = self.grad_fn
-        if fn is not None:
-            return (fn, self._output_nr)
-        return (self._accumulate_node(), 0)
+        """(node, output_nr) that gradients for this tensor flow into; (None, 0) when there is none."""
+        return edge_of(self)
 
     def _accumulate_node(self):
         ref = self._acc_ref
@@ -371,15 +395,13 @@ class Tensor:
         return node
 
     def retain_grad(self):
-        """Keep ``.grad`` for this non-leaf after backward."""
-        if not self._requires_grad and self.grad_fn is None:
+        """Keep ``.grad`` for this non-leaf after backward (a no-op on leaves)."""
+        if not self.requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
-        if self.is_leaf or self._retains_grad:
-            return
         fn = self.grad_fn
-        if fn._retain_hooks is None:
-            fn._retain_hooks = {}
-        fn._retain_hooks[self._output_nr] = weakref.ref(self)
+        if fn is None or self._retains_grad:
+            return
+        fn._add_retain_hook(self._output_nr, weakref.ref(self))
         self._retains_grad = True
 
     @property
@@ -392,16 +414,12 @@ class Tensor:
         if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         fn = self.grad_fn
-        if fn is None:
-            if self._hooks is None:
-                self._hooks = {}
-            d = self._hooks
-        else:
-            if fn._tensor_hooks is None:
-                fn._tensor_hooks = {}
-            d = fn._tensor_hooks.setdefault(self._output_nr, {})
-        h = RemovableHandle(d)
-        d[h.id] = hook
+        if fn is not None:
+            return fn._add_tensor_hook(self._output_nr, hook)
+        if self._hooks is None:
+            self._hooks = {}
+        h = RemovableHandle(self._hooks)
+        self._hooks[h.id] = hook
         return h
 
     def register_post_accumulate_grad_hook(self, hook):
@@ -432,8 +450,13 @@ class Tensor:
         return t
 
     def detach_(self):
+        """Cut this tensor from its history in place; returns self."""
         if self._base is not None:
-            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+            raise RuntimeError("Can't detach views in-place. Use detach() instead. If you are using "
+                               "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set as "
+                               "True, gradients are views of DDP buckets, and hence detach_() cannot be called on "
+                               "these gradients. To fix this error, please refer to the Optimizer.zero_grad() "
+                               "function in torch/optim/optimizer.py as the solution.")
         self._grad_fn = None
         self._requires_grad = False
         self._output_nr = 0
@@ -445,6 +468,35 @@ class Tensor:
             raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not allowed.You can "
                                "make a clone to get a normal tensor before doing inplace update.See "
                                "https://github.com/pytorch/rfcs/pull/17 for more details.")
+
+
+# autograd bookkeeping kept in the instance dict: never copied or pickled with the tensor
+_INTERNAL_KEYS = frozenset(("_acc_ref", "_hooks", "_post_acc_hooks", "_retains_grad", "_view_fn", "_view_version",
+                            "_view_meta", "_multi_output_op"))
+
+
+def _user_dict(t):
+    """Attributes a user set on the tensor (``t.name = ...``), without autograd's own."""
+    d = t.__dict__
+    if not d:
+        return {}
+    return {k: v for k, v in d.items() if k not in _INTERNAL_KEYS}
+
+
+_NONLEAF_REQUIRES_GRAD_MSG = (
+    "you can only change requires_grad flags of leaf variables. If you want to use a computed variable in a "
+    "subgraph that doesn't require differentiation use var_no_grad = var.detach().")
+
+
+def _move_retain(t, old_fn, old_nr):
+    """retain_grad follows the tensor: after an in-place op it reports the gradient of the new value."""
+    if old_fn is not None and old_fn._retain_hooks:
+        ref = old_fn._retain_hooks.get(old_nr)
+        if ref is not None and ref() is t:
+            del old_fn._retain_hooks[old_nr]
+    fn = t._grad_fn
+    if fn is not None:
+        fn._add_retain_hook(t._output_nr, weakref.ref(t))
 
 
 def _rebuild(cls, arr, dev, requires_grad, state):
@@ -459,4 +511,20 @@ def _rebuild(cls, arr, dev, requires_grad, state):
     return t
 
 
+def _new_tensor(data, be, _new=object.__new__, _cls=Tensor, _st=_state):
+    """Tensor._make without the classmethod binding: the constructor of every op result."""
+    t = _new(_cls)
+    t._data = data
+    t._be = be
+    t._requires_grad = False
+    t._grad_fn = None
+    t._output_nr = 0
+    t._grad = None
+    t._vc = None
+    t._base = None
+    t._inference = _st.inference
+    return t
+
+
 _function._TensorCls[0] = Tensor
+_function._make = _new_tensor

@@ -33,6 +33,9 @@ class detect_anomaly:
         self.prev = None
 
     def __enter__(self):
+        import warnings
+        warnings.warn("Anomaly Detection has been enabled. This mode will increase the runtime and should only be "
+                      "enabled for debugging.", stacklevel=2)
         self.prev = dict(_mode)
         _mode["enabled"] = True
         _mode["check_nan"] = self.check_nan

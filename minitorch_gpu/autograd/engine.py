@@ -1,24 +1,26 @@
 """The backward engine: iterative, priority-ordered, thread-safe.
 
 One call of :func:`run_backward` is a graph task with its own dependency counts, gradient buffers and
-ready queue, so several threads can run backward at once. Ready nodes run by descending sequence number
-(reverse creation order); AccumulateGrad nodes have the highest priority and run as soon as their
-gradient is complete, which is what lets DDP start all-reduces during backward. There is no recursion:
-a chain of any length backpropagates.
+ready queue, so several threads can run backward at once; the only shared state they touch is a leaf's
+``.grad``, which is updated under a lock. Ready nodes run by descending sequence number (reverse
+creation order); AccumulateGrad nodes have the highest priority and run as soon as their gradient is
+complete, which is what lets DDP start all-reduces during backward. There is no recursion: a chain of
+any length backpropagates.
 """
 import heapq
-import itertools
 import threading
 import warnings
-import weakref
 
 from . import anomaly
-from .function import ACCUMULATE_SEQ, Node, _accumulate_lock, bump_version
+from . import function as _function
+from .function import ACCUMULATE_SEQ, ACCUMULATE_SEQ_REPORTED, Node, _accumulate_lock, _next_seq, bump_version
 from .grad_mode import _state
 
 __all__ = ["run_backward", "queue_callback", "AccumulateGrad"]
 
 _local = threading.local()
+_heappush = heapq.heappush
+_heappop = heapq.heappop
 
 
 class AccumulateGrad(Node):
@@ -26,21 +28,33 @@ class AccumulateGrad(Node):
 
     def __init__(self, variable):
         self.variable = variable
-        self._seq_nr = ACCUMULATE_SEQ
-        self.next_functions = ()
+        # unique, and above every other node: the heap never has to compare two nodes
+        self._seq_nr = ACCUMULATE_SEQ + _next_seq()
 
     def name(self):
         return "AccumulateGrad"
 
+    def _sequence_nr(self):
+        return ACCUMULATE_SEQ_REPORTED
+
     @property
-    def _tensor_hooks(self):
+    def _hooked(self):
+        var = self.variable
+        return bool(var._hooks) or self._pre_hooks is not None or self._post_hooks is not None
+
+    @_hooked.setter
+    def _hooked(self, value):
+        # hooks registered on the node itself are found through _pre_hooks / _post_hooks
+        pass
+
+    def _tensor_pre_hooks(self):
         hooks = self.variable._hooks
         return {0: hooks} if hooks else None
 
     def _run(self, grads):
         g = grads[0]
         var = self.variable
-        if g is not None:
+        if g is not None and var._requires_grad:
             accumulate_grad(var, g)
             hooks = var._post_acc_hooks
             if hooks:
@@ -50,21 +64,29 @@ class AccumulateGrad(Node):
 
 
 def accumulate_grad(var, g):
-    """var.grad += g: in place when no graph is being built, else out of place so the sum is recorded."""
-    from ..tensor import Tensor
+    """var.grad += g, under a lock since several backward passes may share a leaf. Outside create_graph
+    the sum is done in place and the first gradient is copied (it may be shared: AddBackward hands the
+    same tensor to both of its inputs); with create_graph the sum is recorded."""
+    if g._data.shape != var._data.shape:
+        raise RuntimeError(f"AccumulateGrad: gradient of shape {list(g._data.shape)} does not match the shape "
+                           f"{list(var._data.shape)} of the tensor it is accumulated into")
     with _accumulate_lock:
         cur = var._grad
         if cur is None:
             if _state.grad:
-                var._grad = g
+                var._grad = g.clone()
             else:
-                # the incoming gradient may be shared with another leaf (AddBackward hands the same tensor
-                # to both inputs), so the leaf gets its own writable copy
-                var._grad = Tensor._make(g._be.copy(g._data), g._be)
-        elif _state.grad or cur._requires_grad:
+                be = g._be
+                data = g._data
+                if data.dtype != var._data.dtype:
+                    data = be.astype(data, var._data.dtype)
+                # a plain Tensor even when the leaf is a subclass (a Parameter's grad is not a Parameter)
+                var._grad = _function._make(be.copy(data), be)
+        elif _state.grad:
             var._grad = cur + g
         else:
-            cur._be.copy_into(cur._data, cur._be.binary("add", cur._data, g._data))
+            be = cur._be
+            be.copy_into(cur._data, be.binary("add", cur._data, g._data))
             bump_version(cur)
 
 
@@ -85,7 +107,7 @@ def queue_callback(callback):
 
 def _check_nan(node, outs):
     for i, g in enumerate(outs):
-        if g is not None and g.dtype.is_floating_point and g._be.isnan_any(g._data):
+        if g is not None and g._data.dtype.kind in "fV" and g._be.isnan_any(g._data):
             msg = f"Function '{node.name()}' returned nan values in its {i}th output."
             if node._trace:
                 msg += ("\nTraceback of the forward call that created it (most recent call last):\n"
@@ -93,9 +115,54 @@ def _check_nan(node, outs):
             raise RuntimeError(msg)
 
 
-def _add_grad(buf, nr, g):
-    cur = buf[nr]
-    buf[nr] = g if cur is None else cur + g
+def _sum(cur, g):
+    """cur + g for gradient buffers: straight through the backend when nothing is being recorded."""
+    if _state.grad:
+        return cur + g
+    a, b = cur._data, g._data
+    if a.shape == b.shape and a.dtype == b.dtype:
+        be = cur._be
+        return _function._make(be.binary("add", a, b), be)
+    return cur + g
+
+
+def _pre_hooks(node, grads):
+    """Tensor hooks (which may replace a gradient), then retain_grad, then the node's pre-hooks."""
+    th = node._tensor_pre_hooks()
+    if th:
+        for nr, hooks in th.items():
+            if grads[nr] is not None:
+                for h in list(hooks.values()):
+                    r = h(grads[nr])
+                    if r is not None:
+                        grads[nr] = r
+    rh = node._retain_hooks
+    if rh:
+        for nr, ref in rh.items():
+            t = ref()
+            if t is not None and grads[nr] is not None:
+                _retain(t, grads[nr])
+    return grads
+
+
+def _node_pre_hooks(node, grads):
+    ph = node._pre_hooks
+    if ph:
+        for h in list(ph.values()):
+            r = h(tuple(grads))
+            if r is not None:
+                grads = list(r)
+    return grads
+
+
+def _post_hooks(node, outs, grads):
+    hooks = node._post_hooks
+    if hooks:
+        for h in list(hooks.values()):
+            r = h(tuple(outs), tuple(grads))
+            if r is not None:
+                outs = tuple(r)
+    return outs
 
 
 def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None, allow_unused=False,
@@ -107,23 +174,27 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     for i, (t, g) in enumerate(zip(outputs, grad_outputs)):
         if not t.requires_grad:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
-        roots.append((t._edge(), g))
+        node, nr = t._edge()
+        if node is not None:
+            roots.append((node, nr, g))
 
-    targets = None
+    captures = None
     target_nodes = None
     if inputs is not None:
-        targets = {}
+        captures = {}
         for i, t in enumerate(inputs):
             if not t.requires_grad:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
-            targets.setdefault(t._edge(), []).append(i)
-        target_nodes = {n for n, _ in targets}
+            node, nr = t._edge()
+            if node is not None:
+                captures.setdefault(node, []).append((nr, i))
+        target_nodes = set(captures)
 
     # discover the graph and count, for every node, how many edges point at it
     deps = {}
     root_nodes = []
     seen = set()
-    for (node, _), _g in roots:
+    for node, _, _ in roots:
         if node not in seen:
             seen.add(node)
             root_nodes.append(node)
@@ -132,24 +203,27 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
         node = stack.pop()
         for nxt, _ in node.next_functions:
             if nxt is not None:
-                deps[nxt] = deps.get(nxt, 0) + 1
-                if nxt not in seen:
-                    seen.add(nxt)
-                    stack.append(nxt)
+                if nxt in deps:
+                    deps[nxt] += 1
+                else:
+                    deps[nxt] = 1
+                    if nxt not in seen:
+                        seen.add(nxt)
+                        stack.append(nxt)
 
     needed = None
     if target_nodes is not None:
         needed = _nodes_reaching(root_nodes, deps, target_nodes)
 
     buffers = {}
-    for (node, nr), g in roots:
+    for node, nr, g in roots:
         buf = buffers.get(node)
         if buf is None:
             buf = buffers[node] = [None] * node._n_outputs
-        _add_grad(buf, nr, g)
+        cur = buf[nr]
+        buf[nr] = g if cur is None else _sum(cur, g)
 
-    tie = itertools.count()
-    heap = [(-n._seq_nr, next(tie), n) for n in root_nodes if deps.get(n, 0) == 0]
+    heap = [(-n._seq_nr, n) for n in root_nodes if n not in deps]
     heapq.heapify(heap)
 
     captured = [None] * len(inputs) if inputs is not None else None
@@ -162,87 +236,87 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     tasks.append(task)
     prev_grad = _state.grad
     _state.grad = create_graph
+    pop_buffer = buffers.pop
     try:
         while heap:
-            node = heapq.heappop(heap)[2]
-            grads = buffers.pop(node, None)
+            node = _heappop(heap)[1]
+            grads = pop_buffer(node, None)
             if grads is None:
                 grads = [None] * node._n_outputs
-
-            th = node._tensor_hooks
-            if th:
-                for nr, hooks in th.items():
-                    if grads[nr] is not None:
-                        for h in list(hooks.values()):
-                            r = h(grads[nr])
-                            if r is not None:
-                                grads[nr] = r
-            rh = node._retain_hooks
-            if rh:
-                for nr, ref in rh.items():
-                    t = ref()
-                    if t is not None and grads[nr] is not None:
-                        _retain(t, grads[nr])
-            if targets is not None:
-                for nr in range(len(grads)):
-                    idx = targets.get((node, nr))
-                    if idx:
-                        for i in idx:
-                            captured[i] = grads[nr]
+            hooked = node._hooked
+            if hooked:
+                grads = _pre_hooks(node, grads)
+            if captures is not None:
+                cap = captures.get(node)
+                if cap:
+                    for nr, i in cap:
+                        captured[i] = grads[nr]
 
             if node.__class__ is AccumulateGrad:
                 if accumulate and (target_nodes is None or node in target_nodes):
+                    if hooked:
+                        grads = _node_pre_hooks(node, grads)
                     node._run(grads)
+                    if hooked:
+                        _post_hooks(node, (), grads)
                 continue
             if needed is not None and node not in needed:
                 continue
+            if hooked:
+                grads = _node_pre_hooks(node, grads)
 
-            ph = node._pre_hooks
-            if ph:
-                for h in list(ph.values()):
-                    r = h(tuple(grads))
-                    if r is not None:
-                        grads = list(r)
-
-            if all(g is None for g in grads):
-                outs = (None,) * len(node.next_functions)
-            else:
+            if grads[0] is not None if len(grads) == 1 else any(g is not None for g in grads):
                 try:
                     outs = node._run(grads)
+                    if outs.__class__ is not tuple:
+                        outs = tuple(outs) if isinstance(outs, list) else (outs,)
+                    if check_nan:
+                        _check_nan(node, outs)
                 except Exception:
                     if node._trace:
                         warnings.warn(f"Error detected in {node.name()}. Traceback of forward call that caused "
                                       f"the error:\n{node._trace}", stacklevel=2)
                     raise
-                if check_nan:
-                    _check_nan(node, outs)
+                nexts = node.next_functions
+                if len(outs) != len(nexts):
+                    raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients "
+                                       f"(expected {len(nexts)}, got {len(outs)})")
+            else:
+                # no gradient reached this node: its inputs get none either, but still count as done
+                nexts = node.next_functions
+                outs = (None,) * len(nexts)
+            if hooked:
+                outs = _post_hooks(node, outs, grads)
+            if not retain_graph and node._saved is not None:
+                # Node._release, inlined: the engine's per-node cost is the framework's overhead
+                node._saved = None
+                node._released = True
 
-            hooks = node._post_hooks
-            if hooks:
-                for h in list(hooks.values()):
-                    r = h(tuple(outs), tuple(grads))
-                    if r is not None:
-                        outs = tuple(r)
-
-            if not retain_graph:
-                node._release()
-
-            for (nxt, nr), g in zip(node.next_functions, outs):
+            for (nxt, nr), g in zip(nexts, outs):
                 if nxt is None or (needed is not None and nxt not in needed):
                     continue
                 if g is not None:
                     buf = buffers.get(nxt)
                     if buf is None:
-                        buf = buffers[nxt] = [None] * nxt._n_outputs
-                    _add_grad(buf, nr, g)
+                        if nxt._n_outputs == 1:
+                            buffers[nxt] = [g]
+                        else:
+                            buf = buffers[nxt] = [None] * nxt._n_outputs
+                            buf[nr] = g
+                    else:
+                        cur = buf[nr]
+                        buf[nr] = g if cur is None else _sum(cur, g)
                 left = deps[nxt] - 1
-                deps[nxt] = left
-                if left == 0:
-                    heapq.heappush(heap, (-nxt._seq_nr, next(tie), nxt))
+                if left:
+                    deps[nxt] = left
+                else:
+                    del deps[nxt]
+                    _heappush(heap, (-nxt._seq_nr, nxt))
 
         # callbacks may queue further callbacks
-        while task.callbacks:
-            task.callbacks.pop(0)()
+        callbacks = task.callbacks
+        while callbacks:
+            callbacks.pop(0)()
     finally:
         _state.grad = prev_grad
         tasks.pop()
@@ -252,8 +326,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     if not allow_unused:
         for i, g in enumerate(captured):
             if g is None:
-                raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
-                                   "Set allow_unused=True if this is the desired behavior.")
+                raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used in the "
+                                   "graph. Set allow_unused=True if this is the desired behavior.")
     if accumulate:
         # backward(inputs=...) on a non-leaf fills its .grad, like retain_grad would
         for t, g in zip(inputs, captured):
@@ -290,7 +364,3 @@ def _nodes_reaching(root_nodes, deps, target_nodes):
         if n in target_nodes or any(nxt in needed for nxt, _ in n.next_functions if nxt is not None):
             needed.add(n)
     return needed
-
-
-def make_retain_ref(t):
-    return weakref.ref(t)

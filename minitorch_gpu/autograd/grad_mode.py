@@ -36,22 +36,26 @@ class _DecoratorContextManager:
         if inspect.isgeneratorfunction(func):
             @functools.wraps(func)
             def gen_wrapper(*args, **kwargs):
+                # the mode is on only while the generator body runs, not while the caller holds it
                 gen = func(*args, **kwargs)
-                with self.clone():
-                    response = gen.send(None)
-                while True:
-                    try:
-                        request = yield response
-                    except GeneratorExit:
-                        with self.clone():
-                            gen.close()
-                        raise
-                    except BaseException as e:
-                        with self.clone():
-                            response = gen.throw(e)
-                    else:
-                        with self.clone():
-                            response = gen.send(request)
+                try:
+                    with self.clone():
+                        response = gen.send(None)
+                    while True:
+                        try:
+                            request = yield response
+                        except GeneratorExit:
+                            with self.clone():
+                                gen.close()
+                            raise
+                        except BaseException as e:
+                            with self.clone():
+                                response = gen.throw(e)
+                        else:
+                            with self.clone():
+                                response = gen.send(request)
+                except StopIteration as e:
+                    return e.value
             return gen_wrapper
 
         @functools.wraps(func)
@@ -104,6 +108,11 @@ class set_grad_enabled(_DecoratorContextManager):
         self.mode = mode
         _state.grad = mode
 
+    def __call__(self, func):
+        # used as a decorator the mode applies to calls only: undo what __init__ switched on
+        _state.grad = self.prev
+        return super().__call__(func)
+
     def __enter__(self):
         _state.grad = self.mode
 
@@ -112,7 +121,11 @@ class set_grad_enabled(_DecoratorContextManager):
         return False
 
     def clone(self):
-        return self.__class__(self.mode)
+        prev = _state.grad
+        c = self.__class__(self.mode)
+        # the clone is entered right away; its prev must be the mode at entry, not at construction
+        c.prev = prev
+        return c
 
 
 class inference_mode(_DecoratorContextManager):

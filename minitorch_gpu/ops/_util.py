@@ -32,7 +32,11 @@ def wrap_dims(dims, ndim):
         return (wrap_dim(dims, ndim),)
     out = tuple(wrap_dim(d, ndim) for d in dims)
     if len(set(out)) != len(out):
-        raise RuntimeError(f"dim {out[0]} appears multiple times in the list of dims")
+        seen = set()
+        for d in out:
+            if d in seen:
+                raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+            seen.add(d)
     return out
 
 
