@@ -3,6 +3,8 @@
 A dtype is a small immutable object compared by identity (``x.dtype is mt.float32``), as in PyTorch.
 Each maps to a NumPy dtype; CuPy uses the same NumPy dtypes, so the mapping serves both backends.
 """
+import builtins
+
 import numpy as np
 
 __all__ = [
@@ -16,18 +18,23 @@ _BOOL, _INT, _FLOAT = 0, 1, 2
 
 
 class dtype:
-    __slots__ = ("name", "np_dtype", "itemsize", "is_floating_point", "is_signed", "_category", "_tensor_name")
+    """A tensor element type (``mt.float32``, ``mt.int64``, ...); compare with ``is``."""
+
+    __slots__ = ("name", "np_dtype", "itemsize", "is_floating_point", "is_signed", "_category", "_tensor_name",
+                 "_scalar_name")
 
     is_complex = False
 
-    def __init__(self, name, np_dtype, category, tensor_name):
+    def __init__(self, name, np_dtype, category, tensor_name, itemsize=None):
         self.name = name
         self.np_dtype = np_dtype
-        self.itemsize = np_dtype.itemsize if np_dtype is not None else 2
+        self.itemsize = np_dtype.itemsize if np_dtype is not None else itemsize
         self.is_floating_point = category == _FLOAT
         self.is_signed = name not in ("uint8", "bool")
         self._category = category
         self._tensor_name = tensor_name
+        # PyTorch's ScalarType name, used in its error messages ("not implemented for 'Long'")
+        self._scalar_name = tensor_name[:-len("Tensor")]
 
     def __repr__(self):
         return f"minitorch_gpu.{self.name}"
@@ -35,6 +42,12 @@ class dtype:
     def __reduce__(self):
         # dtypes are singletons: unpickling and deepcopy must give back the same object
         return (_lookup, (self.name,))
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
 
     def to_real(self):
         return self
@@ -54,8 +67,8 @@ def _bfloat16_np():
 float32 = dtype("float32", np.dtype(np.float32), _FLOAT, "FloatTensor")
 float64 = dtype("float64", np.dtype(np.float64), _FLOAT, "DoubleTensor")
 float16 = dtype("float16", np.dtype(np.float16), _FLOAT, "HalfTensor")
-# bfloat16 exists on every install; arrays of it need ml_dtypes (checked where an array is made)
-bfloat16 = dtype("bfloat16", _bfloat16_np(), _FLOAT, "BFloat16Tensor")
+# bfloat16 exists on every install; arrays of it need ml_dtypes (backends raise a TypeError without it)
+bfloat16 = dtype("bfloat16", _bfloat16_np(), _FLOAT, "BFloat16Tensor", itemsize=2)
 int64 = dtype("int64", np.dtype(np.int64), _INT, "LongTensor")
 int32 = dtype("int32", np.dtype(np.int32), _INT, "IntTensor")
 int16 = dtype("int16", np.dtype(np.int16), _INT, "ShortTensor")
@@ -72,7 +85,11 @@ short = int16
 
 _ALL = (float32, float64, float16, bfloat16, int64, int32, int16, int8, uint8, bool)
 _BY_NAME = {d.name: d for d in _ALL}
+_BY_NAME.update({"float": float32, "double": float64, "half": float16, "long": int64, "int": int32,
+                 "short": int16})
 _BY_NP = {d.np_dtype: d for d in _ALL if d.np_dtype is not None}
+# legacy tensor-type names, as accepted by ``Tensor.type('torch.DoubleTensor')``
+_BY_TENSOR_NAME = {d._tensor_name: d for d in _ALL}
 
 
 def _lookup(name):
@@ -81,7 +98,13 @@ def _lookup(name):
 
 def from_numpy_dtype(np_dtype):
     """The dtype for a NumPy dtype; TypeError for kinds PyTorch has no tensor type for."""
-    d = _BY_NP.get(np.dtype(np_dtype))
+    d = _BY_NP.get(np_dtype)
+    if d is not None:
+        return d
+    try:
+        d = _BY_NP.get(np.dtype(np_dtype))
+    except TypeError:
+        d = None
     if d is None:
         raise TypeError(
             f"can't convert np.ndarray of type numpy.{np.dtype(np_dtype).name}. The only supported types are: "
@@ -90,12 +113,11 @@ def from_numpy_dtype(np_dtype):
 
 
 def to_dtype(d):
-    """Accept a dtype, a NumPy dtype, a Python type or a dtype name, as PyTorch's factories do."""
+    """Accept a dtype, a NumPy dtype, a Python type or a dtype name, as factories do."""
     if d.__class__ is dtype:
         return d
-    import builtins
     if d is builtins.float:
-        return _default[0]
+        return float64  # PyTorch maps the Python type float to double, whatever the default dtype
     if d is builtins.int:
         return int64
     if d is builtins.bool:
@@ -112,23 +134,31 @@ _default = [float32]
 
 
 def get_default_dtype():
+    """The dtype Python floats and float factories use (float32 unless changed)."""
     return _default[0]
 
 
 def set_default_dtype(d):
-    d = to_dtype(d)
-    if d not in (float32, float64, float16, bfloat16):
-        raise TypeError(f"only floating-point types are supported as the default type, got {d}")
+    """Set the default floating dtype (float32, float64, float16 or bfloat16), as ``torch.set_default_dtype``."""
+    if not isinstance(d, dtype):
+        raise TypeError("invalid dtype object: only floating-point types are supported as the default type")
+    if not d.is_floating_point:
+        raise TypeError("only floating-point types are supported as the default type")
     _default[0] = d
 
 
 def is_floating_point(t):
+    """Whether a tensor's dtype is a floating type."""
     return t.dtype.is_floating_point
 
 
-def _promote_same_category(a, b):
+# ---------------------------------------------------------------------- promotion
+
+def _promote_rule(a, b):
     if a is b:
         return a
+    if a._category != b._category:
+        return a if a._category > b._category else b
     if {a, b} == {float16, bfloat16}:
         return float32
     if a is bfloat16 or b is bfloat16:
@@ -137,49 +167,78 @@ def _promote_same_category(a, b):
     return _BY_NP[np.promote_types(a.np_dtype, b.np_dtype)]
 
 
-def promote_types(a, b):
-    """Promotion of two dtypes as ``torch.promote_types``: the higher category wins outright."""
-    if a is b:
-        return a
-    if a._category != b._category:
-        return a if a._category > b._category else b
-    return _promote_same_category(a, b)
+# every pair precomputed: promotion sits on the path of every mixed-dtype op
+_PROMOTE = {(a, b): _promote_rule(a, b) for a in _ALL for b in _ALL}
 
 
-def _scalar_dtype(x):
-    import builtins
-    if isinstance(x, builtins.bool):
-        return bool
-    if isinstance(x, builtins.int):
-        return int64
-    if isinstance(x, builtins.float):
+def promote_types(type1, type2):
+    """The smallest dtype both promote to, as ``torch.promote_types``: the higher category wins outright,
+    within a category the wider type (uint8 with int8 gives int16, float16 with bfloat16 gives float32)."""
+    try:
+        return _PROMOTE[(type1, type2)]
+    except KeyError:
+        raise TypeError(f"promote_types(): expected two dtypes, got {type1!r} and {type2!r}") from None
+
+
+def _combine(higher, lower):
+    """PyTorch's rule for joining the result of a higher-priority operand class with a lower one: the
+    lower class only matters when it is of a higher category (or the higher result is bool)."""
+    if higher is None:
+        return lower
+    if lower is None or higher._category == _FLOAT:
+        return higher
+    if higher is bool or lower._category == _FLOAT:
+        return _PROMOTE[(higher, lower)]
+    return higher
+
+
+_PY_SCALARS = (builtins.bool, builtins.int, builtins.float)
+
+
+def _wrapped_dtype(x):
+    """The dtype a Python (or NumPy) scalar takes part in promotion with: bool, int64 or the default float."""
+    t = type(x)
+    if t is builtins.float:
         return _default[0]
-    if isinstance(x, (np.bool_, np.integer, np.floating)):
-        return from_numpy_dtype(np.asarray(x).dtype)
-    raise TypeError(f"unsupported operand type: {type(x).__name__}")
+    if t is builtins.int:
+        return int64
+    if t is builtins.bool:
+        return bool
+    if isinstance(x, (builtins.bool, np.bool_)):
+        return bool
+    if isinstance(x, (builtins.int, np.integer)):
+        return int64
+    if isinstance(x, (builtins.float, np.floating)):
+        return _default[0]
+    raise TypeError(f"unsupported operand type: {t.__name__}")
 
 
 def result_type(*operands):
-    """PyTorch's result type: dim>0 tensors outrank 0-dim tensors, which outrank Python scalars,
-    but only within the highest category present (so ``int_tensor + 1.5`` is the default float)."""
-    best_cat = -1
-    best_prio = -1
-    out = None
+    """PyTorch's result type of tensors and Python scalars.
+
+    Operands fall in three priority classes: tensors with dims, 0-dim tensors, and Python scalars
+    (whose float type is the default dtype). Each class is promoted on its own; a lower class changes
+    the result only when it is of a higher category (``int32_tensor + 2.5`` is float32,
+    ``int32_tensor + int64_0dim`` stays int32)."""
+    dim_r = zero_r = wrap_r = None
     for x in operands:
-        if hasattr(x, "_data") and hasattr(x, "dtype"):
-            d = x.dtype
-            prio = 2 if x._data.ndim else 1
+        if type(x) in _PY_SCALARS or isinstance(x, (np.generic, builtins.int, builtins.float)):
+            d = _wrapped_dtype(x)
+            wrap_r = d if wrap_r is None else _PROMOTE[(wrap_r, d)]
+            continue
+        data = getattr(x, "_data", None)
+        if data is None:
+            if isinstance(x, dtype):
+                # a bare dtype takes part like a dimensioned tensor of that type
+                dim_r = x if dim_r is None else _PROMOTE[(dim_r, x)]
+                continue
+            raise TypeError(f"result_type(): unsupported operand type {type(x).__name__}")
+        d = x.dtype
+        if data.ndim:
+            dim_r = d if dim_r is None else _PROMOTE[(dim_r, d)]
         else:
-            d = _scalar_dtype(x)
-            prio = 0
-        cat = d._category
-        if cat > best_cat or (cat == best_cat and prio > best_prio):
-            best_cat, best_prio, out = cat, prio, d
-        elif cat == best_cat and prio == best_prio:
-            out = _promote_same_category(out, d)
-    if best_prio == 0 and best_cat == _INT:
-        return int64
-    return out
+            zero_r = d if zero_r is None else _PROMOTE[(zero_r, d)]
+    return _combine(dim_r, _combine(zero_r, wrap_r))
 
 
 def can_cast(from_, to):

@@ -12,7 +12,10 @@ _cache = {}
 
 def get_backend(dev):
     """The Backend for a device (a ``device``, string, or int); RuntimeError if it does not exist."""
-    be = _cache.get(dev)
+    try:
+        be = _cache.get(dev)
+    except TypeError:  # an unhashable argument: let device() say what is wrong with it
+        be = None
     if be is not None:
         return be
     d = _device_cls(dev)
@@ -26,12 +29,16 @@ def get_backend(dev):
             from .cuda_backend import make_cuda_backend
             be = make_cuda_backend(idx)
             _cache[key] = be
+        if d.index is None:
+            # "cuda" follows the current device, so this spelling must not be pinned to today's answer
+            return be
     else:
-        be = _cache.get(d)
+        key = _device_cls("cpu")
+        be = _cache.get(key)
         if be is None:
             from .numpy_backend import NumpyBackend
             be = NumpyBackend()
-            _cache[d] = be
+            _cache[key] = be
     # remember the spelling used so the next lookup is a single dict hit
     try:
         _cache[dev] = be

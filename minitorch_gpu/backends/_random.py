@@ -1,5 +1,356 @@
-"""Random primitives, drawn from a Generator's state."""
+"""Random primitives: a counter-based Philox4x32-10 stream and the distributions drawn from it.
+
+Why Philox: block ``i`` of the stream is a pure function of (key, counter + i), so any thread can compute
+any block in any order. Here the blocks come from vectorised array code (NumPy, or CuPy through ``xp``);
+a CUDA kernel computing the same function per thread reproduces the integers and uniforms bit for bit,
+which is what lets one seed give the same tensors on the CPU and on a GPU.
+
+The stream. key = the generator's 64-bit seed (low 32 bits are key word 0); counter = a 128-bit block
+number (low 32 bits are counter word 0). A draw starts at the generator's offset (in blocks) and uses
+whole blocks; block ``b`` gives words ``4b .. 4b+3`` in the order Philox returns them. An output element
+that needs ``k`` words takes the next ``k``; a 64-bit value is two words, low word first.
+
+Conversions, every one exact so a port can match them:
+  uniform with ``d`` mantissa digits (24 float32, 11 float16, 8 bfloat16): ``(word >> (32 - d)) * 2**-d``;
+    float64: ``(u64 >> 11) * 2**-53``.
+  normal: Box-Muller in float64 on pairs (u1 in (0, 1], u2 in [0, 1)), element 2j = r cos t and 2j+1 =
+    r sin t, rounded once to the dtype. float64 takes its u's from 64-bit values (53 bits), the other dtypes
+    from single words (32 bits). log/cos/sin may differ in the last float64 bit between libm and CUDA; after
+    rounding to float32 that practically never shows.
+  integers in [low, high): ``low + bits % (high - low)`` with one word when the span fits in 32 bits, else
+    a 64-bit value.
+  other distributions take float64 uniforms from one word (``word * 2**-32``) or, for float64 results,
+    from a 64-bit value.
+"""
+import math
+
+import numpy as np
+
+PHILOX_M0 = 0xD2511F53
+PHILOX_M1 = 0xCD9E8D57
+PHILOX_W0 = 0x9E3779B9  # golden ratio
+PHILOX_W1 = 0xBB67AE85  # sqrt(3) - 1
+_MASK32 = 0xFFFFFFFF
+_MASK64 = (1 << 64) - 1
+# below this many blocks plain Python integers beat a dozen array calls per round
+_SMALL_BLOCKS = 3
+_CHUNK_BLOCKS = 1 << 14
+# array operands are NumPy scalars of the array's type so that NumPy and CuPy (whatever its rules for
+# Python scalars) keep every step in uint64
+_M32 = np.uint64(_MASK32)
+_S32 = np.uint64(32)
+_S11 = np.uint64(11)
+_MULT = np.array([[PHILOX_M0], [PHILOX_M1]], dtype=np.uint64)
+
+_DIGITS = {"float64": 53, "float32": 24, "float16": 11, "bfloat16": 8}
+_DIGITS_BY_DTYPE = {}
+
+
+def _digits(np_dtype):
+    """Mantissa digits (with the implicit bit) of a float dtype; cached because ``dtype.name`` is slow."""
+    d = _DIGITS_BY_DTYPE.get(np_dtype)
+    if d is None:
+        d = _DIGITS_BY_DTYPE[np_dtype] = _DIGITS[np_dtype.name]
+    return d
+
+
+def philox4x32_10_scalar(counter, key):
+    """One Philox4x32-10 block with Python integers: counter a 128-bit int, key a 64-bit int; returns four
+    32-bit words. The reference the array version is checked against."""
+    c0 = counter & _MASK32
+    c1 = (counter >> 32) & _MASK32
+    c2 = (counter >> 64) & _MASK32
+    c3 = (counter >> 96) & _MASK32
+    k0 = key & _MASK32
+    k1 = (key >> 32) & _MASK32
+    for r in range(10):
+        if r:
+            k0 = (k0 + PHILOX_W0) & _MASK32
+            k1 = (k1 + PHILOX_W1) & _MASK32
+        p0 = PHILOX_M0 * c0
+        p1 = PHILOX_M1 * c2
+        c0, c1, c2, c3 = (p1 >> 32) ^ c1 ^ k0, p1 & _MASK32, (p0 >> 32) ^ c3 ^ k1, p0 & _MASK32
+    return c0, c1, c2, c3
+
+
+_ROUND_KEYS = {}
+
+
+def _round_keys(key):
+    """The ten round keys of ``key`` as a (10, 2, 1) uint64 array (cached: a generator keeps its key)."""
+    ks = _ROUND_KEYS.get(key)
+    if ks is None:
+        k0 = key & _MASK32
+        k1 = (key >> 32) & _MASK32
+        rows = []
+        for _ in range(10):
+            rows.append([[k0], [k1]])
+            k0 = (k0 + PHILOX_W0) & _MASK32
+            k1 = (k1 + PHILOX_W1) & _MASK32
+        ks = np.array(rows, dtype=np.uint64)
+        if len(_ROUND_KEYS) > 64:
+            _ROUND_KEYS.clear()
+        _ROUND_KEYS[key] = ks
+    return ks
+
+
+def _numel(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
 
 
 class RandomMixin:
-    pass
+    # ------------------------------------------------------------------ the raw stream
+    def philox4x32_10(self, counter, key, n):
+        """``n`` Philox4x32-10 blocks for counters ``counter .. counter + n - 1`` (128-bit, wrapping) under a
+        64-bit ``key``: a uint32 array of shape (n, 4)."""
+        xp = self.xp
+        counter &= (1 << 128) - 1
+        if n <= _SMALL_BLOCKS:
+            vals = [philox4x32_10_scalar((counter + i) & ((1 << 128) - 1), key) for i in range(n)]
+            return xp.asarray(np.array(vals, dtype=np.uint32).reshape(n, 4))
+        out = xp.empty((n, 4), dtype=xp.uint32)
+        # chunks small enough for the working set to stay in cache; each is independent (counter-based)
+        step = _CHUNK_BLOCKS if n > _CHUNK_BLOCKS else n
+        for start in range(0, n, step):
+            m = min(step, n - start)
+            self._philox_chunk(counter + start, key, m, out[start:start + m])
+        return out
+
+    def _philox_chunk(self, counter, key, n, out):
+        xp = self.xp
+        u64 = xp.uint64
+        counter &= (1 << 128) - 1
+        lo = counter & _MASK64
+        hi = counter >> 64
+        c_lo = xp.arange(n, dtype=u64)
+        c_lo += u64(lo)  # wraps modulo 2**64
+        # the state as two (2, n) arrays so that one array op does a step for both halves of the block:
+        # even = (c0, c2), the words that get multiplied; odd = (c1, c3), the words that get xored
+        even = xp.empty((2, n), dtype=u64)
+        odd_buf = xp.empty((2, n), dtype=u64)
+        prod = xp.empty((2, n), dtype=u64)
+        high = xp.empty((2, n), dtype=u64)
+        xp.bitwise_and(c_lo, _M32, out=even[0])
+        xp.right_shift(c_lo, _S32, out=odd_buf[0])
+        if hi == 0 and lo + n <= _MASK64 + 1:
+            even[1] = 0
+            odd_buf[1] = 0
+        else:
+            c_hi = (c_lo < u64(lo)).astype(u64)  # carry out of the low half
+            c_hi += u64(hi)
+            xp.bitwise_and(c_hi, _M32, out=even[1])
+            xp.right_shift(c_hi, _S32, out=odd_buf[1])
+        odd = odd_buf
+        mult = xp.asarray(_MULT)
+        keys = xp.asarray(_round_keys(key))
+        for r in range(10):
+            xp.multiply(even, mult, out=prod)  # 32 x 32 -> 64 bits, exact in uint64
+            xp.right_shift(prod, _S32, out=high)
+            prod &= _M32
+            # new c0 = hi(M1*c2) ^ c1 ^ k0, new c2 = hi(M0*c0) ^ c3 ^ k1; new c1 = lo(M1*c2), new c3 = lo(M0*c0)
+            xp.bitwise_xor(high[::-1], odd, out=even)
+            even ^= keys[r]
+            # the low products become the odd words; swap buffers instead of copying
+            prod, odd_buf = odd_buf, prod
+            odd = odd_buf[::-1]
+        out[:, 0::2] = even.T
+        out[:, 1::2] = odd.T
+
+    def random_words(self, seed, offset, n):
+        """``n`` 32-bit words of the stream of ``seed`` starting at block ``offset``: (uint32 array, blocks
+        used)."""
+        nb = (n + 3) // 4
+        if nb == 0:
+            return self.xp.empty(0, dtype=self.xp.uint32), 0
+        w = self.philox4x32_10(offset, seed, nb).reshape(-1)
+        return (w if 4 * nb == n else w[:n]), nb
+
+    def _random_u64(self, seed, offset, n):
+        """``n`` 64-bit values, each from two consecutive words (low word first)."""
+        xp = self.xp
+        w, nb = self.random_words(seed, offset, 2 * n)
+        v = w[1::2].astype(xp.uint64)
+        v <<= _S32
+        v |= w[0::2]
+        return v, nb
+
+    def _unit_f64(self, seed, offset, n, wide):
+        """Float64 uniforms in [0, 1): 53 bits from a 64-bit value when ``wide``, else 32 bits from a word."""
+        xp = self.xp
+        if wide:
+            v, nb = self._random_u64(seed, offset, n)
+            v >>= _S11
+            return v.astype(xp.float64) * (2.0 ** -53), nb
+        w, nb = self.random_words(seed, offset, n)
+        return w.astype(xp.float64) * (2.0 ** -32), nb
+
+    def _normal_f64(self, seed, offset, n, wide):
+        """``n`` standard normals in float64 by Box-Muller (see the module docstring)."""
+        xp = self.xp
+        pairs = (n + 1) // 2
+        if wide:
+            v, nb = self._random_u64(seed, offset, 2 * pairs)
+            v >>= _S11
+            u1 = v[0::2].astype(xp.float64)
+            u1 += 1.0
+            u1 *= 2.0 ** -53
+            u2 = v[1::2].astype(xp.float64) * (2.0 ** -53)
+        else:
+            w, nb = self.random_words(seed, offset, 2 * pairs)
+            u1 = w[0::2].astype(xp.float64)
+            u1 += 1.0
+            u1 *= 2.0 ** -32
+            u2 = w[1::2].astype(xp.float64) * (2.0 ** -32)
+        r = xp.sqrt(-2.0 * xp.log(u1))
+        t = u2 * (2.0 * math.pi)
+        z = xp.empty(2 * pairs, dtype=xp.float64)
+        z[0::2] = r * xp.cos(t)
+        z[1::2] = r * xp.sin(t)
+        return (z if 2 * pairs == n else z[:n]), nb
+
+    # ------------------------------------------------------------------ distributions
+    # Each returns (array, blocks used); the caller advances its generator's offset by the blocks.
+    def rand_uniform(self, seed, offset, shape, np_dtype, low=0.0, high=1.0):
+        """Uniform floats in [low, high) of ``np_dtype``."""
+        xp = self.xp
+        n = _numel(shape)
+        d = _digits(np_dtype)
+        if d == 53:
+            u, nb = self._unit_f64(seed, offset, n, True)
+        else:
+            w, nb = self.random_words(seed, offset, n)
+            u = (w >> np.uint32(32 - d)).astype(xp.float32) * np.float32(2.0 ** -d)
+        if low != 0.0 or high != 1.0:
+            u *= high - low
+            u += low
+        return u.reshape(shape).astype(np_dtype, copy=False), nb
+
+    def rand_normal(self, seed, offset, shape, np_dtype, mean=0.0, std=1.0):
+        """Normal samples ``mean + std * z``; mean and std are scalars or arrays broadcasting to ``shape``."""
+        n = _numel(shape)
+        z, nb = self._normal_f64(seed, offset, n, np_dtype.itemsize == 8)
+        z = z.reshape(shape)
+        if not (isinstance(std, (int, float)) and std == 1):
+            z = z * std
+        if not (isinstance(mean, (int, float)) and mean == 0):
+            z = z + mean
+        return z.astype(np_dtype, copy=False), nb
+
+    def rand_log_normal(self, seed, offset, shape, np_dtype, mean, std):
+        n = _numel(shape)
+        z, nb = self._normal_f64(seed, offset, n, np_dtype.itemsize == 8)
+        z *= std
+        z += mean
+        return self.xp.exp(z).reshape(shape).astype(np_dtype, copy=False), nb
+
+    def rand_int(self, seed, offset, shape, low, high, np_dtype):
+        """Integers uniform in [low, high) (Python ints, any span up to 2**64), as ``np_dtype``."""
+        xp = self.xp
+        n = _numel(shape)
+        span = high - low
+        if span <= 1 << 32:
+            w, nb = self.random_words(seed, offset, n)
+            r = w.astype(xp.int64)
+            if span != 1 << 32:
+                r %= span
+            if low:
+                r += low
+        else:
+            v, nb = self._random_u64(seed, offset, n)
+            if span <= _MASK64:
+                v %= xp.uint64(span)
+            # add in wrapping unsigned arithmetic: low may be negative and low + v may pass 2**63
+            v += xp.uint64(low & _MASK64)
+            r = v.view(xp.int64)
+        return r.reshape(shape).astype(np_dtype, copy=False), nb
+
+    def rand_perm(self, seed, offset, n, np_dtype):
+        """A random permutation of 0..n-1: indices sorted by (random word, index). The index in the low bits
+        makes every key distinct, so any sort gives the same permutation."""
+        xp = self.xp
+        w, nb = self.random_words(seed, offset, n)
+        key = w.astype(xp.uint64)
+        key <<= _S32
+        key |= xp.arange(n, dtype=xp.uint64)
+        return xp.argsort(key).astype(np_dtype, copy=False), nb
+
+    def rand_bernoulli(self, seed, offset, shape, p, np_dtype):
+        """1 where a uniform draw is below ``p`` (a scalar or an array broadcasting to ``shape``)."""
+        n = _numel(shape)
+        u, nb = self._unit_f64(seed, offset, n, False)
+        return (u.reshape(shape) < p).astype(np_dtype, copy=False), nb
+
+    def rand_exponential(self, seed, offset, shape, np_dtype, lambd):
+        xp = self.xp
+        n = _numel(shape)
+        u, nb = self._unit_f64(seed, offset, n, np_dtype.itemsize == 8)
+        x = -xp.log1p(-u)
+        x /= lambd
+        return x.reshape(shape).astype(np_dtype, copy=False), nb
+
+    def rand_cauchy(self, seed, offset, shape, np_dtype, median, sigma):
+        xp = self.xp
+        n = _numel(shape)
+        u, nb = self._unit_f64(seed, offset, n, np_dtype.itemsize == 8)
+        x = xp.tan((u - 0.5) * math.pi)
+        x *= sigma
+        x += median
+        return x.reshape(shape).astype(np_dtype, copy=False), nb
+
+    def rand_geometric(self, seed, offset, shape, np_dtype, p):
+        """Number of Bernoulli(p) trials up to the first success (>= 1)."""
+        xp = self.xp
+        n = _numel(shape)
+        u, nb = self._unit_f64(seed, offset, n, np_dtype.itemsize == 8)
+        x = xp.ceil(xp.log1p(-u) / math.log1p(-p))
+        x = xp.maximum(x, 1.0)
+        return x.reshape(shape).astype(np_dtype, copy=False), nb
+
+    def prob_check(self, p):
+        """(any element negative/inf/nan, any row summing to <= 0) for a 2-d array of probabilities."""
+        xp = self.xp
+        bad = bool((~xp.isfinite(p) | (p < 0)).any())
+        if bad:
+            return True, False
+        return False, bool((p.sum(axis=-1) <= 0).any())
+
+    def rand_multinomial(self, seed, offset, probs, num_samples, replacement):
+        """Category indices (int64, shape (rows, num_samples)) for rows of non-negative weights.
+
+        With replacement: inverse CDF, one 53-bit uniform per sample. Without: the exponential race (keep
+        the ``num_samples`` smallest ``E_k / p_k`` with ``E_k ~ Exp(1)``), one 53-bit uniform per category;
+        zero-weight categories come last, in index order."""
+        xp = self.xp
+        p = probs.astype(xp.float64, copy=False)
+        rows, k = p.shape
+        if replacement:
+            u, nb = self._unit_f64(seed, offset, rows * num_samples, True)
+            cdf = xp.cumsum(p, axis=1)
+            cdf /= cdf[:, -1:]
+            cdf[:, -1] = 1.0
+            # one sorted array for all rows: row r's CDF shifted to [r, r + 1]
+            shift = xp.arange(rows, dtype=xp.float64)[:, None]
+            flat = (cdf + shift).reshape(-1)
+            q = (u.reshape(rows, num_samples) + shift).reshape(-1)
+            idx = xp.searchsorted(flat, q, side="right").reshape(rows, num_samples)
+            idx -= xp.arange(rows, dtype=idx.dtype)[:, None] * k
+            # a draw rounding up past 1 must not land on trailing zero-weight categories
+            last = (k - 1) - xp.argmax((p > 0)[:, ::-1], axis=1)
+            idx = xp.minimum(idx, last[:, None].astype(idx.dtype))
+            return idx.astype(xp.int64, copy=False), nb
+        u, nb = self._unit_f64(seed, offset, rows * k, True)
+        e = -xp.log1p(-u).reshape(rows, k)
+        pos = p > 0
+        keys = xp.where(pos, e / xp.where(pos, p, 1.0), xp.inf)
+        order = xp.argsort(keys, axis=1, kind="stable")[:, :num_samples]
+        return order.astype(xp.int64, copy=False), nb
+
+    def any_outside(self, x, low, high):
+        """Whether any element of ``x`` is below ``low``, above ``high`` or NaN (one host sync)."""
+        bad = (x < low) | (x > high)
+        if x.dtype.kind == "f":
+            bad |= self.xp.isnan(x)
+        return bool(bad.any())

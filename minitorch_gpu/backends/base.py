@@ -12,12 +12,13 @@ from .._dtype import bfloat16
 from ._elementwise import ElementwiseMixin
 from ._index import IndexMixin
 from ._linalg import LinalgMixin
+from ._optim import OptimMixin
 from ._random import RandomMixin
 from ._reduce import ReduceMixin
 from ._shape import ShapeMixin
 
 
-class Backend(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, LinalgMixin, RandomMixin):
+class Backend(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, LinalgMixin, RandomMixin, OptimMixin):
     """Array primitives for one device. Subclasses set ``xp`` and ``device``."""
 
     xp = np
@@ -51,14 +52,92 @@ class Backend(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, LinalgMixin
     def full(self, shape, value, np_dtype):
         return self.xp.full(shape, value, dtype=np_dtype)
 
-    def arange(self, start, end, step, np_dtype):
-        return self.xp.arange(start, end, step, dtype=np_dtype)
+    def arange(self, start, step, n, np_dtype, integral):
+        """``n`` values ``start + i * step``: in int64 for integral results (exact for large values), else in
+        float64 and rounded once (PyTorch's CPU arange accumulates in double too)."""
+        xp = self.xp
+        if integral:
+            r = xp.arange(n, dtype=xp.int64)
+            if step != 1:
+                r *= step
+            if start:
+                r += start
+            return r.astype(np_dtype, copy=False)
+        r = xp.arange(n, dtype=xp.float64)
+        if step != 1:
+            r *= step
+        if start:
+            r += start
+        return r.astype(np_dtype, copy=False)
 
-    def linspace(self, start, end, steps, np_dtype):
-        return self.xp.linspace(start, end, steps, dtype=np_dtype)
+    def linspace(self, start, end, steps, np_dtype, integral):
+        """PyTorch's symmetric linspace: the first half counts up from ``start``, the second half down from
+        ``end``, so both ends are exact. Float results are computed in their own precision, integral ones
+        in float64 and truncated, as PyTorch does."""
+        xp = self.xp
+        cdt = xp.float64 if integral else np_dtype
+        if steps == 1:
+            return xp.full((1,), start, dtype=cdt).astype(np_dtype, copy=False)
+        s = xp.asarray(start, dtype=cdt)
+        e = xp.asarray(end, dtype=cdt)
+        step = ((e - s) / xp.asarray(steps - 1, dtype=cdt)).astype(cdt)
+        idx = xp.arange(steps, dtype=cdt)
+        half = steps // 2
+        out = xp.empty(steps, dtype=cdt)
+        out[:half] = s + step * idx[:half]
+        out[half:] = e - step * (xp.asarray(steps - 1, dtype=cdt) - idx[half:])
+        return out.astype(np_dtype, copy=False)
+
+    def logspace(self, start, end, steps, base, np_dtype):
+        xp = self.xp
+        exps = self.linspace(start, end, steps, xp.float64, False)
+        return xp.power(base, exps).astype(np_dtype, copy=False)
 
     def eye(self, n, m, np_dtype):
         return self.xp.eye(n, m, dtype=np_dtype)
+
+    def tri_indices(self, row, col, offset, upper, np_dtype):
+        """(2, k) coordinates of the lower (or upper) triangle of a row x col matrix, row-major."""
+        xp = self.xp
+        r = xp.arange(row, dtype=xp.int64)[:, None]
+        c = xp.arange(col, dtype=xp.int64)[None, :]
+        mask = (c - r >= offset) if upper else (c - r <= offset)
+        rows, cols = xp.nonzero(mask)
+        return xp.stack([rows, cols]).astype(np_dtype, copy=False)
+
+    def fill(self, arr, value):
+        """Write one value into every element of ``arr`` (in place)."""
+        if getattr(arr.flags, "writeable", True) is False:
+            raise RuntimeError(
+                "unsupported operation: more than one element of the written-to tensor refers to a single "
+                "memory location. Please clone() the tensor before performing the operation.")
+        arr.fill(value)
+
+    def copy_preserve(self, arr):
+        """A copy keeping the layout (strides order) of a dense array, else a C-contiguous copy: PyTorch's
+        ``preserve_format``."""
+        if arr.flags.c_contiguous:
+            return self.xp.array(arr, copy=True, order="C")
+        if self._dense(arr):
+            return self.xp.array(arr, copy=True, order="K")
+        return self.xp.array(arr, copy=True, order="C")
+
+    def copy_channels_last(self, arr):
+        """A copy of a 4-d NCHW array laid out as NHWC in memory (same logical shape)."""
+        t = self.xp.ascontiguousarray(arr.transpose(0, 2, 3, 1))
+        return t.transpose(0, 3, 1, 2)
+
+    @staticmethod
+    def _dense(arr):
+        """Whether the elements tile one block of memory with no gaps or overlaps, in some dim order."""
+        item = arr.itemsize
+        dims = sorted((abs(st), n) for st, n in zip(arr.strides, arr.shape) if n != 1)
+        expected = item
+        for st, n in dims:
+            if st != expected:
+                return False
+            expected *= n
+        return all(st >= 0 for st in arr.strides)
 
     def copy(self, arr):
         """A contiguous (C-order) copy."""
@@ -70,14 +149,33 @@ class Backend(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, LinalgMixin
     def astype(self, arr, np_dtype, copy=False):
         if not copy and arr.dtype == np_dtype:
             return arr
+        if arr.dtype.kind == "f" and np_dtype.kind in "iu" and np_dtype.itemsize < 8:
+            # PyTorch converts floats to narrow integers through int64 (so -1.5 -> uint8 gives 255);
+            # casting directly is undefined in C and platform-dependent in NumPy
+            with self._quiet():
+                return arr.astype(self.xp.int64).astype(np_dtype)
+        if arr.dtype.kind == "f" and np_dtype.kind in "iuf":
+            # float->float downcasts overflow to inf silently in PyTorch; NumPy would warn
+            with self._quiet():
+                return arr.astype(np_dtype)
         return arr.astype(np_dtype)
+
+    def _quiet(self):
+        """Silence NumPy's 'invalid value in cast' warning: PyTorch casts NaN/inf to integers silently."""
+        # CuPy never warns about casts, so NumPy's switch is the only one needed
+        return np.errstate(invalid="ignore", over="ignore")
 
     def copy_into(self, dst, src):
         """dst[...] = src with broadcasting and casting (the data write of every in-place op)."""
-        if dst.flags.writeable is False:
+        # NumPy marks broadcast views read-only; CuPy has no such flag, so zero strides tell
+        if getattr(dst.flags, "writeable", True) is False or dst.size > 1 and any(
+                s == 0 and n > 1 for s, n in zip(dst.strides, dst.shape)):
             raise RuntimeError(
                 "unsupported operation: more than one element of the written-to tensor refers to a single "
                 "memory location. Please clone() the tensor before performing the operation.")
+        sdt = getattr(src, "dtype", None)
+        if sdt is not None and sdt.kind == "f" and dst.dtype.kind in "iu":
+            src = self.astype(src, dst.dtype)  # the same float->int conversion as ``to()``
         self.xp.copyto(dst, src, casting="unsafe")
 
     def shares_memory(self, a, b):

@@ -6,6 +6,7 @@ is the current device, as in PyTorch.
 import functools
 
 from .._device import device
+from .._dtype import bfloat16
 from .base import Backend
 
 
@@ -29,6 +30,12 @@ class CupyBackend(Backend):
         self.index = index
         self.device = device("cuda", index)
 
+    def np_dtype(self, dtype):
+        if dtype is bfloat16:
+            raise TypeError("bfloat16 is not supported on CUDA devices by the CuPy backend; use float16 or "
+                            "float32 on the GPU (bfloat16 works on the CPU with ml_dtypes installed)")
+        return Backend.np_dtype(self, dtype)
+
     def to_numpy(self, arr):
         return self.xp.asnumpy(arr)
 
@@ -41,7 +48,11 @@ class CupyBackend(Backend):
         return arr.data.ptr
 
     def copy_into(self, dst, src):
-        self.xp.copyto(dst, self.xp.asarray(src), casting="unsafe")
+        xp = self.xp
+        if isinstance(src, xp.ndarray) and xp.may_share_memory(dst, src):
+            # CuPy copies element by element in parallel; overlapping source and destination need a buffer
+            src = src.copy()
+        Backend.copy_into(self, dst, xp.asarray(src) if hasattr(src, "__array__") else src)
 
     def synchronize(self):
         self.xp.cuda.Device(self.index).synchronize()

@@ -6,7 +6,8 @@ CuPy is imported lazily and only here and in the CUDA backend; without it (or wi
 import threading
 
 __all__ = ["is_available", "device_count", "current_device", "set_device", "synchronize", "device",
-           "manual_seed", "manual_seed_all"]
+           "manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed", "get_rng_state",
+           "set_rng_state", "get_rng_state_all", "set_rng_state_all", "is_initialized"]
 
 _state = threading.local()
 _probe = []
@@ -96,9 +97,87 @@ class device:
         return False
 
 
-def manual_seed(seed):
+# ---------------------------------------------------------------------- random number generators
+# Each GPU has a default Generator (ops/random.py). Seeding without a GPU is a silent no-op, as in PyTorch,
+# so scripts that always call ``cuda.manual_seed`` run on CPU-only machines; reading a state needs a GPU.
+
+def _gen(dev=None):
     from ..ops import random as _random
-    _random.manual_seed(seed)
+    if dev is None or dev == "cuda":
+        idx = current_device()
+    elif isinstance(dev, int):
+        idx = dev
+    else:
+        from .._device import device as _dev
+        d = _dev(dev)
+        if d.type != "cuda":
+            raise ValueError(f"Expected a cuda device, but got: {d}")
+        idx = current_device() if d.index is None else d.index
+    _check_device(idx)
+    return _random.cuda_default_generator(idx)
 
 
-manual_seed_all = manual_seed
+def manual_seed(seed):
+    """Seed the current GPU's default generator (a no-op without CUDA)."""
+    seed = int(seed)
+    if not is_available():
+        from ..ops import random as _random
+        _random._check_seed(seed)
+        return
+    _gen().manual_seed(seed)
+
+
+def manual_seed_all(seed):
+    """Seed every GPU's default generator, including ones first used later (a no-op without CUDA)."""
+    from ..ops import random as _random
+    _random.seed_cuda_all(int(seed))
+
+
+def seed():
+    """Seed the current GPU's default generator non-deterministically (a no-op without CUDA)."""
+    if is_available():
+        _gen().seed()
+
+
+def seed_all():
+    """Seed every GPU's default generator with one non-deterministic seed (a no-op without CUDA)."""
+    from ..ops import random as _random
+    _random.seed_cuda_all(_random._fresh_seed())
+
+
+def initial_seed():
+    """The initial seed of the current GPU's default generator."""
+    return _gen().initial_seed()
+
+
+def get_rng_state(device="cuda"):
+    """The state of a GPU's default generator (a CPU uint8 tensor)."""
+    return _gen(device).get_state()
+
+
+def set_rng_state(new_state, device="cuda"):
+    """Restore the state of a GPU's default generator."""
+    _gen(device).set_state(new_state)
+
+
+def get_rng_state_all():
+    """The states of every GPU's default generator, in device order."""
+    return [_gen(i).get_state() for i in range(device_count())]
+
+
+def set_rng_state_all(new_states):
+    """Restore the states of every GPU's default generator (one state per device, in order)."""
+    for i, st in enumerate(new_states):
+        _gen(i).set_state(st)
+
+
+def is_initialized():
+    """Whether CUDA has been probed and found usable."""
+    return bool(_probe) and _probe[0][0] is not None
+
+
+def __getattr__(name):
+    # ``cuda.default_generators``: one Generator per GPU, created on first access like PyTorch's
+    if name == "default_generators":
+        return tuple(_gen(i) for i in range(device_count()))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,159 +1,311 @@
-"""Copies and conversions that autograd tracks: clone, to(device/dtype), the dtype shorthands
-(float(), long(), ...), contiguous, copy_, cpu/cuda."""
+"""Copies and conversions that autograd tracks: clone, to(device/dtype/other), the dtype shorthands
+(float(), long(), ...), type(), type_as(), contiguous, copy_, cpu/cuda, and the memory formats."""
+import builtins
+
 from .. import _dtype
 from .._device import device as _device_cls
-from ..autograd.function import Op
+from ..autograd.function import Op, bump_version
+from ..autograd.grad_mode import _state
 from ..backends import get_backend
+from ..tensor import Tensor
 from ._inplace import apply_inplace
 
-__all__ = ["clone"]
+__all__ = ["clone", "memory_format", "contiguous_format", "preserve_format", "channels_last"]
+
+
+class memory_format:
+    """How a copy lays out its elements: ``contiguous_format`` (row-major), ``preserve_format`` (keep the
+    source's stride order when it is dense) or ``channels_last`` (NHWC order for a 4-d NCHW tensor)."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name):
+        self._name = name
+
+    def __repr__(self):
+        return f"minitorch_gpu.{self._name}"
+
+    def __reduce__(self):
+        return self._name
+
+
+contiguous_format = memory_format("contiguous_format")
+preserve_format = memory_format("preserve_format")
+channels_last = memory_format("channels_last")
+
+
+def _check_format(x, fmt):
+    if fmt is None or fmt is preserve_format or fmt is contiguous_format:
+        return
+    if fmt is channels_last:
+        if x._data.ndim != 4:
+            raise RuntimeError("required rank 4 tensor to use channels_last format")
+        return
+    raise TypeError(f"memory_format must be a minitorch_gpu.memory_format, not {type(fmt).__name__}")
+
+
+def _copy_array(be, arr, fmt):
+    if fmt is None or fmt is preserve_format:
+        return be.copy_preserve(arr)
+    if fmt is channels_last:
+        return be.copy_channels_last(arr)
+    return be.copy(arr)
+
+
+def transfer(arr, src_be, dst_be):
+    """``arr`` (an array of ``src_be``) as an array of ``dst_be``: GPU to GPU directly, otherwise through host
+    memory. Returns ``arr`` itself when both backends are the same."""
+    if src_be is dst_be:
+        return arr
+    if src_be.device.type == "cuda" and dst_be.device.type == "cuda":
+        return dst_be.asarray(arr, copy=True)
+    return dst_be.asarray(src_be.to_numpy(arr))
 
 
 class CloneBackward0(Op):
     def forward(self, x, memory_format=None):
-        return x._be.copy(x._data)
+        return _copy_array(x._be, x._data, memory_format)
 
     def backward(self, g):
         return (g,)
 
 
 def clone(input, *, memory_format=None):
-    """A copy with its own memory; gradients flow back to ``input``."""
-    return CloneBackward0.apply(input)
+    """A copy with its own memory; gradients flow back to ``input``. The default ``preserve_format`` keeps a
+    dense input's stride order (a transposed input clones to a transposed layout, like PyTorch)."""
+    _check_format(input, memory_format)
+    return CloneBackward0.apply(input, memory_format=memory_format)
 
 
 class ToCopyBackward0(Op):
-    def forward(self, x, be, np_dtype, copy):
+    def forward(self, x, be, np_dtype, copy, memory_format=None):
         self.src_be = x._be
-        self.src_dtype = x._data.dtype
-        data = x._data
-        if be is not x._be:
-            # across devices through host memory: NumPy <-> CuPy, or between two GPUs
-            data = be.asarray(x._be.to_numpy(data))
-        return be.astype(data, np_dtype, copy=copy and be is x._be)
+        self.src_dtype = x.dtype
+        data = transfer(x._data, x._be, be)
+        moved = data is not x._data
+        if memory_format is not None and memory_format is not preserve_format:
+            out = _copy_array(be, be.astype(data, np_dtype), memory_format)
+            return out
+        return be.astype(data, np_dtype, copy=copy and not moved)
 
     def backward(self, g):
         out = g
-        if g._be is not self.src_be:
-            out = out.to(self.src_be.device)
-        if g._data.dtype != self.src_dtype:
-            out = out.to(_dtype.from_numpy_dtype(self.src_dtype))
+        if g._be is not self.src_be or g.dtype is not self.src_dtype:
+            out = out.to(device=self.src_be.device, dtype=self.src_dtype)
         return (out,)
 
 
+def _as_dtype(a):
+    if isinstance(a, _dtype.dtype):
+        return a
+    if a is builtins.float or a is builtins.int or a is builtins.bool:
+        return _dtype.to_dtype(a)
+    return None
+
+
+def _is_device_arg(a):
+    return isinstance(a, (str, _device_cls)) or (isinstance(a, builtins.int) and not isinstance(a, builtins.bool))
+
+
 def _parse_to_args(args, kwargs):
-    from ..tensor import Tensor
+    """(device, dtype, non_blocking, copy, memory_format) from the overloads ``to(dtype, non_blocking, copy)``,
+    ``to(device, dtype, non_blocking, copy)`` and ``to(other, non_blocking, copy)``."""
     device = kwargs.pop("device", None)
     dtype = kwargs.pop("dtype", None)
+    non_blocking = kwargs.pop("non_blocking", False)
     copy = kwargs.pop("copy", False)
-    kwargs.pop("non_blocking", None)
-    kwargs.pop("memory_format", None)
+    fmt = kwargs.pop("memory_format", None)
     if kwargs:
-        raise TypeError(f"to() got unexpected keyword arguments {list(kwargs)}")
-    for a in args:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    rest = args
+    if rest:
+        a = rest[0]
         if isinstance(a, Tensor):
-            device, dtype = a.device, a.dtype
-        elif isinstance(a, _dtype.dtype):
-            dtype = a
-        elif isinstance(a, (str, _device_cls, int)) and not isinstance(a, bool):
+            device, dtype = a._be.device, a.dtype
+            rest = rest[1:]
+        elif _as_dtype(a) is not None:
+            dtype = _as_dtype(a)
+            rest = rest[1:]
+        elif a is None or _is_device_arg(a):
             device = a
-        elif isinstance(a, bool):
-            copy = a
-        elif a is None:
-            continue
+            rest = rest[1:]
+            if rest and (rest[0] is None or _as_dtype(rest[0]) is not None):
+                dtype = None if rest[0] is None else _as_dtype(rest[0])
+                rest = rest[1:]
         else:
-            raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
-    return device, dtype, copy
+            raise TypeError(f"to() received an invalid combination of arguments - got ({type(a).__name__}, ...), "
+                            "but expected one of: (device, dtype, non_blocking, copy), (dtype, non_blocking, "
+                            "copy), (Tensor other, non_blocking, copy)")
+    if len(rest) > 2 or not all(isinstance(r, builtins.bool) for r in rest):
+        raise TypeError(f"to() received an invalid combination of arguments: {args!r}")
+    if rest:
+        non_blocking = rest[0]
+        if len(rest) > 1:
+            copy = rest[1]
+    if dtype is not None:
+        dtype = _dtype.to_dtype(dtype)
+    return device, dtype, non_blocking, copy, fmt
 
 
 def to(self, *args, **kwargs):
-    """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other)``; returns self when nothing
-    changes and copy is False."""
-    device, dtype, copy = _parse_to_args(args, dict(kwargs))
+    """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other)``: a converted copy that autograd
+    tracks (for floating results), or ``self`` when nothing changes and ``copy`` is False."""
+    device, dtype, _, copy, fmt = _parse_to_args(args, dict(kwargs) if kwargs else {})
     be = self._be if device is None else get_backend(device)
-    dt = self.dtype if dtype is None else _dtype.to_dtype(dtype)
-    if be is self._be and dt is self.dtype and not copy:
+    dt = self.dtype if dtype is None else dtype
+    if be is self._be and dt is self.dtype and not copy and (fmt is None or fmt is preserve_format):
         return self
-    return ToCopyBackward0.apply(self, be=be, np_dtype=be.np_dtype(dt), copy=copy)
+    _check_format(self, fmt)
+    return ToCopyBackward0.apply(self, be=be, np_dtype=be.np_dtype(dt), copy=copy, memory_format=fmt)
 
 
 def _caster(dt):
     def cast(self, memory_format=None):
-        return to(self, dt)
+        if self.dtype is dt and memory_format is None:
+            return self
+        return to(self, dt, memory_format=memory_format)
     cast.__name__ = dt.name
+    cast.__doc__ = f"This tensor as {dt} (itself if it already is)."
     return cast
 
 
-def type_(self, dtype=None, non_blocking=False):
-    """With no argument the type name (``'minitorch_gpu.FloatTensor'``), else a cast."""
+def _parse_type_string(name):
+    text = name
+    for prefix in ("minitorch_gpu.", "torch."):
+        if text.startswith(prefix):
+            text = text[len(prefix):]
+            break
+    else:
+        raise ValueError(f"invalid type: '{name}'")
+    on_cuda = text.startswith("cuda.")
+    if on_cuda:
+        text = text[len("cuda."):]
+    dt = _dtype._BY_TENSOR_NAME.get(text)
+    if dt is None:
+        raise ValueError(f"invalid type: '{name}'")
+    return dt, on_cuda
+
+
+def type_(self, dtype=None, non_blocking=False, **kwargs):
+    """With no argument the type name (``'minitorch_gpu.FloatTensor'``, ``'minitorch_gpu.cuda.FloatTensor'``),
+    else this tensor cast to a dtype or a type name."""
     if dtype is None:
-        return "minitorch_gpu." + self.dtype._tensor_name
+        prefix = "minitorch_gpu.cuda." if self._be.device.type == "cuda" else "minitorch_gpu."
+        return prefix + self.dtype._tensor_name
+    if isinstance(dtype, str):
+        dt, on_cuda = _parse_type_string(dtype)
+        if on_cuda != (self._be.device.type == "cuda"):
+            return to(self, "cuda" if on_cuda else "cpu", dt)
+        return to(self, dt)
     return to(self, _dtype.to_dtype(dtype))
 
 
+def type_as(self, other):
+    """This tensor with ``other``'s dtype (and device type)."""
+    if self.dtype is other.dtype and self._be.device.type == other._be.device.type:
+        return self
+    dev = self._be.device if self._be.device.type == other._be.device.type else other._be.device
+    return to(self, dev, other.dtype)
+
+
 def cpu(self, memory_format=None):
-    return to(self, "cpu")
+    """This tensor in CPU memory (itself when already there)."""
+    return to(self, "cpu", memory_format=memory_format)
 
 
 def cuda(self, device=None, non_blocking=False, memory_format=None):
+    """This tensor on a GPU (the current one by default, or ``device``: an index, ``'cuda:1'``, ...).
+    RuntimeError when CUDA is not available or the device does not exist."""
     if device is None:
         device = "cuda"
-    elif isinstance(device, int):
+    elif isinstance(device, builtins.int) and not isinstance(device, builtins.bool):
         device = _device_cls("cuda", device)
-    return to(self, device)
+    else:
+        device = _device_cls(device)
+        if device.type != "cuda":
+            raise RuntimeError(f"Invalid device, must be cuda device (got {device})")
+    return to(self, device, memory_format=memory_format)
+
+
+def _is_channels_last(arr):
+    if arr.ndim != 4:
+        return False
+    n, c, h, w = arr.shape
+    s = [st // arr.itemsize for st in arr.strides]
+    expect_w = c
+    return (c == 1 or s[1] == 1) and (w == 1 or s[3] == expect_w) and (h == 1 or s[2] == w * c) and \
+        (n == 1 or s[0] == h * w * c)
 
 
 def contiguous(self, memory_format=None):
-    if self._be.is_contiguous(self._data):
+    """This tensor if it is laid out row-major (or in ``memory_format``), else such a copy."""
+    if memory_format is None or memory_format is contiguous_format or memory_format is preserve_format:
+        if self._be.is_contiguous(self._data):
+            return self
+        return CloneBackward0.apply(self, memory_format=contiguous_format)
+    _check_format(self, memory_format)
+    if _is_channels_last(self._data):
         return self
-    return clone(self)
+    return CloneBackward0.apply(self, memory_format=memory_format)
 
 
 class CopyBackwards(Op):
     def forward(self, dst, src):
         self.src_shape = src._data.shape
         self.src_be = src._be
-        self.src_dtype = src._data.dtype
-        data = src._data
-        if src._be is not dst._be:
-            data = dst._be.asarray(src._be.to_numpy(data))
-        return dst._be.astype(dst._be.broadcast_to(data, dst._data.shape), dst._data.dtype, copy=True)
+        self.src_dtype = src.dtype
+        data = transfer(src._data, src._be, dst._be)
+        be = dst._be
+        if data.shape != dst._data.shape:
+            data = be.broadcast_to(data, dst._data.shape)
+        return be.astype(data, dst._data.dtype, copy=True)
 
     def backward(self, g):
         from ._util import sum_to
+        from .creation import zeros_like
         ndst, nsrc = self.needs_input_grad
-        gdst = g.mul(0) if ndst else None
+        gdst = zeros_like(g) if ndst else None
         gsrc = None
         if nsrc:
             gsrc = sum_to(g, self.src_shape)
-            if gsrc._be is not self.src_be:
-                gsrc = gsrc.to(self.src_be.device)
-            if gsrc._data.dtype != self.src_dtype:
-                gsrc = gsrc.to(_dtype.from_numpy_dtype(self.src_dtype))
+            if gsrc._be is not self.src_be or gsrc.dtype is not self.src_dtype:
+                gsrc = gsrc.to(device=self.src_be.device, dtype=self.src_dtype)
         return gdst, gsrc
 
 
+def _check_copy_shapes(dst_shape, src_shape):
+    if len(src_shape) > len(dst_shape):
+        raise RuntimeError(f"output with shape {list(dst_shape)} doesn't match the broadcast shape "
+                           f"{list(src_shape[:len(src_shape) - len(dst_shape)]) + list(dst_shape)}")
+    off = len(dst_shape) - len(src_shape)
+    for i, n in enumerate(src_shape):
+        d = dst_shape[off + i]
+        if n != d and n != 1:
+            raise RuntimeError(f"The size of tensor a ({d}) must match the size of tensor b ({n}) at "
+                               f"non-singleton dimension {off + i}")
+
+
 def _copy(dst, src):
-    from ..tensor import Tensor
-    if not isinstance(src, Tensor):
-        from .creation import tensor
-        src = tensor(src, dtype=dst.dtype, device=dst.device)
-    from ._util import is_expandable_to
-    if not is_expandable_to(src._data.shape, dst._data.shape):
-        raise RuntimeError(f"The size of tensor a ({list(dst.shape)}) must match the size of tensor b "
-                           f"({list(src.shape)}): cannot copy a tensor of shape {list(src.shape)} into one of shape "
-                           f"{list(dst.shape)}")
     return CopyBackwards.apply(dst, src)
 
 
 def copy_(self, src, non_blocking=False):
-    """Copy ``src`` (broadcast, cast, moved across devices) into self, in place."""
+    """Copy ``src`` into self in place: broadcast to self's shape, cast to self's dtype, moved across devices.
+    Gradients flow to ``src`` (and not to self's old value)."""
+    if not isinstance(src, Tensor):
+        raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not {type(src).__name__}")
+    _check_copy_shapes(self._data.shape, src._data.shape)
+    if not (_state.grad and (self.requires_grad or src.requires_grad)):
+        self._check_inplace()
+        self._be.copy_into(self._data, transfer(src._data, src._be, self._be))
+        bump_version(self)
+        return self
     return apply_inplace(self, _copy, src, keeps_self=False)
 
 
 METHODS = {
-    "clone": clone, "to": to, "type": type_, "cpu": cpu, "cuda": cuda, "contiguous": contiguous,
-    "copy_": copy_,
+    "clone": clone, "to": to, "type": type_, "type_as": type_as, "cpu": cpu, "cuda": cuda,
+    "contiguous": contiguous, "copy_": copy_,
     "float": _caster(_dtype.float32), "double": _caster(_dtype.float64), "half": _caster(_dtype.float16),
     "bfloat16": _caster(_dtype.bfloat16), "long": _caster(_dtype.int64), "int": _caster(_dtype.int32),
     "short": _caster(_dtype.int16), "char": _caster(_dtype.int8), "byte": _caster(_dtype.uint8),
