@@ -1,127 +1,2482 @@
-"""Elementwise ops: arithmetic, comparisons, logical ops, unary math, activations, where/lerp/clamp.
+"""Elementwise ops: arithmetic, comparisons, logical and bitwise ops, unary math, activations,
+where / lerp / clamp / addcmul / addcdiv.
 
 Each differentiable op is an ``Op`` subclass named like PyTorch's node (``AddBackward0``) holding its
 forward (arrays through the backend) next to its backward (Tensor ops, so it can be differentiated
-again), and a function that prepares operands (scalars, type promotion) and applies it.
+again), and a function that prepares operands and applies it.
+
+Python scalars never become tensors on the hot path: a ``tensor op scalar`` call passes the scalar to the
+op as a keyword (``MulBackward0.apply(x, other=2.0)``), and ``_prep_scalar`` applies PyTorch's promotion for
+"wrapped numbers": the scalar only decides the result's category (bool < int < float), never its width,
+so ``float16 + 2.5`` stays float16, ``int + 2.5`` is the default float and ``uint8 + 1000`` wraps.
+Operands of two different dtypes go through ``_dtype.result_type`` (0-d tensors rank below the others).
 """
+import builtins
+import math
+
+import numpy as _np  # host-side only: recognising NumPy scalars and dtype metadata
+
 from .. import _dtype
-from ..autograd.function import Op
-from ._inplace import apply_inplace
-from ._util import scalar_for, sum_to
+from ..autograd.function import Op, bump_version
+from ..autograd.grad_mode import _state
+from ..tensor import Tensor
+from ._inplace import apply_inplace, write_result
+from ._util import broadcast_shapes, sum_to
 
-__all__ = ["add", "mul"]
+__all__ = [
+    # arithmetic
+    "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide", "remainder",
+    "fmod", "pow", "float_power", "neg", "negative", "positive", "rsub", "atan2", "arctan2",
+    # comparisons and predicates
+    "eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less", "less_equal", "not_equal",
+    "equal", "allclose", "isclose", "isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit",
+    "logical_and", "logical_or", "logical_xor", "logical_not",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift",
+    # unary math
+    "abs", "absolute", "sign", "sgn", "exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt",
+    "rsqrt", "sin", "cos", "tan", "asin", "acos", "atan", "arcsin", "arccos", "arctan", "sinh", "cosh",
+    "asinh", "acosh", "atanh", "arcsinh", "arccosh", "arctanh", "tanh", "sigmoid", "relu", "erf", "erfinv", "floor", "ceil", "round", "trunc", "fix", "frac", "reciprocal", "square",
+    # clamping, selection, interpolation
+    "clamp", "clip", "clamp_min", "clamp_max", "maximum", "minimum", "fmax", "fmin", "where", "lerp",
+    "addcmul", "addcdiv",
+]
+
+_BOOL, _INT, _FLOAT = 0, 1, 2
 
 
-def _operands(a, b):
-    """Backend arrays (or Python scalars) for a binary op, cast to PyTorch's result dtype."""
-    from ..tensor import Tensor
-    a_is_t = isinstance(a, Tensor)
-    b_is_t = isinstance(b, Tensor)
-    if a_is_t and b_is_t:
-        ad, bd = a._data, b._data
-        if ad.dtype == bd.dtype:
-            return ad, bd, a
-        if a._be is not b._be:
-            raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
-                               f"{a.device} and {b.device}!")
-        dt = _dtype.result_type(a, b)
-        npd = a._be.np_dtype(dt)
-        return a._be.astype(ad, npd), b._be.astype(bd, npd), a
-    ref = a if a_is_t else b
-    other = b if a_is_t else a
-    if not a_is_t and not b_is_t:
-        raise TypeError("expected at least one tensor operand")
-    dt = _dtype.result_type(ref, other)
-    data = ref._be.astype(ref._data, ref._be.np_dtype(dt))
-    s = scalar_for(other, dt)
-    return (data, s, ref) if a_is_t else (s, data, ref)
+def _np_info():
+    """Per NumPy dtype: (category, smallest int, largest int, is a 2-byte float)."""
+    info = {}
+    for d in (_dtype.float32, _dtype.float64, _dtype.float16, _dtype.bfloat16, _dtype.int64, _dtype.int32,
+              _dtype.int16, _dtype.int8, _dtype.uint8, _dtype.bool):
+        npd = d.np_dtype
+        if npd is None:
+            continue
+        if d.is_floating_point:
+            info[npd] = (_FLOAT, 0, 0, d.itemsize == 2)
+        elif d is _dtype.bool:
+            info[npd] = (_BOOL, 0, 1, False)
+        else:
+            ii = _np.iinfo(npd)
+            info[npd] = (_INT, int(ii.min), int(ii.max), False)
+    return info
 
+
+_INFO = _np_info()
+_F32 = _np.dtype(_np.float32)
+_I64 = _np.dtype(_np.int64)
+_default = _dtype._default  # [current default float dtype]
+
+
+def _wrap_int(v, npd):
+    """A Python int wrapped into ``npd``'s range the way a C cast does (PyTorch's scalar conversion)."""
+    if v < -(1 << 63) or v >= (1 << 64):
+        raise OverflowError("int too big to convert")
+    _, lo, hi, _ = _INFO[npd]
+    span = hi - lo + 1
+    return (v - lo) % span + lo
+
+
+def _prep_scalar(d, s):
+    """``(array, scalar, round_to)`` for ``array op scalar``: the array cast to PyTorch's result dtype, the
+    scalar as the backend should see it, and the dtype to round the result to when the op computes in
+    float32 for a 2-byte float (PyTorch's "opmath"), else None."""
+    cat, lo, hi, low = _INFO[d.dtype]
+    ts = type(s)
+    if ts is float:
+        if cat != _FLOAT:
+            d = d.astype(_default[0].np_dtype)
+            low = d.dtype.itemsize == 2
+        if not low:
+            return d, s, None
+    elif ts is int:
+        if cat == _FLOAT:
+            s = float(s)
+        elif cat == _INT:
+            if s < lo or s > hi:
+                s = _wrap_int(s, d.dtype)
+            return d, s, None
+        else:
+            d = d.astype(_I64)
+            if s < -(1 << 63) or s >= (1 << 63):
+                s = _wrap_int(s, _I64)
+            return d, s, None
+        if not low:
+            return d, s, None
+    else:  # bool: never changes the category of a tensor
+        if cat == _FLOAT:
+            s = float(s)
+            if not low:
+                return d, s, None
+        else:
+            return d, (int(s) if cat == _INT else s), None
+    return d.astype(_F32), s, d.dtype
+
+
+def _prep_scalar_float(d, s):
+    """Like ``_prep_scalar`` for ops whose result is always floating (true division)."""
+    if _INFO[d.dtype][0] != _FLOAT:
+        d = d.astype(_default[0].np_dtype)
+        if type(s) is not float:
+            s = float(s)
+    return _prep_scalar(d, s)
+
+
+def _pair(a, b):
+    """The arrays of tensors ``a`` and ``b`` in their PyTorch result dtype."""
+    ad = a._data
+    bd = b._data
+    if ad.dtype is bd.dtype:
+        return ad, bd
+    npd = _dtype.result_type(a, b).np_dtype
+    if ad.dtype != npd:
+        ad = ad.astype(npd)
+    if bd.dtype != npd:
+        bd = bd.astype(npd)
+    return ad, bd
+
+
+def _pair_float(a, b):
+    ad, bd = _pair(a, b)
+    if _INFO[ad.dtype][0] != _FLOAT:
+        npd = _default[0].np_dtype
+        ad = ad.astype(npd)
+        bd = bd.astype(npd)
+    return ad, bd
+
+
+def _broadcast_error(*arrays):
+    """Called when the array library refused to broadcast: raise PyTorch's RuntimeError naming the shapes."""
+    broadcast_shapes(*[x.shape for x in arrays if hasattr(x, "shape")])
+
+
+def _scalar_value(x):
+    """``x`` as a Python number, or None when it is not a real number (NumPy scalars are unwrapped)."""
+    t = type(x)
+    if t is float or t is int or t is bool:
+        return x
+    if isinstance(x, _np.generic):
+        if x.dtype.kind in "biuf":
+            return x.item()
+        return None
+    if isinstance(x, (int, float)):  # subclasses of the builtins (IntEnum, ...)
+        return bool(x) if isinstance(x, bool) else (int(x) if isinstance(x, int) else float(x))
+    return None
+
+
+def _same_device(a, b):
+    """Two tensors on one device: a CPU 0-d tensor joins the other's device (as in PyTorch), else error."""
+    if a._be is b._be:
+        return a, b
+    if b._data.ndim == 0 and b._be.device.type == "cpu":
+        return a, b.to(a.device)
+    if a._data.ndim == 0 and a._be.device.type == "cpu":
+        return a.to(b.device), b
+    raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                       f"{a.device} and {b.device}!")
+
+
+def _grad_to(g, shape, dt):
+    """A gradient reduced to an input's shape (the backward of broadcasting) and cast to its dtype."""
+    if g._data.shape != shape:
+        g = sum_to(g, shape)
+    if dt is not None and g._data.dtype != dt.np_dtype:
+        g = g.to(dt)
+    return g
+
+
+def _cast_dtypes(a, b):
+    """The input dtypes to cast gradients back to, or None when both already have the result dtype."""
+    if a._data.dtype is b._data.dtype:
+        return None
+    return (a.dtype, b.dtype)
+
+
+def _need_tensor(a, b, name):
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(a).__name__}")
+
+
+def _unsupported(name, other):
+    return TypeError(f"unsupported operand type(s) for {name}: 'Tensor' and '{type(other).__name__}'")
+
+
+def _zeros(g):
+    from .creation import zeros_like
+    return zeros_like(g)
+
+
+def _check_no_bool_sub(a, b):
+    """PyTorch refuses subtraction as soon as one operand (tensor or Python bool) is bool."""
+    a_bool = a._data.dtype.kind == "b"
+    b_bool = b is True or b is False or (isinstance(b, Tensor) and b._data.dtype.kind == "b")
+    if a_bool and b_bool:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` "
+                           "or `logical_xor()` operator instead.")
+    if a_bool or b_bool:
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying "
+                           "to invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
+def _refuse_bool(d, kernel):
+    """PyTorch has no bool kernel for some integer ops (floor division, remainder, pow of two bools)."""
+    if d.dtype.kind == "b":
+        raise RuntimeError(f"\"{kernel}\" not implemented for 'Bool'")
+
+
+def _check_alpha(t, alpha, other=None):
+    """PyTorch forbids a float alpha for integer results and a non-bool alpha for bool results."""
+    if alpha == 1 and type(alpha) is int:
+        return
+    cat = _INFO[t._data.dtype][0]
+    if other is not None:
+        cat = builtins.max(cat, _INFO[other._data.dtype][0] if isinstance(other, Tensor)
+                           else (_FLOAT if isinstance(other, float) else _INT if type(other) is int else _BOOL))
+    if cat != _FLOAT and isinstance(alpha, float):
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
+    if cat == _BOOL and not isinstance(alpha, bool):
+        raise RuntimeError("Boolean alpha only supported for Boolean results.")
+
+
+# ====================================================================== arithmetic ops
 
 class AddBackward0(Op):
-    def forward(self, a, b, alpha=1):
-        self.shapes = (a._data.shape, b._data.shape)
-        self.alpha = alpha
-        ad, bd, ref = _operands(a, b)
-        be = ref._be
+    """input + alpha * other (other a tensor, or a Python scalar already multiplied by alpha)."""
+    cast = None
+    alpha = 1
+
+    def forward(self, a, b=None, other=None, alpha=1):
+        be = a._be
+        if b is None:
+            d, s, rt = _prep_scalar(a._data, other)
+            r = be.binary("add", d, s)
+            return r if rt is None else be.narrow(r, rt)
+        ad = a._data
+        bd = b._data
+        self.shapes = (ad.shape, bd.shape)
+        if ad.dtype is not bd.dtype:
+            ad, bd = _pair(a, b)
+            self.cast = _cast_dtypes(a, b)
         if alpha != 1:
-            bd = be.binary("mul", bd, scalar_for(alpha, _dtype.from_numpy_dtype(bd.dtype)))
-        return be.binary("add", ad, bd)
+            self.alpha = alpha
+            bd = be.binary("mul", bd, _scalar_like(alpha, bd))
+        try:
+            return be.binary("add", ad, bd)
+        except ValueError:
+            _broadcast_error(ad, bd)
+            raise
 
     def backward(self, g):
+        if len(self.next_functions) == 1:
+            return (g,)
         na, nb = self.needs_input_grad
-        ga = sum_to(g, self.shapes[0]) if na else None
+        cast = self.cast
+        ga = _grad_to(g, self.shapes[0], cast and cast[0]) if na else None
         gb = None
         if nb:
-            gb = sum_to(g if self.alpha == 1 else g * self.alpha, self.shapes[1])
+            gb = _grad_to(g if self.alpha == 1 else g * self.alpha, self.shapes[1], cast and cast[1])
         return ga, gb
 
 
+class SubBackward0(Op):
+    """input - alpha * other."""
+    cast = None
+    alpha = 1
+
+    def forward(self, a, b=None, other=None, alpha=1):
+        be = a._be
+        if b is None:
+            d, s, rt = _prep_scalar(a._data, other)
+            r = be.binary("sub", d, s)
+            return r if rt is None else be.narrow(r, rt)
+        ad = a._data
+        bd = b._data
+        self.shapes = (ad.shape, bd.shape)
+        if ad.dtype is not bd.dtype:
+            ad, bd = _pair(a, b)
+            self.cast = _cast_dtypes(a, b)
+        if alpha != 1:
+            self.alpha = alpha
+            bd = be.binary("mul", bd, _scalar_like(alpha, bd))
+        try:
+            return be.binary("sub", ad, bd)
+        except ValueError:
+            _broadcast_error(ad, bd)
+            raise
+
+    def backward(self, g):
+        if len(self.next_functions) == 1:
+            return (g,)
+        na, nb = self.needs_input_grad
+        cast = self.cast
+        ga = _grad_to(g, self.shapes[0], cast and cast[0]) if na else None
+        gb = _grad_to(g * (-self.alpha), self.shapes[1], cast and cast[1]) if nb else None
+        return ga, gb
+
+
+class RsubBackward1(Op):
+    """other - alpha * input, other a Python scalar (``2 - x``)."""
+
+    def forward(self, a, other, alpha=1):
+        d, s, rt = _prep_scalar(a._data, other)
+        be = a._be
+        if alpha != 1:
+            d = be.binary("mul", d, _scalar_like(alpha, d))
+        r = be.binary("sub", s, d)
+        self.alpha = alpha
+        return r if rt is None else be.narrow(r, rt)
+
+    def backward(self, g):
+        return (g * (-self.alpha),)
+
+
+def _scalar_like(v, arr):
+    """A Python scalar ``v`` converted for arithmetic with ``arr`` (wrapped for integer arrays)."""
+    return _scalar_for(v, arr.dtype)
+
+
+def _scalar_for(v, npd):
+    """A Python scalar ``v`` converted to the kind of NumPy dtype ``npd`` (ints wrap like a C cast)."""
+    cat, lo, hi, _ = _INFO[npd]
+    if cat == _FLOAT:
+        return float(v)
+    if cat == _INT:
+        v = int(v)
+        return v if lo <= v <= hi else _wrap_int(v, npd)
+    return bool(v)
+
+
 class MulBackward0(Op):
+    cast = None
+
+    def forward(self, a, b=None, other=None):
+        be = a._be
+        if b is None:
+            self.other = other
+            d, s, rt = _prep_scalar(a._data, other)
+            r = be.binary("mul", d, s)
+            return r if rt is None else be.narrow(r, rt)
+        na, nb = self.needs_input_grad
+        self.save_for_backward(a if nb else None, b if na else None)
+        self.shapes = (a._data.shape, b._data.shape)
+        ad, bd = _pair(a, b)
+        if ad is not a._data or bd is not b._data:
+            self.cast = _cast_dtypes(a, b)
+        try:
+            return be.binary("mul", ad, bd)
+        except ValueError:
+            _broadcast_error(ad, bd)
+            raise
+
+    def backward(self, g):
+        if len(self.next_functions) == 1:
+            return (g * self.other,)
+        a, b = self.saved_tensors
+        na, nb = self.needs_input_grad
+        cast = self.cast
+        sa, sb = self.shapes
+        return (_grad_to(g * b, sa, cast and cast[0]) if na else None,
+                _grad_to(g * a, sb, cast and cast[1]) if nb else None)
+
+
+class DivBackward0(Op):
+    """True division; integer operands give the default float dtype."""
+    cast = None
+
+    def forward(self, a, b=None, other=None):
+        be = a._be
+        if b is None:
+            self.other = other
+            d, s, rt = _prep_scalar_float(a._data, other)
+            r = be.binary("div", d, s)
+            return r if rt is None else be.narrow(r, rt)
+        na, nb = self.needs_input_grad
+        self.save_for_backward(a if nb else None, b if na or nb else None)
+        self.shapes = (a._data.shape, b._data.shape)
+        ad, bd = _pair_float(a, b)
+        if ad is not a._data or bd is not b._data:
+            self.cast = _cast_dtypes(a, b)
+        try:
+            return be.binary("div", ad, bd)
+        except ValueError:
+            _broadcast_error(ad, bd)
+            raise
+
+    def backward(self, g):
+        if len(self.next_functions) == 1:
+            return (g / self.other,)
+        a, b = self.saved_tensors
+        na, nb = self.needs_input_grad
+        cast = self.cast
+        ga = _grad_to(g / b, self.shapes[0], cast and cast[0]) if na else None
+        gb = _grad_to(-g * ((a / b) / b), self.shapes[1], cast and cast[1]) if nb else None
+        return ga, gb
+
+
+class _RoundedDiv(Op):
+    """Division with ``rounding_mode`` 'trunc' or 'floor' (also ``//``): piecewise constant, zero gradient."""
+
+    def forward(self, a, b=None, other=None, mode="floor", reverse=False):
+        be = a._be
+        prim = "floor_divide" if mode == "floor" else "trunc_divide"
+        if b is None:
+            d, s, rt = _prep_scalar(a._data, other)
+            _refuse_bool(d, "div_floor_cpu" if mode == "floor" else "div_trunc_cpu")
+            r = be.binary(prim, s, d) if reverse else be.binary(prim, d, s)
+            return r if rt is None else be.narrow(r, rt)
+        self.shapes = (a._data.shape, b._data.shape)
+        self.dtypes = (a.dtype, b.dtype)
+        ad, bd = _pair(a, b)
+        _refuse_bool(ad, "div_floor_cpu" if mode == "floor" else "div_trunc_cpu")
+        try:
+            return be.binary(prim, ad, bd)
+        except ValueError:
+            _broadcast_error(ad, bd)
+            raise
+
+    def backward(self, g):
+        if len(self.next_functions) == 1:
+            return (_zeros(g),)
+        na, nb = self.needs_input_grad
+        return (_grad_to(_zeros(g), self.shapes[0], self.dtypes[0]) if na else None,
+                _grad_to(_zeros(g), self.shapes[1], self.dtypes[1]) if nb else None)
+
+
+class DivBackward2(_RoundedDiv):
+    pass
+
+
+class RemainderBackward0(Op):
+    """input % scalar (Python's sign convention: the result has the divisor's sign)."""
+
+    def forward(self, a, other, reverse=False):
+        d, s, rt = _prep_scalar(a._data, other)
+        _refuse_bool(d, "remainder_cpu")
+        be = a._be
+        self.reverse = reverse
+        self.other = other
+        if reverse:
+            self.save_for_backward(a)
+            r = be.binary("remainder", s, d)
+        else:
+            r = be.binary("remainder", d, s)
+        return r if rt is None else be.narrow(r, rt)
+
+    def backward(self, g):
+        if not self.reverse:
+            return (g,)
+        a, = self.saved_tensors
+        return (-g * div(self.other, a, rounding_mode="floor"),)
+
+
+class RemainderBackward1(Op):
+    def forward(self, a, b):
+        if self.needs_input_grad[1]:
+            self.save_for_backward(a, b)
+        self.shapes = (a._data.shape, b._data.shape)
+        self.cast = _cast_dtypes(a, b)
+        ad, bd = _pair(a, b)
+        _refuse_bool(ad, "remainder_cpu")
+        try:
+            return a._be.binary("remainder", ad, bd)
+        except ValueError:
+            _broadcast_error(ad, bd)
+            raise
+
+    def backward(self, g):
+        na, nb = self.needs_input_grad
+        cast = self.cast
+        ga = _grad_to(g, self.shapes[0], cast and cast[0]) if na else None
+        gb = None
+        if nb:
+            a, b = self.saved_tensors
+            gb = _grad_to(-g * div(a, b, rounding_mode="floor"), self.shapes[1], cast and cast[1])
+        return ga, gb
+
+
+class FmodBackward0(Op):
+    def forward(self, a, other):
+        d, s, rt = _prep_scalar(a._data, other)
+        _refuse_bool(d, "fmod_cpu")
+        r = a._be.binary("fmod", d, s)
+        return r if rt is None else a._be.narrow(r, rt)
+
+    def backward(self, g):
+        return (g,)
+
+
+class FmodBackward1(Op):
+    def forward(self, a, b):
+        if self.needs_input_grad[1]:
+            self.save_for_backward(a, b)
+        self.shapes = (a._data.shape, b._data.shape)
+        self.cast = _cast_dtypes(a, b)
+        ad, bd = _pair(a, b)
+        _refuse_bool(ad, "fmod_cpu")
+        try:
+            return a._be.binary("fmod", ad, bd)
+        except ValueError:
+            _broadcast_error(ad, bd)
+            raise
+
+    def backward(self, g):
+        na, nb = self.needs_input_grad
+        cast = self.cast
+        ga = _grad_to(g, self.shapes[0], cast and cast[0]) if na else None
+        gb = None
+        if nb:
+            a, b = self.saved_tensors
+            gb = _grad_to(-g * div(a, b, rounding_mode="trunc"), self.shapes[1], cast and cast[1])
+        return ga, gb
+
+
+_C_INT = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t"}
+
+
+class PowBackward0(Op):
+    """tensor ** scalar."""
+
+    def forward(self, a, exponent):
+        cat, lo, hi, _ = _INFO[a._data.dtype]
+        if cat == _INT and type(exponent) is int and not lo <= exponent <= hi:
+            raise RuntimeError(f"value cannot be converted to type {_C_INT[a._data.dtype.name]} without overflow")
+        d, s, rt = _prep_scalar(a._data, exponent)
+        self.save_for_backward(a)
+        self.exponent = exponent
+        be = a._be
+        if d.dtype.kind == "b":
+            # bool ** bool stays bool: x ** True is x, x ** False is True
+            return be.binary("logical_or", d, not s)
+        if _INFO[d.dtype][0] != _FLOAT and s < 0:
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        r = be.binary("pow", d, s)
+        return r if rt is None else be.narrow(r, rt)
+
+    def backward(self, g):
+        a, = self.saved_tensors
+        e = self.exponent
+        if e == 0:
+            return (_zeros(g),)
+        if e == 2:
+            return (g * (a * 2.0),)
+        return (g * (e * a.pow(e - 1)),)
+
+
+class PowBackward1(Op):
+    """tensor ** tensor."""
+
     def forward(self, a, b):
         self.save_for_backward(a, b)
-        ad, bd, ref = _operands(a, b)
-        return ref._be.binary("mul", ad, bd)
+        self.cast = _cast_dtypes(a, b)
+        ad, bd = _pair(a, b)
+        _refuse_bool(ad, "pow")
+        try:
+            return a._be.binary("pow", ad, bd)
+        except ValueError:
+            _broadcast_error(ad, bd)
+            raise
 
     def backward(self, g):
         a, b = self.saved_tensors
         na, nb = self.needs_input_grad
-        return (sum_to(g * b, a.shape) if na else None,
-                sum_to(g * a, b.shape) if nb else None)
+        cast = self.cast
+        ga = gb = None
+        if na:
+            # exponent 0 contributes nothing, even where a ** -1 is infinite
+            ga = where(b == 0, 0.0, g * (b * a.pow(b - 1)))
+            ga = _grad_to(ga, a._data.shape, cast and cast[0])
+        if nb:
+            r = a.pow(b)
+            gb = where((a == 0) & (b >= 0), 0.0, g * (r * a.log()))
+            gb = _grad_to(gb, b._data.shape, cast and cast[1])
+        return ga, gb
 
 
-def _as_tensor_pair(a, b):
-    """Scalars become 0-d tensors so an Op sees only tensors (their dtype stays 'weak' via result_type)."""
-    from ..tensor import Tensor
-    if not isinstance(b, Tensor):
-        b = _scalar_tensor(b, a)
-    if not isinstance(a, Tensor):
-        a = _scalar_tensor(a, b)
-    return a, b
+class PowBackward2(Op):
+    """scalar ** tensor."""
+
+    save_output = True
+
+    def forward(self, b, base):
+        d, s, rt = _prep_scalar(b._data, base)
+        self.base = base
+        if base == 0:
+            self.save_for_backward(b)
+        r = b._be.binary("pow", s, d)
+        return r if rt is None else b._be.narrow(r, rt)
+
+    def backward(self, g):
+        r = self.saved_output
+        base = self.base
+        if base == 0:
+            b = self.saved_tensors[0]
+            return (where(b >= 0, 0.0, g * (r * float("-inf"))),)
+        return (g * (r * (math.log(base) if base > 0 else math.nan)),)
 
 
-def _scalar_tensor(value, ref):
-    """A 0-d tensor for a Python scalar that keeps PyTorch's 'weak' scalar typing in promotion."""
-    from ..tensor import Tensor
-    if isinstance(value, Tensor):
-        return value
-    dt = _dtype.result_type(ref, value)
-    t = Tensor._make(ref._be.asarray(scalar_for(value, dt), ref._be.np_dtype(dt)), ref._be)
-    return t
+class NegBackward0(Op):
+    def forward(self, x):
+        if x._data.dtype.kind == "b":
+            raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
+                               "to invert a mask, use the `~` or `logical_not()` operator instead.")
+        return x._be.unary("neg", x._data)
+
+    def backward(self, g):
+        return (-g,)
+
+
+class Atan2Backward0(Op):
+    def forward(self, a, b):
+        self.save_for_backward(a, b)
+        self.cast = _cast_dtypes(a, b)
+        ad, bd = _pair_float(a, b)
+        try:
+            return a._be.binary("atan2", ad, bd)
+        except ValueError:
+            _broadcast_error(ad, bd)
+            raise
+
+    def backward(self, g):
+        a, b = self.saved_tensors
+        na, nb = self.needs_input_grad
+        cast = self.cast
+        rec = g / (a * a + b * b)
+        return (_grad_to(rec * b, a._data.shape, cast and cast[0]) if na else None,
+                _grad_to(rec * -a, b._data.shape, cast and cast[1]) if nb else None)
+
+
+# ---------------------------------------------------------------------- the functions
+
+def _binary_tensor(cls, a, b, **params):
+    if a._be is not b._be:
+        a, b = _same_device(a, b)
+    return cls.apply(a, b, **params)
+
+
+def _add(input, other, alpha=1):
+    """``input + alpha * other``; NotImplemented for an operand that is neither a tensor nor a number."""
+    t = type(other)
+    if (t is float or t is int) and alpha == 1:
+        return AddBackward0.apply(input, other=other)
+    if t is Tensor or isinstance(other, Tensor):
+        if not isinstance(input, Tensor):
+            s = _scalar_value(input)
+            if s is None:
+                return NotImplemented
+            if alpha != 1:
+                _check_alpha(other, alpha, s)
+                return _add(mul(other, alpha), s)
+            return AddBackward0.apply(other, other=s)
+        if alpha != 1:
+            _check_alpha(input, alpha, other)
+        if input._be is not other._be:
+            input, other = _same_device(input, other)
+        return AddBackward0.apply(input, other, alpha=alpha)
+    s = _scalar_value(other)
+    if s is None:
+        return NotImplemented
+    if alpha != 1:
+        _check_alpha(input, alpha, s)
+        s = s * alpha
+    return AddBackward0.apply(input, other=s)
 
 
 def add(input, other, *, alpha=1, out=None):
     """input + alpha * other, with broadcasting and type promotion."""
-    a, b = _as_tensor_pair(input, other)
-    r = AddBackward0.apply(a, b, alpha=alpha)
-    return _maybe_out(r, out)
+    _need_tensor(input, other, "add")
+    r = _add(input, other, alpha)
+    if r is NotImplemented:
+        raise _unsupported("+", other)
+    return r if out is None else _write_out(r, out, "add")
+
+
+def _sub(input, other, alpha=1):
+    t = type(other)
+    if (t is float or t is int) and alpha == 1 and input._data.dtype.kind != "b":
+        return SubBackward0.apply(input, other=other)
+    if t is Tensor or isinstance(other, Tensor):
+        if not isinstance(input, Tensor):
+            s = _scalar_value(input)
+            if s is None:
+                return NotImplemented
+            return rsub(other, s, alpha=alpha)
+        _check_no_bool_sub(input, other)
+        if alpha != 1:
+            _check_alpha(input, alpha, other)
+        if input._be is not other._be:
+            input, other = _same_device(input, other)
+        return SubBackward0.apply(input, other, alpha=alpha)
+    s = _scalar_value(other)
+    if s is None:
+        return NotImplemented
+    _check_no_bool_sub(input, s)
+    if alpha != 1:
+        _check_alpha(input, alpha, s)
+        s = s * alpha
+    return SubBackward0.apply(input, other=s)
+
+
+def sub(input, other, *, alpha=1, out=None):
+    """input - alpha * other."""
+    _need_tensor(input, other, "sub")
+    r = _sub(input, other, alpha)
+    if r is NotImplemented:
+        raise _unsupported("-", other)
+    return r if out is None else _write_out(r, out, "sub")
+
+
+subtract = sub
+
+
+def rsub(input, other, *, alpha=1):
+    """other - alpha * input."""
+    if isinstance(other, Tensor):
+        return sub(other, input, alpha=alpha)
+    s = _scalar_value(other)
+    if s is None:
+        raise _unsupported("-", other)
+    _check_no_bool_sub(input, s)
+    if alpha != 1:
+        _check_alpha(input, alpha, s)
+    return RsubBackward1.apply(input, other=s, alpha=alpha)
+
+
+def _rsub_dunder(self, other):
+    s = _scalar_value(other)
+    if s is None:
+        return NotImplemented
+    return rsub(self, s)
+
+
+def _mul(input, other):
+    t = type(other)
+    if t is float or t is int:
+        return MulBackward0.apply(input, other=other)
+    if t is Tensor or isinstance(other, Tensor):
+        if not isinstance(input, Tensor):
+            s = _scalar_value(input)
+            if s is None:
+                return NotImplemented
+            return MulBackward0.apply(other, other=s)
+        if input._be is not other._be:
+            input, other = _same_device(input, other)
+        return MulBackward0.apply(input, other)
+    s = _scalar_value(other)
+    if s is None:
+        return NotImplemented
+    return MulBackward0.apply(input, other=s)
 
 
 def mul(input, other, *, out=None):
-    a, b = _as_tensor_pair(input, other)
-    return _maybe_out(MulBackward0.apply(a, b), out)
+    """input * other, with broadcasting and type promotion."""
+    _need_tensor(input, other, "mul")
+    r = _mul(input, other)
+    if r is NotImplemented:
+        raise _unsupported("*", other)
+    return r if out is None else _write_out(r, out, "mul")
 
 
-def _maybe_out(r, out):
-    if out is None:
-        return r
-    from ._inplace import write_result
-    if tuple(out.shape) != tuple(r.shape):
+multiply = mul
+
+
+def _rounded_div(input, other, mode, reverse=False):
+    """input / other rounded by ``mode`` ('trunc' or 'floor'); ``reverse`` computes other / input."""
+    cls = DivBackward2
+    if isinstance(other, Tensor):
+        if reverse:
+            input, other = other, input
+        return _binary_tensor(cls, input, other, mode=mode)
+    s = _scalar_value(other)
+    if s is None:
+        return NotImplemented
+    return cls.apply(input, other=s, mode=mode, reverse=reverse)
+
+
+def _div(input, other):
+    t = type(other)
+    if t is float or t is int:
+        return DivBackward0.apply(input, other=other)
+    if t is Tensor or isinstance(other, Tensor):
+        if not isinstance(input, Tensor):
+            s = _scalar_value(input)
+            if s is None:
+                return NotImplemented
+            return _rtruediv(other, s)
+        if input._be is not other._be:
+            input, other = _same_device(input, other)
+        return DivBackward0.apply(input, other)
+    s = _scalar_value(other)
+    if s is None:
+        return NotImplemented
+    return DivBackward0.apply(input, other=s)
+
+
+def div(input, other, *, rounding_mode=None, out=None):
+    """input / other. ``rounding_mode``: None (true division; integers give the default float), 'trunc'
+    (toward zero) or 'floor' (toward -inf); the rounded modes keep integer dtypes."""
+    _need_tensor(input, other, "div")
+    if rounding_mode is None:
+        r = _div(input, other)
+    elif rounding_mode == "trunc" or rounding_mode == "floor":
+        if not isinstance(input, Tensor):
+            r = _rounded_div(other, input, rounding_mode, reverse=True)
+        else:
+            r = _rounded_div(input, other, rounding_mode)
+    else:
+        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                         f"'{rounding_mode}'")
+    if r is NotImplemented:
+        raise _unsupported("/", other)
+    return r if out is None else _write_out(r, out, "div")
+
+
+divide = div
+
+
+def true_divide(input, other, *, out=None):
+    """Alias of ``div`` with no rounding."""
+    return div(input, other, out=out)
+
+
+def _rtruediv(self, other):
+    s = _scalar_value(other)
+    if s is None:
+        return NotImplemented
+    # scalar / x is computed as reciprocal(x) * scalar, as PyTorch does (so its grad_fn is MulBackward0)
+    return mul(reciprocal(self), s)
+
+
+def floor_divide(input, other, *, out=None):
+    """input // other rounded toward -inf (Python's ``//``)."""
+    return div(input, other, rounding_mode="floor", out=out)
+
+
+def _floordiv(self, other):
+    return _rounded_div(self, other, "floor")
+
+
+def _rfloordiv(self, other):
+    return _rounded_div(self, other, "floor", reverse=True)
+
+
+def _remainder(input, other, reverse=False):
+    if isinstance(other, Tensor):
+        if not isinstance(input, Tensor):
+            s = _scalar_value(input)
+            if s is None:
+                return NotImplemented
+            return RemainderBackward0.apply(other, other=s, reverse=True)
+        return _binary_tensor(RemainderBackward1, input, other)
+    s = _scalar_value(other)
+    if s is None:
+        return NotImplemented
+    return RemainderBackward0.apply(input, other=s, reverse=reverse)
+
+
+def remainder(input, other, *, out=None):
+    """Python-style modulus: the result has the sign of the divisor."""
+    _need_tensor(input, other, "remainder")
+    r = _remainder(input, other)
+    if r is NotImplemented:
+        raise _unsupported("%", other)
+    return r if out is None else _write_out(r, out, "remainder")
+
+
+def _rmod(self, other):
+    return _remainder(self, other, reverse=True)
+
+
+def fmod(input, other, *, out=None):
+    """C-style modulus: the result has the sign of the dividend."""
+    if isinstance(other, Tensor):
+        r = _binary_tensor(FmodBackward1, input, other)
+    else:
+        s = _scalar_value(other)
+        if s is None:
+            raise _unsupported("fmod", other)
+        r = FmodBackward0.apply(input, other=s)
+    return r if out is None else _write_out(r, out, "fmod")
+
+
+def _pow(input, exponent):
+    if isinstance(exponent, Tensor):
+        if not isinstance(input, Tensor):
+            s = _scalar_value(input)
+            if s is None:
+                return NotImplemented
+            return PowBackward2.apply(exponent, base=s)
+        return _binary_tensor(PowBackward1, input, exponent)
+    s = _scalar_value(exponent)
+    if s is None:
+        return NotImplemented
+    return PowBackward0.apply(input, exponent=s)
+
+
+def pow(input, exponent, *, out=None):
+    """input ** exponent; either may be a Python number (but not both). Integer tensors raised to a negative
+    integer scalar raise, as in PyTorch."""
+    _need_tensor(input, exponent, "pow")
+    r = _pow(input, exponent)
+    if r is NotImplemented:
+        raise _unsupported("**", exponent)
+    return r if out is None else _write_out(r, out, "pow")
+
+
+def _rpow(self, other):
+    s = _scalar_value(other)
+    if s is None:
+        return NotImplemented
+    return PowBackward2.apply(self, base=s)
+
+
+def float_power(input, exponent, *, out=None):
+    """input ** exponent computed in float64."""
+    a = input.double() if isinstance(input, Tensor) else builtins.float(input)
+    e = exponent.double() if isinstance(exponent, Tensor) else builtins.float(exponent)
+    return pow(a, e, out=out)
+
+
+def neg(input, *, out=None):
+    """-input."""
+    r = NegBackward0.apply(input)
+    return r if out is None else _write_out(r, out, "neg")
+
+
+negative = neg
+
+
+def positive(input):
+    """input itself (PyTorch's unary ``+``)."""
+    if input.dtype is _dtype.bool:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+def atan2(input, other, *, out=None):
+    """Elementwise angle of (other, input), in the float result dtype."""
+    r = _binary_tensor(Atan2Backward0, input, other)
+    return r if out is None else _write_out(r, out, "atan2")
+
+
+arctan2 = atan2
+
+
+def _write_out(r, out, name):
+    """Store an op's result into ``out=`` (resized when its shape differs, as PyTorch does)."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if _state.grad and (r.requires_grad or out.requires_grad):
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic differentiation, "
+                           "but one of the arguments requires grad.")
+    if out._be is not r._be:
+        raise RuntimeError(f"Expected out tensor to have device {r.device}, but got {out.device} instead")
+    if r.dtype is not out.dtype and not _dtype.can_cast(r.dtype, out.dtype):
+        raise RuntimeError(f"result type {r.dtype._scalar_name} can't be cast to the desired output type "
+                           f"{out.dtype._scalar_name}")
+    if out._data.shape != r._data.shape:
         out._data = out._be.empty(r._data.shape, out._data.dtype)
     write_result(out, r)
     return out
 
 
+# ---------------------------------------------------------------------- in-place arithmetic
+
+def _direct_inplace(self, other, prim, alpha=1):
+    """``self <prim>= alpha * other`` straight into self's memory when autograd is not involved and the result
+    already has self's dtype and shape (an optimizer's update must not allocate a result and copy it).
+    Returns False when the general path must run (it also produces the errors)."""
+    if _state.grad and (self.requires_grad or (isinstance(other, Tensor) and other.requires_grad)):
+        return False
+    d = self._data
+    if alpha != 1 and _INFO[d.dtype][0] != _FLOAT:
+        return False   # integer alphas have rules (and errors) of their own
+    if isinstance(other, Tensor):
+        od = other._data
+        if od.dtype is not d.dtype or other._be is not self._be:
+            return False
+        if alpha != 1:
+            od = self._be.binary("mul", od, float(alpha))
+    else:
+        s = _scalar_value(other)
+        if s is None:
+            return False
+        d2, od, rt = _prep_scalar(d, s if alpha == 1 else s * alpha)
+        if d2 is not d or rt is not None:
+            return False
+    self._check_inplace()
+    try:
+        self._be.binary(prim, d, od, out=d)
+    except (ValueError, TypeError):
+        return False
+    bump_version(self)
+    return True
+
+
 def add_(self, other, *, alpha=1):
+    """In-place ``add``."""
+    if _direct_inplace(self, other, "add", alpha):
+        return self
     return apply_inplace(self, add, other, alpha=alpha, keeps_self=False)
 
 
+def sub_(self, other, *, alpha=1):
+    """In-place ``sub``."""
+    if (self._data.dtype.kind != "b" and other is not True and other is not False
+            and _direct_inplace(self, other, "sub", alpha)):
+        return self
+    return apply_inplace(self, sub, other, alpha=alpha, keeps_self=False)
+
+
 def mul_(self, other):
-    return apply_inplace(self, mul, other)
+    """In-place ``mul``."""
+    if _direct_inplace(self, other, "mul"):
+        return self
+    return apply_inplace(self, mul, other, keeps_self=isinstance(other, Tensor))
+
+
+def div_(self, other, *, rounding_mode=None):
+    """In-place ``div``."""
+    if rounding_mode is None and self._data.dtype.kind in "fV" and _direct_inplace(self, other, "div"):
+        return self
+    return apply_inplace(self, div, other, rounding_mode=rounding_mode, keeps_self=True)
+
+
+def true_divide_(self, other):
+    """In-place ``true_divide``."""
+    return div_(self, other)
+
+
+def floor_divide_(self, other):
+    """In-place ``floor_divide``."""
+    return apply_inplace(self, floor_divide, other, keeps_self=False)
+
+
+def remainder_(self, other):
+    """In-place ``remainder``."""
+    return apply_inplace(self, remainder, other, keeps_self=isinstance(other, Tensor))
+
+
+def fmod_(self, other):
+    """In-place ``fmod``."""
+    return apply_inplace(self, fmod, other, keeps_self=isinstance(other, Tensor))
+
+
+def pow_(self, exponent):
+    """In-place ``pow``."""
+    return apply_inplace(self, pow, exponent)
+
+
+def neg_(self):
+    """In-place ``neg``."""
+    return apply_inplace(self, neg, keeps_self=False)
+
+
+def atan2_(self, other):
+    """In-place ``atan2``."""
+    return apply_inplace(self, atan2, other)
+
+
+def float_power_(self, exponent):
+    """In-place ``float_power`` (self must already be float64)."""
+    if self.dtype is not _dtype.float64:
+        raise RuntimeError(f"the base given to float_power_ has dtype {self.dtype._scalar_name} but the "
+                           "operation's result requires dtype Double")
+    return apply_inplace(self, float_power, exponent)
+
+
+def _iop(fn):
+    """An augmented-assignment dunder (``__iadd__``...): in place, NotImplemented for foreign operands."""
+    def iop(self, other):
+        if not isinstance(other, Tensor) and _scalar_value(other) is None:
+            return NotImplemented
+        return fn(self, other)
+    iop.__name__ = fn.__name__
+    return iop
+
+
+# ====================================================================== comparisons and logical ops
+
+def _compare(prim, a, b):
+    """A bool tensor from a binary predicate; NotImplemented for an unsupported operand."""
+    if isinstance(b, Tensor):
+        if not isinstance(a, Tensor):
+            s = _scalar_value(a)
+            if s is None:
+                return NotImplemented
+            d, s, _ = _prep_scalar(b._data, s)
+            return Tensor._make(b._be.binary(prim, s, d), b._be)
+        if a._be is not b._be:
+            a, b = _same_device(a, b)
+        ad, bd = _pair(a, b)
+        try:
+            return Tensor._make(a._be.binary(prim, ad, bd), a._be)
+        except ValueError:
+            _broadcast_error(ad, bd)
+            raise
+    s = _scalar_value(b)
+    if s is None:
+        return NotImplemented
+    d, s, _ = _prep_scalar(a._data, s)
+    return Tensor._make(a._be.binary(prim, d, s), a._be)
+
+
+def _make_compare(prim, name):
+    def fn(input, other, *, out=None):
+        r = _compare(prim, input, other)
+        if r is NotImplemented:
+            raise TypeError(f"{name}(): argument 'other' must be Tensor or Number, not {type(other).__name__}")
+        return r if out is None else _write_out(r, out, name)
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise ``{name}`` as a bool tensor (broadcasting, comparing in the promoted dtype)."
+
+    def dunder(self, other):
+        return _compare(prim, self, other)
+    dunder.__name__ = f"__{name}__"
+
+    def inplace(self, other):
+        return apply_inplace(self, fn, other, keeps_self=False)
+    inplace.__name__ = name + "_"
+    return fn, dunder, inplace
+
+
+eq, _eq_dunder, eq_ = _make_compare("eq", "eq")
+ne, _ne_dunder, ne_ = _make_compare("ne", "ne")
+lt, _lt_dunder, lt_ = _make_compare("lt", "lt")
+le, _le_dunder, le_ = _make_compare("le", "le")
+gt, _gt_dunder, gt_ = _make_compare("gt", "gt")
+ge, _ge_dunder, ge_ = _make_compare("ge", "ge")
+greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
+
+
+def equal(input, other):
+    """True when both tensors have the same shape and equal elements (a Python bool)."""
+    if not isinstance(other, Tensor) or not isinstance(input, Tensor):
+        raise TypeError("equal(): arguments must be Tensors")
+    if input._data.shape != other._data.shape:
+        return False
+    input, other = _same_device(input, other)
+    return bool(eq(input, other)._data.all())
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """|input - other| <= atol + rtol * |other| elementwise (infinities equal to themselves)."""
+    if input.dtype is not other.dtype:
+        raise RuntimeError(f"{input.dtype._scalar_name} did not match {other.dtype._scalar_name}")
+    if rtol < 0:
+        raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol}")
+    if atol < 0:
+        raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol}")
+    input, other = _same_device(input, other)
+    be = input._be
+    a, b = input._data, other._data
+    try:
+        return Tensor._make(be.isclose(a, b, rtol, atol, equal_nan), be)
+    except ValueError:
+        _broadcast_error(a, b)
+        raise
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Whether every element is ``isclose`` (a Python bool)."""
+    return bool(isclose(input, other, rtol, atol, equal_nan)._data.all())
+
+
+def _predicate(prim, name):
+    def fn(input):
+        return Tensor._make(input._be.unary(prim, input._data), input._be)
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise ``{name}`` as a bool tensor."
+    return fn
+
+
+isnan = _predicate("isnan", "isnan")
+isinf = _predicate("isinf", "isinf")
+isfinite = _predicate("isfinite", "isfinite")
+signbit = _predicate("signbit", "signbit")
+
+
+def isposinf(input):
+    """True where input is +inf."""
+    return logical_and(isinf(input), gt(input, 0))
+
+
+def isneginf(input):
+    """True where input is -inf."""
+    return logical_and(isinf(input), lt(input, 0))
+
+
+def _logical(prim, name):
+    def fn(input, other, *, out=None):
+        if not isinstance(other, Tensor):
+            raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
+        a, b = _same_device(input, other)
+        try:
+            r = Tensor._make(a._be.binary(prim, a._data, b._data), a._be)
+        except ValueError:
+            _broadcast_error(a._data, b._data)
+            raise
+        return r if out is None else _write_out(r, out, name)
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise ``{name}`` of the truth values, as a bool tensor."
+
+    def inplace(self, other):
+        return apply_inplace(self, fn, other, keeps_self=False)
+    inplace.__name__ = name + "_"
+    return fn, inplace
+
+
+logical_and, logical_and_ = _logical("logical_and", "logical_and")
+logical_or, logical_or_ = _logical("logical_or", "logical_or")
+logical_xor, logical_xor_ = _logical("logical_xor", "logical_xor")
+
+
+def logical_not(input, *, out=None):
+    """Elementwise NOT of the truth values, as a bool tensor."""
+    r = Tensor._make(input._be.unary("logical_not", input._data), input._be)
+    return r if out is None else _write_out(r, out, "logical_not")
+
+
+def logical_not_(self):
+    """In-place ``logical_not`` (the result is cast to self's dtype)."""
+    return apply_inplace(self, logical_not, keeps_self=False)
+
+
+def _check_integral(t, kernel):
+    if t._data.dtype.kind not in "iub":
+        raise RuntimeError(f"\"{kernel}_cpu\" not implemented for '{t.dtype._scalar_name}'")
+
+
+def _bitwise(prim, name, sym):
+    def impl(a, b):
+        if isinstance(b, Tensor):
+            if not isinstance(a, Tensor):
+                s = _scalar_value(a)
+                if s is None:
+                    return NotImplemented
+                _check_integral(b, name)
+                if isinstance(s, float):
+                    raise RuntimeError(f"\"{name}_cpu\" not implemented for 'Float'")
+                d, s, _ = _prep_scalar(b._data, s)
+                return Tensor._make(b._be.binary(prim, s, d), b._be)
+            a, b = _same_device(a, b)
+            _check_integral(a, name)
+            _check_integral(b, name)
+            ad, bd = _pair(a, b)
+            try:
+                return Tensor._make(a._be.binary(prim, ad, bd), a._be)
+            except ValueError:
+                _broadcast_error(ad, bd)
+                raise
+        s = _scalar_value(b)
+        if s is None:
+            return NotImplemented
+        _check_integral(a, name)
+        if isinstance(s, float):
+            raise RuntimeError(f"\"{name}_cpu\" not implemented for 'Float'")
+        d, s, _ = _prep_scalar(a._data, s)
+        return Tensor._make(a._be.binary(prim, d, s), a._be)
+
+    def fn(input, other, *, out=None):
+        r = impl(input, other)
+        if r is NotImplemented:
+            raise _unsupported(sym, other)
+        return r if out is None else _write_out(r, out, name)
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise ``{name}`` of integer or bool tensors."
+
+    def reflected(self, other):
+        return impl(other, self) if _scalar_value(other) is not None else NotImplemented
+
+    def inplace(self, other):
+        return apply_inplace(self, fn, other, keeps_self=False)
+    inplace.__name__ = name + "_"
+    return impl, fn, reflected, inplace
+
+
+_and, bitwise_and, _rand, bitwise_and_ = _bitwise("bitwise_and", "bitwise_and", "&")
+_or, bitwise_or, _ror, bitwise_or_ = _bitwise("bitwise_or", "bitwise_or", "|")
+_xor, bitwise_xor, _rxor, bitwise_xor_ = _bitwise("bitwise_xor", "bitwise_xor", "^")
+_lshift, bitwise_left_shift, _rlshift, bitwise_left_shift_ = _bitwise("left_shift", "bitwise_left_shift", "<<")
+_rshift, bitwise_right_shift, _rrshift, bitwise_right_shift_ = _bitwise("right_shift", "bitwise_right_shift", ">>")
+
+
+def bitwise_not(input, *, out=None):
+    """Elementwise NOT of an integer or bool tensor (logical NOT for bool)."""
+    _check_integral(input, "bitwise_not")
+    r = Tensor._make(input._be.unary("bitwise_not", input._data), input._be)
+    return r if out is None else _write_out(r, out, "bitwise_not")
+
+
+def bitwise_not_(self):
+    """In-place ``bitwise_not``."""
+    return apply_inplace(self, bitwise_not, keeps_self=False)
+
+
+def _invert(self):
+    if self._data.dtype.kind not in "iub":
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+    return bitwise_not(self)
+
+
+# ====================================================================== unary math
+
+class _Unary(Op):
+    """One-input op through the backend's ``unary`` table. ``float_only``: integer and bool inputs are computed
+    in the default float dtype (PyTorch's rule for exp, sqrt, sin, ...). ``saves_input``: backward reads
+    the input (ops whose derivative is a function of the result set ``save_output`` instead)."""
+    prim = None
+    float_only = True
+    saves_input = False
+
+    def forward(self, x):
+        d = x._data
+        if self.float_only and _INFO[d.dtype][0] != _FLOAT:
+            d = d.astype(_default[0].np_dtype)
+        if self.saves_input:
+            self.save_for_backward(x)
+        return x._be.unary(self.prim, d)
+
+
+class AbsBackward0(_Unary):
+    prim = "abs"
+    float_only = False
+    saves_input = True
+
+    def forward(self, x):
+        if x._data.dtype.kind == "b":
+            raise RuntimeError("\"abs_cpu\" not implemented for 'Bool'")
+        return _Unary.forward(self, x)
+
+    def backward(self, g):
+        x, = self.saved_tensors
+        return (g * x.sign(),)
+
+
+class SignBackward0(_Unary):
+    prim = "sign"
+    float_only = False
+
+    def backward(self, g):
+        return (_zeros(g),)
+
+
+class ExpBackward0(_Unary):
+    prim = "exp"
+    save_output = True
+
+    def backward(self, g):
+        return (g * self.saved_output,)
+
+
+class Exp2Backward0(_Unary):
+    prim = "exp2"
+    save_output = True
+
+    def backward(self, g):
+        return (g * (self.saved_output * 0.6931471805599453),)
+
+
+class LogBackward0(_Unary):
+    prim = "log"
+    saves_input = True
+
+    def backward(self, g):
+        x, = self.saved_tensors
+        return (g / x,)
+
+
+class Log2Backward0(_Unary):
+    prim = "log2"
+    saves_input = True
+
+    def backward(self, g):
+        x, = self.saved_tensors
+        return (g / (x * 0.6931471805599453),)
+
+
+class Log10Backward0(_Unary):
+    prim = "log10"
+    saves_input = True
+
+    def backward(self, g):
+        x, = self.saved_tensors
+        return (g / (x * 2.302585092994046),)
+
+
+class Log1PBackward0(_Unary):
+    prim = "log1p"
+    saves_input = True
+
+    def backward(self, g):
+        x, = self.saved_tensors
+        return (g / (x + 1),)
+
+
+class Expm1Backward0(_Unary):
+    prim = "expm1"
+    save_output = True
+
+    def backward(self, g):
+        return (g * (self.saved_output + 1),)
+
+
+class SqrtBackward0(_Unary):
+    prim = "sqrt"
+    save_output = True
+
+    def backward(self, g):
+        return (g / (self.saved_output * 2),)
+
+
+class RsqrtBackward0(_Unary):
+    prim = "rsqrt"
+    save_output = True
+
+    def backward(self, g):
+        r = self.saved_output
+        return (g * (r.pow(3) * -0.5),)
+
+
+class SinBackward0(_Unary):
+    prim = "sin"
+    saves_input = True
+
+    def backward(self, g):
+        x, = self.saved_tensors
+        return (g * x.cos(),)
+
+
+class CosBackward0(_Unary):
+    prim = "cos"
+    saves_input = True
+
+    def backward(self, g):
+        x, = self.saved_tensors
+        return (g * -x.sin(),)
+
+
+class TanBackward0(_Unary):
+    prim = "tan"
+    save_output = True
+
+    def backward(self, g):
+        r = self.saved_output
+        return (g * (r * r + 1),)
+
+
+class AsinBackward0(_Unary):
+    prim = "asin"
+    saves_input = True
+
+    def backward(self, g):
+        x, = self.saved_tensors
+        return (g * (1 - x * x).rsqrt(),)
+
+
+class AcosBackward0(_Unary):
+    prim = "acos"
+    saves_input = True
+
+    def backward(self, g):
+        x, = self.saved_tensors
+        return (g * -(1 - x * x).rsqrt(),)
+
+
+class AtanBackward0(_Unary):
+    prim = "atan"
+    saves_input = True
+
+    def backward(self, g):
+        x, = self.saved_tensors
+        return (g / (x * x + 1),)
+
+
+class SinhBackward0(_Unary):
+    prim = "sinh"
+    saves_input = True
+
+    def backward(self, g):
+        x, = self.saved_tensors
+        return (g * x.cosh(),)
+
+
+class CoshBackward0(_Unary):
+    prim = "cosh"
+    saves_input = True
+
+    def backward(self, g):
+        x, = self.saved_tensors
+        return (g * x.sinh(),)
+
+
+class AsinhBackward0(_Unary):
+    prim = "asinh"
+    saves_input = True
+
+    def backward(self, g):
+        x, = self.saved_tensors
+        return (g * (x * x + 1).rsqrt(),)
+
+
+class AcoshBackward0(_Unary):
+    prim = "acosh"
+    saves_input = True
+
+    def backward(self, g):
+        x, = self.saved_tensors
+        return (g * (x * x - 1).rsqrt(),)
+
+
+class AtanhBackward0(_Unary):
+    prim = "atanh"
+    saves_input = True
+
+    def backward(self, g):
+        x, = self.saved_tensors
+        return (g / (1 - x * x),)
+
+
+class TanhBackward0(_Unary):
+    prim = "tanh"
+    save_output = True
+
+    def backward(self, g):
+        return (TanhBackwardBackward0.apply(g, self.saved_output),)
+
+
+class SigmoidBackward0(_Unary):
+    prim = "sigmoid"
+    save_output = True
+
+    def backward(self, g):
+        return (SigmoidBackwardBackward0.apply(g, self.saved_output),)
+
+
+class _OutputGrad(Op):
+    """``g * f'(y)`` for an activation whose derivative is a function of its output ``y``, as one op: the
+    backward of tanh / sigmoid costs one node instead of three, and stays differentiable."""
+
+    def forward(self, g, y):
+        ng, ny = self.needs_input_grad
+        self.save_for_backward(g if ny else None, y)
+        gd, yd = g._data, y._data
+        if gd.dtype is not yd.dtype:
+            gd = gd.astype(yd.dtype)
+        be = y._be
+        return be.binary("mul", gd, self._deriv(be, yd))
+
+
+class TanhBackwardBackward0(_OutputGrad):
+    @staticmethod
+    def _deriv(be, y):
+        return be.binary("sub", _scalar_like(1, y), be.binary("mul", y, y))
+
+    def backward(self, gg):
+        g, y = self.saved_tensors
+        ng, ny = self.needs_input_grad
+        return (gg * (1 - y * y) if ng else None,
+                gg * g * (y * -2) if ny else None)
+
+
+class SigmoidBackwardBackward0(_OutputGrad):
+    @staticmethod
+    def _deriv(be, y):
+        return be.binary("mul", y, be.binary("sub", _scalar_like(1, y), y))
+
+    def backward(self, gg):
+        g, y = self.saved_tensors
+        ng, ny = self.needs_input_grad
+        return (gg * (y * (1 - y)) if ng else None,
+                gg * g * (1 - y * 2) if ny else None)
+
+
+class ErfBackward0(_Unary):
+    prim = "erf"
+    saves_input = True
+
+    def backward(self, g):
+        x, = self.saved_tensors
+        return (g * ((-(x * x)).exp() * 1.1283791670955126),)
+
+
+class ErfinvBackward0(_Unary):
+    prim = "erfinv"
+    save_output = True
+
+    def backward(self, g):
+        r = self.saved_output
+        return (g * ((r * r).exp() * 0.886226925452758),)
+
+
+class ReciprocalBackward0(_Unary):
+    prim = "reciprocal"
+    save_output = True
+
+    def backward(self, g):
+        r = self.saved_output
+        return (g * -(r * r),)
+
+
+class _ZeroGrad(_Unary):
+    """Rounding ops: integer inputs keep their dtype (the op is the identity), and the gradient is zero."""
+    float_only = False
+
+    def forward(self, x):
+        d = x._data
+        if _INFO[d.dtype][0] != _FLOAT:
+            return x._be.copy(d)
+        return x._be.unary(self.prim, d)
+
+    def backward(self, g):
+        return (_zeros(g),)
+
+
+class FloorBackward0(_ZeroGrad):
+    prim = "floor"
+
+
+class CeilBackward0(_ZeroGrad):
+    prim = "ceil"
+
+
+class TruncBackward0(_ZeroGrad):
+    prim = "trunc"
+
+
+class RoundBackward0(_ZeroGrad):
+    prim = "rint"
+
+
+class RoundBackward1(Op):
+    def forward(self, x, decimals):
+        d = x._data
+        if _INFO[d.dtype][0] != _FLOAT:
+            raise RuntimeError(f"\"round_cpu\" not implemented for '{x.dtype._scalar_name}'")
+        return x._be.round(d, decimals)
+
+    def backward(self, g):
+        return (_zeros(g),)
+
+
+class FracBackward0(_Unary):
+    prim = "frac"
+    float_only = False
+
+    def forward(self, x):
+        if _INFO[x._data.dtype][0] != _FLOAT:
+            raise RuntimeError(f"\"frac_cpu\" not implemented for '{x.dtype._scalar_name}'")
+        return x._be.unary("frac", x._data)
+
+    def backward(self, g):
+        return (g,)
+
+
+class ReluBackward0(_Unary):
+    prim = "relu"
+    float_only = False
+    save_output = True
+
+    def forward(self, x):
+        if x._data.dtype.kind == "b":
+            raise RuntimeError("\"clamp_min_cpu\" not implemented for 'Bool'")
+        return x._be.unary("relu", x._data)
+
+    def backward(self, g):
+        return (where(self.saved_output > 0, g, 0.0),)
+
+
+def _unary_fn(cls, name, keeps_self):
+    def fn(input, *, out=None):
+        r = cls.apply(input)
+        return r if out is None else _write_out(r, out, name)
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise ``{name}``."
+
+    def inplace(self):
+        return apply_inplace(self, fn, keeps_self=keeps_self)
+    inplace.__name__ = name + "_"
+    return fn, inplace
+
+
+abs, abs_ = _unary_fn(AbsBackward0, "abs", True)
+sign, sign_ = _unary_fn(SignBackward0, "sign", False)
+exp, exp_ = _unary_fn(ExpBackward0, "exp", False)
+exp2, exp2_ = _unary_fn(Exp2Backward0, "exp2", False)
+log, log_ = _unary_fn(LogBackward0, "log", True)
+log2, log2_ = _unary_fn(Log2Backward0, "log2", True)
+log10, log10_ = _unary_fn(Log10Backward0, "log10", True)
+log1p, log1p_ = _unary_fn(Log1PBackward0, "log1p", True)
+expm1, expm1_ = _unary_fn(Expm1Backward0, "expm1", False)
+sqrt, sqrt_ = _unary_fn(SqrtBackward0, "sqrt", False)
+rsqrt, rsqrt_ = _unary_fn(RsqrtBackward0, "rsqrt", False)
+sin, sin_ = _unary_fn(SinBackward0, "sin", True)
+cos, cos_ = _unary_fn(CosBackward0, "cos", True)
+tan, tan_ = _unary_fn(TanBackward0, "tan", False)
+asin, asin_ = _unary_fn(AsinBackward0, "asin", True)
+acos, acos_ = _unary_fn(AcosBackward0, "acos", True)
+atan, atan_ = _unary_fn(AtanBackward0, "atan", True)
+sinh, sinh_ = _unary_fn(SinhBackward0, "sinh", True)
+cosh, cosh_ = _unary_fn(CoshBackward0, "cosh", True)
+asinh, asinh_ = _unary_fn(AsinhBackward0, "asinh", True)
+acosh, acosh_ = _unary_fn(AcoshBackward0, "acosh", True)
+atanh, atanh_ = _unary_fn(AtanhBackward0, "atanh", True)
+tanh, tanh_ = _unary_fn(TanhBackward0, "tanh", False)
+sigmoid, sigmoid_ = _unary_fn(SigmoidBackward0, "sigmoid", False)
+erf, erf_ = _unary_fn(ErfBackward0, "erf", True)
+erfinv, erfinv_ = _unary_fn(ErfinvBackward0, "erfinv", False)
+floor, floor_ = _unary_fn(FloorBackward0, "floor", False)
+ceil, ceil_ = _unary_fn(CeilBackward0, "ceil", False)
+trunc, trunc_ = _unary_fn(TruncBackward0, "trunc", False)
+frac, frac_ = _unary_fn(FracBackward0, "frac", False)
+reciprocal, reciprocal_ = _unary_fn(ReciprocalBackward0, "reciprocal", False)
+relu, relu_ = _unary_fn(ReluBackward0, "relu", False)
+absolute, absolute_ = abs, abs_
+sgn, sgn_ = sign, sign_
+fix, fix_ = trunc, trunc_
+arcsin, arccos, arctan, arcsinh, arccosh, arctanh = asin, acos, atan, asinh, acosh, atanh
+
+
+def round(input, *, decimals=0, out=None):
+    """Round half to even; ``decimals`` rounds to that many decimal digits (negative: tens, hundreds...)."""
+    if decimals == 0:
+        r = RoundBackward0.apply(input)
+    else:
+        r = RoundBackward1.apply(input, decimals=decimals)
+    return r if out is None else _write_out(r, out, "round")
+
+
+def round_(self, *, decimals=0):
+    """In-place ``round``."""
+    return apply_inplace(self, round, decimals=decimals, keeps_self=False)
+
+
+def square(input, *, out=None):
+    """input * input (as ``pow(input, 2)``; bool gives int64, as in PyTorch)."""
+    if input.dtype is _dtype.bool:
+        input = input.long()
+    return pow(input, 2, out=out)
+
+
+def square_(self):
+    """In-place ``square``."""
+    return apply_inplace(self, square)
+
+
+# ---------------------------------------------------------------------- activations
+
+class GeluBackward0(Op):
+    def forward(self, x, approximate="none"):
+        self.save_for_backward(x)
+        self.approximate = approximate
+        return x._be.gelu(x._data, approximate)
+
+    def backward(self, g):
+        x, = self.saved_tensors
+        return (GeluBackwardBackward0.apply(g, x, approximate=self.approximate),)
+
+
+class GeluBackwardBackward0(Op):
+    """The gradient of gelu as an op of its own: one fused backend pass forward, and differentiable again."""
+
+    def forward(self, g, x, approximate="none"):
+        self.save_for_backward(g, x)
+        self.approximate = approximate
+        gd, xd = g._data, x._data
+        if gd.dtype is not xd.dtype:
+            gd = gd.astype(xd.dtype)
+        return x._be.gelu_backward(gd, xd, approximate)
+
+    def backward(self, gg):
+        g, x = self.saved_tensors
+        ng, nx = self.needs_input_grad
+        gg_g = GeluBackwardBackward0.apply(gg, x, approximate=self.approximate) if ng else None
+        gg_x = None
+        if nx:
+            if self.approximate == "tanh":
+                beta, kappa = 0.7978845608028654, 0.044715
+                inner = (x + x.pow(3) * kappa) * beta
+                t = inner.tanh()
+                sech2 = 1 - t * t
+                dinner = (1 + x * x * (3 * kappa)) * beta
+                # d/dx [0.5 (1 + t) + 0.5 x sech2 dinner]
+                second = sech2 * dinner + x * 0.5 * (sech2 * (-2 * t * dinner * dinner)
+                                                     + sech2 * (x * (6 * kappa * beta)))
+            else:
+                pdf = (x * x * -0.5).exp() * 0.3989422804014327
+                second = pdf * (2 - x * x)
+            gg_x = gg * g * second
+        return gg_g, gg_x
+
+
+def gelu(input, approximate="none"):
+    """Gaussian error linear unit: x * Phi(x), or with ``approximate='tanh'`` its tanh approximation."""
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError("approximate argument must be either none or tanh.")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"\"GeluKernelImpl\" not implemented for '{input.dtype._scalar_name}'")
+    return GeluBackward0.apply(input, approximate=approximate)
+
+
+class SiluBackward0(Op):
+    def forward(self, x):
+        self.save_for_backward(x)
+        be = x._be
+        d = x._data
+        return be.binary("mul", d, be.unary("sigmoid", d))
+
+    def backward(self, g):
+        x, = self.saved_tensors
+        s = x.sigmoid()
+        return (g * (s * (1 + x * (1 - s))),)
+
+
+def silu(input, inplace=False):
+    """x * sigmoid(x)."""
+    if inplace:
+        return apply_inplace(input, silu)
+    return SiluBackward0.apply(input)
+
+
+class SoftplusBackward0(Op):
+    def forward(self, x, beta=1.0, threshold=20.0):
+        self.save_for_backward(x)
+        self.beta = beta
+        self.threshold = threshold
+        return x._be.softplus(x._data, beta, threshold)
+
+    def backward(self, g):
+        x, = self.saved_tensors
+        xb = x * self.beta if self.beta != 1 else x
+        return (where(xb > self.threshold, g, g * xb.sigmoid()),)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    """log(1 + exp(beta x)) / beta, linear where beta x > threshold."""
+    return SoftplusBackward0.apply(input, beta=beta, threshold=threshold)
+
+
+class LeakyReluBackward0(Op):
+    def forward(self, x, negative_slope=0.01):
+        self.save_for_backward(x)
+        self.slope = negative_slope
+        be = x._be
+        d = x._data
+        return be.where(be.binary("gt", d, 0), d, be.binary("mul", d, _scalar_like(negative_slope, d)))
+
+    def backward(self, g):
+        x, = self.saved_tensors
+        return (where(x > 0, g, g * self.slope),)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """x where x > 0, else negative_slope * x."""
+    if inplace:
+        return apply_inplace(input, leaky_relu, negative_slope)
+    return LeakyReluBackward0.apply(input, negative_slope=negative_slope)
+
+
+class EluBackward0(Op):
+    def forward(self, x, alpha=1.0):
+        self.save_for_backward(x)
+        self.alpha = alpha
+        be = x._be
+        d = x._data
+        neg = be.binary("mul", be.unary("expm1", be.binary("minimum", d, _scalar_like(0, d))),
+                        _scalar_like(alpha, d))
+        return be.where(be.binary("gt", d, 0), d, neg)
+
+    def backward(self, g):
+        x, = self.saved_tensors
+        return (where(x > 0, g, g * (x.clamp(max=0).exp() * self.alpha)),)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    """x where x > 0, else alpha * (exp(x) - 1)."""
+    if inplace:
+        return apply_inplace(input, elu, alpha)
+    return EluBackward0.apply(input, alpha=alpha)
+
+
+class HardtanhBackward0(Op):
+    def forward(self, x, min_val=-1.0, max_val=1.0):
+        self.save_for_backward(x)
+        self.lo, self.hi = min_val, max_val
+        d = x._data
+        return x._be.clamp(d, _scalar_like(min_val, d), _scalar_like(max_val, d))
+
+    def backward(self, g):
+        x, = self.saved_tensors
+        return (where((x > self.lo) & (x < self.hi), g, 0.0),)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """x clamped to [min_val, max_val] (zero gradient at and beyond the bounds)."""
+    if inplace:
+        return apply_inplace(input, hardtanh, min_val, max_val)
+    return HardtanhBackward0.apply(input, min_val=min_val, max_val=max_val)
+
+
+# ====================================================================== clamping, selection, interpolation
+
+def _bound_scalar(v, name):
+    s = _scalar_value(v)
+    if s is None:
+        raise TypeError(f"clamp(): argument '{name}' must be Number or Tensor, not {type(v).__name__}")
+    return s
+
+
+class ClampBackward1(Op):
+    """clamp with Python-number bounds."""
+
+    def forward(self, x, min=None, max=None):
+        self.save_for_backward(x)
+        self.lo, self.hi = min, max
+        d = x._data
+        cat = _INFO[d.dtype][0]
+        if (cat != _FLOAT and (isinstance(min, float) or isinstance(max, float))):
+            d = d.astype(_default[0].np_dtype)
+        lo = None if min is None else _scalar_like(min, d)
+        hi = None if max is None else _scalar_like(max, d)
+        return x._be.clamp(d, lo, hi)
+
+    def backward(self, g):
+        x, = self.saved_tensors
+        lo, hi = self.lo, self.hi
+        if lo is None:
+            mask = x <= hi
+        elif hi is None:
+            mask = x >= lo
+        else:
+            mask = (x >= lo) & (x <= hi)
+        return (where(mask, g, 0.0),)
+
+
+class ClampMinBackward0(ClampBackward1):
+    pass
+
+
+class ClampMaxBackward0(ClampBackward1):
+    pass
+
+
+class ClampBackward0(Op):
+    """clamp with tensor bounds (either may be None)."""
+
+    def forward(self, x, lo=None, hi=None):
+        self.save_for_backward(x, lo, hi)
+        operands = [t for t in (x, lo, hi) if t is not None]
+        npd = _dtype.result_type(*operands).np_dtype
+        arrays = [t._data if t._data.dtype == npd else t._data.astype(npd) for t in operands]
+        d = arrays[0]
+        lo_d = arrays[1] if lo is not None else None
+        hi_d = arrays[-1] if hi is not None else None
+        try:
+            return x._be.clamp(d, lo_d, hi_d)
+        except ValueError:
+            _broadcast_error(*arrays)
+            raise
+
+    def backward(self, g):
+        x, lo, hi = self.saved_tensors
+        nx, nlo, nhi = self.needs_input_grad
+        gx = glo = ghi = None
+        if nx:
+            if lo is None:
+                m = x <= hi
+            elif hi is None:
+                m = x >= lo
+            else:
+                m = (x >= lo) & (x <= hi)
+            gx = _grad_to(where(m, g, 0.0), x._data.shape, x.dtype)
+        if nlo:
+            m = x < lo
+            if hi is not None:
+                m = m & (lo < hi)
+            glo = _grad_to(where(m, g, 0.0), lo._data.shape, lo.dtype)
+        if nhi:
+            m = x > hi
+            if lo is not None:
+                m = m | (hi < lo)
+            ghi = _grad_to(where(m, g, 0.0), hi._data.shape, hi.dtype)
+        return gx, glo, ghi
+
+
+class ClampMinBackward1(ClampBackward0):
+    pass
+
+
+class ClampMaxBackward1(ClampBackward0):
+    pass
+
+
+def _clamp(input, min, max, scalar_cls, tensor_cls):
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        lo = min if isinstance(min, Tensor) or min is None else _scalar_tensor(_bound_scalar(min, "min"), input)
+        hi = max if isinstance(max, Tensor) or max is None else _scalar_tensor(_bound_scalar(max, "max"), input)
+        if lo is not None:
+            input, lo = _same_device(input, lo)
+        if hi is not None:
+            input, hi = _same_device(input, hi)
+        return tensor_cls.apply(input, lo, hi)
+    lo = None if min is None else _bound_scalar(min, "min")
+    hi = None if max is None else _bound_scalar(max, "max")
+    return scalar_cls.apply(input, min=lo, max=hi)
+
+
+def clamp(input, min=None, max=None, *, out=None):
+    """Elementwise min(max(input, min), max); bounds are numbers or tensors (broadcast). NaN propagates;
+    where min > max the result is max."""
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    r = _clamp(input, min, max, ClampBackward1, ClampBackward0)
+    return r if out is None else _write_out(r, out, "clamp")
+
+
+clip = clamp
+
+
+def clamp_min(input, min, *, out=None):
+    """max(input, min)."""
+    r = _clamp(input, min, None, ClampMinBackward0, ClampMinBackward1)
+    return r if out is None else _write_out(r, out, "clamp_min")
+
+
+def clamp_max(input, max, *, out=None):
+    """min(input, max)."""
+    r = _clamp(input, None, max, ClampMaxBackward0, ClampMaxBackward1)
+    return r if out is None else _write_out(r, out, "clamp_max")
+
+
+def clamp_(self, min=None, max=None):
+    """In-place ``clamp``."""
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    return apply_inplace(self, clamp, min, max)
+
+
+clip_ = clamp_
+
+
+def clamp_min_(self, min):
+    """In-place ``clamp_min``."""
+    return apply_inplace(self, clamp_min, min)
+
+
+def clamp_max_(self, max):
+    """In-place ``clamp_max``."""
+    return apply_inplace(self, clamp_max, max)
+
+
+def _scalar_tensor(value, ref):
+    """A 0-d tensor for a Python scalar, typed as the scalar would promote against ``ref``."""
+    dt = _dtype.result_type(ref, value)
+    be = ref._be
+    return Tensor._make(be.asarray(_scalar_for(value, dt.np_dtype), dt.np_dtype), be)
+
+
+class _MaxMin(Op):
+    prim = None
+    cast = None
+
+    def forward(self, a, b):
+        self.save_for_backward(a, b)
+        ad, bd = _pair(a, b)
+        if ad is not a._data or bd is not b._data:
+            self.cast = _cast_dtypes(a, b)
+        try:
+            return a._be.binary(self.prim, ad, bd)
+        except ValueError:
+            _broadcast_error(ad, bd)
+            raise
+
+    def backward(self, g):
+        a, b = self.saved_tensors
+        na, nb = self.needs_input_grad
+        cast = self.cast
+        ga_full, gb_full = self._grads(g, a, b)
+        return (_grad_to(ga_full, a._data.shape, cast and cast[0]) if na else None,
+                _grad_to(gb_full, b._data.shape, cast and cast[1]) if nb else None)
+
+
+class MaximumBackward0(_MaxMin):
+    prim = "maximum"
+
+    def _grads(self, g, a, b):
+        # ties share the gradient equally, as in PyTorch
+        half = where(a == b, g / 2, g)
+        return where(a < b, 0.0, half), where(a > b, 0.0, half)
+
+
+class MinimumBackward0(_MaxMin):
+    prim = "minimum"
+
+    def _grads(self, g, a, b):
+        half = where(a == b, g / 2, g)
+        return where(a > b, 0.0, half), where(a < b, 0.0, half)
+
+
+class FmaxBackward0(_MaxMin):
+    prim = "fmax"
+
+    def _grads(self, g, a, b):
+        pick_a = (a >= b) | b.isnan()
+        return where(pick_a, g, 0.0), where(pick_a, 0.0, g)
+
+
+class FminBackward0(_MaxMin):
+    prim = "fmin"
+
+    def _grads(self, g, a, b):
+        pick_a = (a <= b) | b.isnan()
+        return where(pick_a, g, 0.0), where(pick_a, 0.0, g)
+
+
+def _maxmin_fn(cls, name, doc):
+    def fn(input, other, *, out=None):
+        if not isinstance(other, Tensor):
+            raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
+        r = _binary_tensor(cls, input, other)
+        return r if out is None else _write_out(r, out, name)
+    fn.__name__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+maximum = _maxmin_fn(MaximumBackward0, "maximum", "Elementwise maximum (NaN propagates).")
+minimum = _maxmin_fn(MinimumBackward0, "minimum", "Elementwise minimum (NaN propagates).")
+fmax = _maxmin_fn(FmaxBackward0, "fmax", "Elementwise maximum ignoring NaN (NaN only where both are NaN).")
+fmin = _maxmin_fn(FminBackward0, "fmin", "Elementwise minimum ignoring NaN (NaN only where both are NaN).")
+
+
+class WhereBackward0(Op):
+    """where(cond, x, y); x or y may be a Python scalar (passed as ``xs`` / ``ys``)."""
+
+    def forward(self, cond, x=None, y=None, xs=None, ys=None, npd=None):
+        be = cond._be
+        xd = x._data if x is not None else _scalar_for(xs, npd)
+        yd = y._data if y is not None else _scalar_for(ys, npd)
+        if x is not None and xd.dtype != npd:
+            xd = xd.astype(npd)
+        if y is not None and yd.dtype != npd:
+            yd = yd.astype(npd)
+        self.save_for_backward(cond)
+        self.shapes = (None if x is None else x._data.shape, None if y is None else y._data.shape)
+        self.dtypes = (None if x is None else x.dtype, None if y is None else y.dtype)
+        try:
+            r = be.where(cond._data, xd, yd)
+        except ValueError:
+            _broadcast_error(cond._data, xd, yd)
+            raise
+        if r.dtype != npd:  # two Python scalars: keep the promoted dtype
+            r = r.astype(npd)
+        return r
+
+    def backward(self, g):
+        cond, = self.saved_tensors
+        _, nx, ny = self.needs_input_grad
+        gx = _grad_to(where(cond, g, 0.0), self.shapes[0], self.dtypes[0]) if nx else None
+        gy = _grad_to(where(cond, 0.0, g), self.shapes[1], self.dtypes[1]) if ny else None
+        return None, gx, gy
+
+
+def where(condition, input=None, other=None, *, out=None):
+    """``input`` where ``condition`` (a bool tensor) is true, else ``other``, with broadcasting; either may be
+    a Python number. With only a condition: ``condition.nonzero(as_tuple=True)``."""
+    if input is None and other is None:
+        return condition.nonzero(as_tuple=True)
+    if not isinstance(condition, Tensor):
+        raise TypeError(f"where(): argument 'condition' must be Tensor, not {type(condition).__name__}")
+    if condition.dtype is not _dtype.bool:
+        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
+                           f"{condition.dtype._scalar_name}")
+    xt = isinstance(input, Tensor)
+    yt = isinstance(other, Tensor)
+    xs = None if xt else _scalar_value(input)
+    ys = None if yt else _scalar_value(other)
+    if (not xt and xs is None) or (not yt and ys is None):
+        bad = input if not xt and xs is None else other
+        raise TypeError(f"where(): expected Tensor or Number, got {type(bad).__name__}")
+    operands = [input if xt else xs, other if yt else ys]
+    if xt and yt and input._data.dtype is other._data.dtype:
+        dt = input.dtype
+    else:
+        dt = _dtype.result_type(*operands)
+    if xt:
+        condition, input = _same_device(condition, input)
+    if yt:
+        condition, other = _same_device(condition, other)
+    r = WhereBackward0.apply(condition, input if xt else None, other if yt else None, xs=xs, ys=ys,
+                             npd=condition._be.np_dtype(dt))
+    return r if out is None else _write_out(r, out, "where")
+
+
+def _where_method(self, condition, other):
+    return where(condition, self, other)
+
+
+class LerpBackward0(Op):
+    """start + weight * (end - start), weight a Python number."""
+
+    def forward(self, start, end, weight):
+        self.weight = weight
+        be = start._be
+        a, b = start._data, end._data
+        try:
+            diff = be.binary("sub", b, a)
+        except ValueError:
+            _broadcast_error(a, b)
+            raise
+        self.shapes = (a.shape, b.shape)
+        w = float(weight)
+        # the two forms agree with PyTorch's kernel, which picks the one that is exact at its end point
+        if builtins.abs(w) < 0.5:
+            return be.binary("add", a, be.binary("mul", diff, w))
+        return be.binary("sub", b, be.binary("mul", diff, 1.0 - w))
+
+    def backward(self, g):
+        ns, ne = self.needs_input_grad
+        w = self.weight
+        return (_grad_to(g * (1 - w), self.shapes[0], None) if ns else None,
+                _grad_to(g * w, self.shapes[1], None) if ne else None)
+
+
+class LerpBackward1(Op):
+    """start + weight * (end - start), weight a tensor."""
+
+    def forward(self, start, end, weight):
+        ns, ne, nw = self.needs_input_grad
+        self.save_for_backward(start if nw else None, end if nw else None, weight if ns or ne else None)
+        self.shapes = (start._data.shape, end._data.shape, weight._data.shape)
+        be = start._be
+        a, b, w = start._data, end._data, weight._data
+        try:
+            diff = be.binary("sub", b, a)
+            small = be.binary("lt", be.unary("abs", w), 0.5)
+            lo = be.binary("add", a, be.binary("mul", diff, w))
+            hi = be.binary("sub", b, be.binary("mul", diff, be.binary("sub", 1.0, w)))
+        except ValueError:
+            _broadcast_error(a, b, w)
+            raise
+        return be.where(small, lo, hi)
+
+    def backward(self, g):
+        start, end, weight = self.saved_tensors
+        ns, ne, nw = self.needs_input_grad
+        s0, s1, s2 = self.shapes
+        return (_grad_to(g * (1 - weight), s0, None) if ns else None,
+                _grad_to(g * weight, s1, None) if ne else None,
+                _grad_to(g * (end - start), s2, None) if nw else None)
+
+
+def _c_name(dt):
+    """The C++ scalar type name PyTorch's dtype-mismatch messages use."""
+    return {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+            "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+            "uint8": "unsigned char", "bool": "bool"}[dt.name]
+
+
+def lerp(input, end, weight, *, out=None):
+    """input + weight * (end - input); ``weight`` is a number or a tensor (broadcast)."""
+    if input.dtype is not end.dtype:
+        raise RuntimeError(f"expected dtype {_c_name(input.dtype)} for `end` but got dtype {_c_name(end.dtype)}")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"\"lerp_kernel_scalar\" not implemented for '{input.dtype._scalar_name}'")
+    input, end = _same_device(input, end)
+    if isinstance(weight, Tensor):
+        if weight.dtype is not input.dtype:
+            raise RuntimeError(f"expected dtype {_c_name(input.dtype)} for `weight` but got dtype "
+                               f"{_c_name(weight.dtype)}")
+        input, weight = _same_device(input, weight)
+        r = LerpBackward1.apply(input, end, weight)
+    else:
+        w = _scalar_value(weight)
+        if w is None:
+            raise TypeError(f"lerp(): argument 'weight' must be Number or Tensor, not {type(weight).__name__}")
+        r = LerpBackward0.apply(input, end, weight=w)
+    return r if out is None else _write_out(r, out, "lerp")
+
+
+def lerp_(self, end, weight):
+    """In-place ``lerp``."""
+    return apply_inplace(self, lerp, end, weight, keeps_self=isinstance(weight, Tensor))
+
+
+class AddcmulBackward0(Op):
+    def forward(self, x, t1, t2, value=1):
+        _, n1, n2 = self.needs_input_grad
+        self.save_for_backward(t1 if n2 else None, t2 if n1 else None)
+        self.value = value
+        self.meta = ((x._data.shape, x.dtype), (t1._data.shape, t1.dtype), (t2._data.shape, t2.dtype))
+        npd = _dtype.result_type(x, t1, t2).np_dtype
+        be = x._be
+        xd, ad, bd = (t._data if t._data.dtype == npd else t._data.astype(npd) for t in (x, t1, t2))
+        try:
+            prod = be.binary("mul", ad, bd)
+            if value != 1:
+                prod = be.binary("mul", prod, _scalar_like(value, prod))
+            return be.binary("add", xd, prod)
+        except ValueError:
+            _broadcast_error(xd, ad, bd)
+            raise
+
+    def backward(self, g):
+        t1, t2 = self.saved_tensors
+        nx, n1, n2 = self.needs_input_grad
+        v = self.value
+        (sx, dx), (s1, d1), (s2, d2) = self.meta
+        gv = g * v if v != 1 else g
+        return (_grad_to(g, sx, dx) if nx else None,
+                _grad_to(gv * t2, s1, d1) if n1 else None,
+                _grad_to(gv * t1, s2, d2) if n2 else None)
+
+
+class AddcdivBackward0(Op):
+    def forward(self, x, t1, t2, value=1):
+        _, n1, n2 = self.needs_input_grad
+        self.save_for_backward(t1 if n2 else None, t2 if n1 or n2 else None)
+        self.value = value
+        self.meta = ((x._data.shape, x.dtype), (t1._data.shape, t1.dtype), (t2._data.shape, t2.dtype))
+        npd = _dtype.result_type(x, t1, t2).np_dtype
+        be = x._be
+        xd, ad, bd = (t._data if t._data.dtype == npd else t._data.astype(npd) for t in (x, t1, t2))
+        try:
+            q = be.binary("div", ad, bd)
+            if value != 1:
+                q = be.binary("mul", q, _scalar_like(value, q))
+            return be.binary("add", xd, q)
+        except ValueError:
+            _broadcast_error(xd, ad, bd)
+            raise
+
+    def backward(self, g):
+        t1, t2 = self.saved_tensors
+        nx, n1, n2 = self.needs_input_grad
+        v = self.value
+        (sx, dx), (s1, d1), (s2, d2) = self.meta
+        gv = g * v if v != 1 else g
+        return (_grad_to(g, sx, dx) if nx else None,
+                _grad_to(gv / t2, s1, d1) if n1 else None,
+                _grad_to(-gv * t1 / (t2 * t2), s2, d2) if n2 else None)
+
+
+def addcmul(input, tensor1, tensor2, *, value=1, out=None):
+    """input + value * tensor1 * tensor2 (broadcast)."""
+    input, tensor1 = _same_device(input, tensor1)
+    input, tensor2 = _same_device(input, tensor2)
+    r = AddcmulBackward0.apply(input, tensor1, tensor2, value=value)
+    return r if out is None else _write_out(r, out, "addcmul")
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
+    """input + value * tensor1 / tensor2 (broadcast); integer tensor1 / tensor2 are refused, as in PyTorch."""
+    if tensor1._data.dtype.kind in "iub" and tensor2._data.dtype.kind in "iub":
+        raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future release addcdiv "
+                           "will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can "
+                           "be implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for "
+                           "integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future "
+                           "addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2),"
+                           " for all dtypes.")
+    input, tensor1 = _same_device(input, tensor1)
+    input, tensor2 = _same_device(input, tensor2)
+    r = AddcdivBackward0.apply(input, tensor1, tensor2, value=value)
+    return r if out is None else _write_out(r, out, "addcdiv")
+
+
+def addcmul_(self, tensor1, tensor2, *, value=1):
+    """In-place ``addcmul``."""
+    if (not (_state.grad and (self.requires_grad or tensor1.requires_grad or tensor2.requires_grad))
+            and self._data.dtype is tensor1._data.dtype is tensor2._data.dtype and self._be is tensor1._be
+            and self._be is tensor2._be):
+        # an optimizer's ``v.addcmul_(g, g, value=1 - beta2)``: one temporary, written straight into self
+        be = self._be
+        prod = be.binary("mul", tensor1._data, tensor2._data)
+        if value != 1:
+            be.binary("mul", prod, _scalar_like(value, prod), out=prod)
+        if _direct_inplace(self, Tensor._make(prod, be), "add"):
+            return self
+    return apply_inplace(self, addcmul, tensor1, tensor2, value=value, keeps_self=False)
+
+
+def addcdiv_(self, tensor1, tensor2, *, value=1):
+    """In-place ``addcdiv``."""
+    if (not (_state.grad and (self.requires_grad or tensor1.requires_grad or tensor2.requires_grad))
+            and self._data.dtype.kind in "fV"
+            and self._data.dtype is tensor1._data.dtype is tensor2._data.dtype and self._be is tensor1._be
+            and self._be is tensor2._be):
+        be = self._be
+        q = be.binary("div", tensor1._data, tensor2._data)
+        if value != 1:
+            be.binary("mul", q, _scalar_like(value, q), out=q)
+        if _direct_inplace(self, Tensor._make(q, be), "add"):
+            return self
+    return apply_inplace(self, addcdiv, tensor1, tensor2, value=value, keeps_self=False)
 
 
 METHODS = {
-    "add": add, "__add__": add, "__radd__": lambda self, other: add(other, self), "add_": add_,
-    "__iadd__": add_,
-    "mul": mul, "__mul__": mul, "__rmul__": lambda self, other: mul(other, self), "mul_": mul_,
-    "__imul__": mul_,
+    # arithmetic
+    "add": add, "add_": add_, "__add__": _add, "__radd__": _add, "__iadd__": _iop(add_),
+    "sub": sub, "sub_": sub_, "subtract": sub, "subtract_": sub_, "__sub__": _sub, "__rsub__": _rsub_dunder,
+    "__isub__": _iop(sub_),
+    "mul": mul, "mul_": mul_, "multiply": mul, "multiply_": mul_, "__mul__": _mul, "__rmul__": _mul,
+    "__imul__": _iop(mul_),
+    "div": div, "div_": div_, "divide": div, "divide_": div_, "true_divide": true_divide,
+    "true_divide_": true_divide_, "__truediv__": _div, "__rtruediv__": _rtruediv, "__itruediv__": _iop(div_),
+    "floor_divide": floor_divide, "floor_divide_": floor_divide_, "__floordiv__": _floordiv,
+    "__rfloordiv__": _rfloordiv, "__ifloordiv__": _iop(floor_divide_),
+    "remainder": remainder, "remainder_": remainder_, "__mod__": _remainder, "__rmod__": _rmod,
+    "__imod__": _iop(remainder_),
+    "fmod": fmod, "fmod_": fmod_,
+    "pow": pow, "pow_": pow_, "__pow__": _pow, "__rpow__": _rpow, "__ipow__": _iop(pow_),
+    "float_power": float_power, "float_power_": float_power_,
+    "neg": neg, "neg_": neg_, "negative": neg, "negative_": neg_, "__neg__": neg,
+    "positive": positive, "__pos__": positive,
+    "atan2": atan2, "atan2_": atan2_, "arctan2": atan2, "arctan2_": atan2_,
+    # comparisons
+    "eq": eq, "eq_": eq_, "__eq__": _eq_dunder, "ne": ne, "ne_": ne_, "__ne__": _ne_dunder,
+    "lt": lt, "lt_": lt_, "__lt__": _lt_dunder, "le": le, "le_": le_, "__le__": _le_dunder,
+    "gt": gt, "gt_": gt_, "__gt__": _gt_dunder, "ge": ge, "ge_": ge_, "__ge__": _ge_dunder,
+    "greater": gt, "greater_": gt_, "greater_equal": ge, "greater_equal_": ge_, "less": lt, "less_": lt_,
+    "less_equal": le, "less_equal_": le_, "not_equal": ne, "not_equal_": ne_,
+    "equal": equal, "allclose": allclose, "isclose": isclose, "isnan": isnan, "isinf": isinf,
+    "isfinite": isfinite, "isposinf": isposinf, "isneginf": isneginf, "signbit": signbit,
+    # logical and bitwise
+    "logical_and": logical_and, "logical_and_": logical_and_, "logical_or": logical_or,
+    "logical_or_": logical_or_, "logical_xor": logical_xor, "logical_xor_": logical_xor_,
+    "logical_not": logical_not, "logical_not_": logical_not_,
+    "bitwise_and": bitwise_and, "bitwise_and_": bitwise_and_, "__and__": _and, "__rand__": _rand,
+    "__iand__": _iop(bitwise_and_),
+    "bitwise_or": bitwise_or, "bitwise_or_": bitwise_or_, "__or__": _or, "__ror__": _ror,
+    "__ior__": _iop(bitwise_or_),
+    "bitwise_xor": bitwise_xor, "bitwise_xor_": bitwise_xor_, "__xor__": _xor, "__rxor__": _rxor,
+    "__ixor__": _iop(bitwise_xor_),
+    "bitwise_left_shift": bitwise_left_shift, "bitwise_left_shift_": bitwise_left_shift_,
+    "__lshift__": _lshift, "__rlshift__": _rlshift, "__ilshift__": _iop(bitwise_left_shift_),
+    "bitwise_right_shift": bitwise_right_shift, "bitwise_right_shift_": bitwise_right_shift_,
+    "__rshift__": _rshift, "__rrshift__": _rrshift, "__irshift__": _iop(bitwise_right_shift_),
+    "bitwise_not": bitwise_not, "bitwise_not_": bitwise_not_, "__invert__": _invert,
+    # unary math
+    "abs": abs, "abs_": abs_, "absolute": abs, "absolute_": abs_, "__abs__": abs,
+    "sign": sign, "sign_": sign_, "sgn": sign, "sgn_": sign_,
+    "exp": exp, "exp_": exp_, "exp2": exp2, "exp2_": exp2_, "log": log, "log_": log_, "log2": log2,
+    "log2_": log2_, "log10": log10, "log10_": log10_, "log1p": log1p, "log1p_": log1p_, "expm1": expm1,
+    "expm1_": expm1_, "sqrt": sqrt, "sqrt_": sqrt_, "rsqrt": rsqrt, "rsqrt_": rsqrt_,
+    "sin": sin, "sin_": sin_, "cos": cos, "cos_": cos_, "tan": tan, "tan_": tan_,
+    "asin": asin, "asin_": asin_, "acos": acos, "acos_": acos_, "atan": atan, "atan_": atan_,
+    "arcsin": asin, "arcsin_": asin_, "arccos": acos, "arccos_": acos_, "arctan": atan, "arctan_": atan_,
+    "sinh": sinh, "sinh_": sinh_, "cosh": cosh, "cosh_": cosh_, "asinh": asinh, "asinh_": asinh_,
+    "acosh": acosh, "acosh_": acosh_, "atanh": atanh, "atanh_": atanh_, "arcsinh": asinh,
+    "arcsinh_": asinh_, "arccosh": acosh, "arccosh_": acosh_, "arctanh": atanh, "arctanh_": atanh_,
+    "tanh": tanh, "tanh_": tanh_, "sigmoid": sigmoid, "sigmoid_": sigmoid_, "relu": relu, "relu_": relu_,
+    "erf": erf, "erf_": erf_, "erfinv": erfinv, "erfinv_": erfinv_,
+    "floor": floor, "floor_": floor_, "ceil": ceil, "ceil_": ceil_, "round": round, "round_": round_,
+    "trunc": trunc, "trunc_": trunc_, "fix": trunc, "fix_": trunc_, "frac": frac, "frac_": frac_,
+    "reciprocal": reciprocal, "reciprocal_": reciprocal_, "square": square, "square_": square_,
+    # clamping, selection, interpolation
+    "clamp": clamp, "clamp_": clamp_, "clip": clamp, "clip_": clamp_, "clamp_min": clamp_min,
+    "clamp_min_": clamp_min_, "clamp_max": clamp_max, "clamp_max_": clamp_max_,
+    "maximum": maximum, "minimum": minimum, "fmax": fmax, "fmin": fmin, "where": _where_method,
+    "lerp": lerp, "lerp_": lerp_, "addcmul": addcmul, "addcmul_": addcmul_, "addcdiv": addcdiv,
+    "addcdiv_": addcdiv_,
+    # NumPy scalars on the left (np.float64(2) * t) defer to the tensor's reflected operator
+    "__array_priority__": 1000,
 }
