@@ -1,10 +1,324 @@
-"""Reduction primitives: sum, mean, prod, max, min, ... over an axis tuple, plus softmax-style ops."""
+"""Reduction primitives: sum, mean, prod, max/min (with and without indices), var, logsumexp, vector norms,
+any/all, count_nonzero, scans (cumsum/cumprod), and the softmax family's forward and backward.
+
+``axis`` is None (every axis) or a tuple of non-negative ints already checked by the caller; the scans and
+the softmax family take a single int. Every primitive returns an array of this backend (never a NumPy
+scalar, which NumPy returns for full reductions). Half-precision inputs accumulate in float32 and are cast
+back, as PyTorch's CPU and CUDA reductions do; float32 and float64 are never upcast.
+"""
+import numpy as np
+
+
+def _is_half(dt):
+    # float16, and bfloat16 from ml_dtypes (a 2-byte 'V' kind)
+    return dt.itemsize == 2 and dt.kind in "fV"
+
+
+def _nd(r):
+    """A 0-d array for the NumPy scalar a full reduction returns (CuPy always returns arrays)."""
+    return r.__array__() if isinstance(r, np.generic) else r
+
+
+def _axis_tuple(axis, ndim):
+    return tuple(range(ndim)) if axis is None else axis
+
+
+def _count(shape, axis):
+    n = 1
+    for a in _axis_tuple(axis, len(shape)):
+        n *= shape[a]
+    return n
 
 
 class ReduceMixin:
+    # Array methods (x.sum, x.max, ...) rather than xp.sum: NumPy's functions add a dispatch layer that
+    # costs as much as the reduction itself on small tensors.
+
     def reduce(self, name, x, axis=None, keepdims=False, dtype=None):
-        """``name`` in sum, prod, mean, max, min, any, all, argmax, argmin."""
-        fn = getattr(self.xp, name)
+        """Generic ``x.<name>`` reduction (sum, prod, mean, max, min, any, all)."""
+        fn = getattr(x, name)
         if dtype is not None:
-            return fn(x, axis=axis, keepdims=keepdims, dtype=dtype)
-        return fn(x, axis=axis, keepdims=keepdims)
+            return _nd(fn(axis=axis, keepdims=keepdims, dtype=dtype))
+        return _nd(fn(axis=axis, keepdims=keepdims))
+
+    # ---------------------------------------------------------------- sums and products
+    def sum(self, x, axis=None, keepdims=False, dtype=None):
+        if dtype is None:
+            if _is_half(x.dtype):
+                return _nd(x.sum(axis=axis, keepdims=keepdims, dtype=np.float32)).astype(x.dtype)
+        elif x.dtype.kind in "fV" and np.dtype(dtype).kind in "biu":
+            # NumPy refuses to accumulate floats in an integer type; PyTorch converts each element first
+            x = x.astype(dtype)
+        return _nd(x.sum(axis=axis, keepdims=keepdims, dtype=dtype))
+
+    def mean(self, x, axis=None, keepdims=False):
+        """Mean of a floating array; NaN (without a warning) where the reduced extent is empty."""
+        n = _count(x.shape, axis)
+        if n == 0:
+            return self.xp.full(x.sum(axis=axis, keepdims=keepdims).shape, np.nan, dtype=x.dtype)
+        if _is_half(x.dtype):
+            r = _nd(x.sum(axis=axis, keepdims=keepdims, dtype=np.float32))
+            r /= n
+            return r.astype(x.dtype)
+        # sum then divide in place: what x.mean does, without its bookkeeping (half the time on small inputs)
+        r = _nd(x.sum(axis=axis, keepdims=keepdims))
+        r /= n
+        return r
+
+    def prod(self, x, axis=None, keepdims=False, dtype=None):
+        return _nd(x.prod(axis=axis, keepdims=keepdims, dtype=dtype))
+
+    def count_nonzero_dims(self, x, axis=None):
+        """Non-zero count over ``axis`` as an int64 array (IndexMixin.count_nonzero gives a Python int)."""
+        return self.xp.asarray(self.xp.count_nonzero(x, axis=axis), dtype=np.int64)
+
+    def any(self, x, axis=None, keepdims=False):
+        return _nd(x.any(axis=axis, keepdims=keepdims))
+
+    def all(self, x, axis=None, keepdims=False):
+        return _nd(x.all(axis=axis, keepdims=keepdims))
+
+    # ---------------------------------------------------------------- extrema
+    def amax(self, x, axis=None, keepdims=False):
+        """Maximum over ``axis`` (NaN propagates). The caller rules out empty reduced extents."""
+        return _nd(x.max(axis=axis, keepdims=keepdims))
+
+    def amin(self, x, axis=None, keepdims=False):
+        return _nd(x.min(axis=axis, keepdims=keepdims))
+
+    def argmax(self, x, axis=None, keepdims=False):
+        """Index of the first maximum (of the first NaN, if any) along one axis, or of the flattened array."""
+        return _nd(x.argmax(axis=axis, keepdims=keepdims)).astype(np.int64, copy=False)
+
+    def argmin(self, x, axis=None, keepdims=False):
+        return _nd(x.argmin(axis=axis, keepdims=keepdims)).astype(np.int64, copy=False)
+
+    def max_dim(self, x, axis, keepdims=False):
+        """(values, int64 indices) of the maximum along one axis, first index among ties."""
+        return self._extreme_dim(x, axis, keepdims, self.xp.argmax)
+
+    def min_dim(self, x, axis, keepdims=False):
+        return self._extreme_dim(x, axis, keepdims, self.xp.argmin)
+
+    def _extreme_dim(self, x, axis, keepdims, argfn):
+        xp = self.xp
+        idx = xp.asarray(argfn(x, axis=axis, keepdims=True), dtype=np.int64)
+        vals = xp.take_along_axis(x, idx, axis=axis)
+        if not keepdims:
+            idx = xp.squeeze(idx, axis=axis)
+            vals = xp.squeeze(vals, axis=axis)
+        return vals, idx
+
+    def tie_weights(self, x, value, axis=None, nan_is_tie=True):
+        """1/count where ``x`` equals the reduced ``value`` (keepdims shape), 0 elsewhere: the gradient
+        of max/min shared evenly among ties, as PyTorch does. A NaN result sends the gradient to the NaN
+        inputs (PyTorch's max()), or with ``nan_is_tie=False`` makes the slice's weights NaN (its amax)."""
+        xp = self.xp
+        if x.ndim == 0:
+            return self.tie_weights(x.reshape(1), xp.reshape(value, (1,)), None, nan_is_tie).reshape(())
+        mask = x == value
+        if nan_is_tie and x.dtype.kind in "fV":
+            mask |= xp.isnan(x) & xp.isnan(value)
+        count = mask.sum(axis=axis, keepdims=True)
+        w = mask.astype(x.dtype)
+        if nan_is_tie:
+            w /= xp.maximum(count, 1).astype(x.dtype)
+        else:
+            with np.errstate(invalid="ignore"):
+                w /= count.astype(x.dtype)
+        return w
+
+    def index_mask(self, indices, shape, axis, np_dtype):
+        """An array of ``shape``: 1 where the position along ``axis`` equals ``indices`` (with or without
+        that axis kept), else 0. The gradient pattern of max/min with a dim, which send everything to the
+        index they returned."""
+        xp = self.xp
+        if indices.ndim < len(shape):
+            indices = xp.expand_dims(indices, axis)
+        pos_shape = [1] * len(shape)
+        pos_shape[axis] = shape[axis]
+        pos = xp.arange(shape[axis], dtype=np.int64).reshape(pos_shape)
+        return (pos == indices).astype(np_dtype)
+
+    # ---------------------------------------------------------------- moments
+    def var_mean(self, x, axis=None, correction=1, keepdims=False):
+        """(var, mean) by two passes; divides by max(0, N - correction) like PyTorch (inf/NaN when <= 0)."""
+        xp = self.xp
+        n = _count(x.shape, axis)
+        out_dtype = x.dtype
+        if n == 0:
+            shape = x.sum(axis=axis, keepdims=keepdims).shape
+            nan = xp.full(shape, np.nan, dtype=out_dtype)
+            return nan, nan.copy()
+        acc = np.float32 if _is_half(x.dtype) else None
+        xa = x if acc is None else x.astype(acc)
+        mean = xa.mean(axis=axis, keepdims=True)
+        d = xa - mean
+        d *= d
+        ss = d.sum(axis=axis, keepdims=keepdims)
+        dof = n - correction
+        if dof > 0:
+            var = ss / dof
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                var = ss / xp.asarray(0.0, dtype=ss.dtype)
+        if not keepdims:
+            mean = mean.reshape(var.shape)
+        return xp.asarray(var).astype(out_dtype, copy=False), xp.asarray(mean).astype(out_dtype, copy=False)
+
+    def var(self, x, axis=None, correction=1, keepdims=False):
+        return self.var_mean(x, axis, correction, keepdims)[0]
+
+    def std(self, x, axis=None, correction=1, keepdims=False):
+        return _nd(self.xp.sqrt(self.var_mean(x, axis, correction, keepdims)[0]))
+
+    # ---------------------------------------------------------------- log-sum-exp and norms
+    def logsumexp(self, x, axis=None, keepdims=False):
+        """log(sum(exp(x))) shifted by the maximum so that nothing overflows; -inf over empty extents."""
+        xp = self.xp
+        if x.ndim == 0:
+            return self.logsumexp(x.reshape(1), None, False).reshape(())
+        out_dtype = x.dtype
+        if _is_half(x.dtype):
+            x = x.astype(np.float32)
+        if _count(x.shape, axis) == 0:
+            shape = x.sum(axis=axis, keepdims=keepdims).shape
+            return xp.full(shape, -np.inf, dtype=out_dtype)
+        m = x.max(axis=axis, keepdims=True)
+        # an all -inf (or inf, or NaN) slice must not produce inf - inf; shifting by 0 there is exact
+        m = xp.where(xp.isfinite(m), m, 0)
+        e = x - m
+        xp.exp(e, out=e)
+        s = e.sum(axis=axis, keepdims=True)
+        with np.errstate(divide="ignore"):
+            r = xp.log(s)
+        r += m
+        if not keepdims:
+            r = xp.squeeze(r, axis=axis)
+        return xp.asarray(r).astype(out_dtype, copy=False)
+
+    def vector_norm(self, x, ord=2.0, axis=None, keepdims=False):
+        """(sum |x|^ord)^(1/ord), with ord = inf / -inf (max / min of |x|) and 0 (count of non-zeros)."""
+        xp = self.xp
+        out_dtype = x.dtype
+        if _is_half(x.dtype):
+            x = x.astype(np.float32)
+        if ord == 2:
+            r = xp.sqrt((x * x).sum(axis=axis, keepdims=keepdims))
+        elif ord == np.inf:
+            r = xp.abs(x).max(axis=axis, keepdims=keepdims)
+        elif ord == -np.inf:
+            r = xp.abs(x).min(axis=axis, keepdims=keepdims)
+        elif ord == 0:
+            r = (x != 0).sum(axis=axis, keepdims=keepdims, dtype=x.dtype)
+        elif ord == 1:
+            r = xp.abs(x).sum(axis=axis, keepdims=keepdims)
+        else:
+            # negative orders send 0 to inf and back to 0, which is the right limit
+            with np.errstate(divide="ignore"):
+                r = (xp.abs(x) ** ord).sum(axis=axis, keepdims=keepdims) ** (1.0 / ord)
+        return xp.asarray(r).astype(out_dtype, copy=False)
+
+    # ---------------------------------------------------------------- scans
+    def cumsum(self, x, axis, dtype=None, reverse=False, exclusive=False):
+        """Running sum along ``axis``; ``reverse`` scans from the end, ``exclusive`` leaves out the element
+        itself (the backward of cumsum is a reverse scan, and prod's backward uses exclusive products)."""
+        return self._scan("cumsum", 0, x, axis, dtype, reverse, exclusive)
+
+    def cumprod(self, x, axis, dtype=None, reverse=False, exclusive=False):
+        return self._scan("cumprod", 1, x, axis, dtype, reverse, exclusive)
+
+    def _scan(self, name, identity, x, axis, dtype, reverse, exclusive):
+        xp = self.xp
+        shape = x.shape
+        if x.ndim == 0:
+            x = x.reshape(1)
+            axis = 0
+        elif not x.flags.c_contiguous:
+            # NumPy keeps a transposed layout in the result; PyTorch's scans return contiguous tensors
+            x = xp.ascontiguousarray(x)
+        cast_back = None
+        if dtype is None and _is_half(x.dtype):
+            cast_back, dtype = x.dtype, np.float32
+        if reverse:
+            x = xp.flip(x, axis)
+        r = getattr(x, name)(axis=axis, dtype=dtype)
+        if exclusive:
+            shifted = xp.empty_like(r)
+            lead = (slice(None),) * axis
+            shifted[lead + (slice(0, 1),)] = identity
+            shifted[lead + (slice(1, None),)] = r[lead + (slice(0, -1),)]
+            r = shifted
+        if reverse:
+            r = xp.ascontiguousarray(xp.flip(r, axis))
+        if cast_back is not None:
+            r = r.astype(cast_back)
+        return r.reshape(shape)
+
+    def scan_masks(self, n, np_dtype, reverse=False, exclusive=False):
+        """(eye, 1 - eye, includes) as (n, n) arrays of ``np_dtype``: includes[i, k] = 1 when position i is
+        inside the scan prefix that ends at k (the pattern of cumprod's twice-differentiable backward)."""
+        xp = self.xp
+        i = xp.arange(n).reshape(n, 1)
+        k = xp.arange(n).reshape(1, n)
+        if reverse:
+            inc = k < i if exclusive else k <= i
+        else:
+            inc = k > i if exclusive else k >= i
+        return (i == k).astype(np_dtype), (i != k).astype(np_dtype), inc.astype(np_dtype)
+
+    # ---------------------------------------------------------------- softmax family
+    def softmax_forward(self, x, axis):
+        """exp(x - max) / sum(exp(x - max)) along ``axis`` (None for a 0-d array)."""
+        xp = self.xp
+        if x.size == 0:
+            return xp.empty_like(x)
+        if x.ndim == 0:
+            return self.softmax_forward(x.reshape(1), 0).reshape(())
+        if not x.flags.c_contiguous:
+            x = xp.ascontiguousarray(x)  # a contiguous result, as PyTorch gives
+        out_dtype = x.dtype
+        if _is_half(x.dtype):
+            x = x.astype(np.float32)
+        e = x - x.max(axis=axis, keepdims=True)
+        xp.exp(e, out=e)
+        e /= e.sum(axis=axis, keepdims=True)
+        return e.astype(out_dtype, copy=False)
+
+    def softmax_backward(self, y, g, axis):
+        """Input gradient of softmax from its output y: y * (g - sum(g * y))."""
+        xp = self.xp
+        if y.size == 0:
+            return xp.empty_like(y)
+        if y.ndim == 0:
+            return self.softmax_backward(y.reshape(1), g.reshape(1), 0).reshape(())
+        out = g * y
+        s = out.sum(axis=axis, keepdims=True)
+        out -= y * s
+        return out
+
+    def log_softmax_forward(self, x, axis):
+        """x - max - log(sum(exp(x - max))) along ``axis``."""
+        xp = self.xp
+        if x.size == 0:
+            return xp.empty_like(x)
+        if x.ndim == 0:
+            return self.log_softmax_forward(x.reshape(1), 0).reshape(())
+        if not x.flags.c_contiguous:
+            x = xp.ascontiguousarray(x)  # a contiguous result, as PyTorch gives
+        out_dtype = x.dtype
+        if _is_half(x.dtype):
+            x = x.astype(np.float32)
+        d = x - x.max(axis=axis, keepdims=True)
+        lse = xp.log(xp.exp(d).sum(axis=axis, keepdims=True))
+        d -= lse
+        return d.astype(out_dtype, copy=False)
+
+    def log_softmax_backward(self, y, g, axis):
+        """Input gradient of log_softmax from its output y: g - exp(y) * sum(g)."""
+        xp = self.xp
+        if y.size == 0:
+            return xp.empty_like(y)
+        if y.ndim == 0:
+            return self.log_softmax_backward(y.reshape(1), g.reshape(1), 0).reshape(())
+        return g - xp.exp(y) * g.sum(axis=axis, keepdims=True)
