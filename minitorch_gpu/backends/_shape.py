@@ -1,21 +1,244 @@
-"""Shape primitives. Those named ``*_view`` must return a view of their input (never a copy)."""
+"""Shape primitives. Those named ``*_view`` must return a view of their input (never a copy).
+
+Strides passed to or returned by these primitives are in elements, as PyTorch counts them; the
+conversion to the array library's byte strides happens here and nowhere else.
+"""
+import numpy as np
+
+
+def _contiguous_strides(shape, item):
+    """Byte strides of a C-contiguous array of ``shape`` (PyTorch's convention for size-1 dims)."""
+    out = []
+    acc = item
+    for n in reversed(shape):
+        out.append(acc)
+        acc *= n if n else 1
+    return tuple(reversed(out))
+
+
+def view_strides(old_shape, old_strides, new_shape):
+    """The element strides PyTorch gives ``view(new_shape)`` of a tensor with ``old_shape`` and
+    ``old_strides``, or None when no view exists. Dims are grouped into runs that are contiguous
+    with each other; each run must be split exactly by consecutive new dims."""
+    n_new = len(new_shape)
+    if not old_shape:
+        return (1,) * n_new
+    numel = 1
+    for s in old_shape:
+        numel *= s
+    if numel == 0:
+        if tuple(old_shape) == tuple(new_shape):
+            return tuple(old_strides)
+        out = [1] * n_new
+        for d in range(n_new - 2, -1, -1):
+            out[d] = max(new_shape[d + 1], 1) * out[d + 1]
+        return tuple(out)
+    out = [0] * n_new
+    nd = n_new - 1
+    base = old_strides[-1]
+    run_numel = 1
+    view_numel = 1
+    for od in range(len(old_shape) - 1, -1, -1):
+        run_numel *= old_shape[od]
+        # the run ends here unless the next-outer dim continues it in memory (size-1 dims always do)
+        if od == 0 or (old_shape[od - 1] != 1 and old_strides[od - 1] != run_numel * base):
+            while nd >= 0 and (view_numel < run_numel or new_shape[nd] == 1):
+                out[nd] = view_numel * base
+                view_numel *= new_shape[nd]
+                nd -= 1
+            if view_numel != run_numel:
+                return None
+            if od > 0:
+                base = old_strides[od - 1]
+                run_numel = 1
+                view_numel = 1
+    if nd != -1:
+        return None
+    return tuple(out)
 
 
 class ShapeMixin:
+    # ------------------------------------------------------------------ views
     def reshape(self, x, shape):
         return self.xp.reshape(x, shape)
 
     def reshape_view(self, x, shape):
-        """A view with a new shape, or None when the strides do not allow one without a copy."""
-        try:
+        """A view with a new shape and PyTorch's strides, or None when PyTorch would need a copy."""
+        shape = tuple(shape)
+        item = x.itemsize
+        if x.strides == _contiguous_strides(x.shape, item):
+            # the common case: contiguous in, contiguous out, and NumPy agrees with PyTorch
             v = x.view()
             v.shape = shape
-            return v
-        except AttributeError:
+            if v.strides == _contiguous_strides(shape, item):
+                return v
+        strides = view_strides(x.shape, self.strides(x), shape)
+        if strides is None:
             return None
+        return self._with_strides(x, shape, strides)
+
+    def _with_strides(self, x, shape, strides):
+        """A view of ``x`` (same first element) with ``shape`` and element ``strides``."""
+        v = x.view()
+        try:
+            v.shape = shape
+        except (AttributeError, ValueError):
+            return self.as_strided_view(x, shape, strides)
+        item = x.itemsize
+        # NumPy picks its own strides for size-1 and empty dims; PyTorch's are kept when they differ
+        if v.strides != tuple(s * item for s in strides):
+            return self.as_strided_view(x, shape, strides)
+        return v
 
     def transpose_view(self, x, axes):
         return x.transpose(axes)
 
+    def swapaxes_view(self, x, a, b):
+        # a 0-d tensor has the one dim 0 (or -1) to PyTorch and none to NumPy
+        return x.swapaxes(a, b) if x.ndim else x.view()
+
     def broadcast_to(self, x, shape):
         return self.xp.broadcast_to(x, shape)
+
+    def expand_view(self, x, shape, strides):
+        """A broadcast view with PyTorch's element ``strides``. When elements repeat (a stride-0 dim of
+        size > 1) NumPy marks it read-only, so an in-place write through it is refused."""
+        if shape == x.shape:
+            return x.view()
+        v = self.as_strided_view(x, shape, strides)
+        if any(s == 0 and n > 1 for s, n in zip(strides, shape)):
+            try:
+                v.flags.writeable = False
+            except AttributeError:
+                pass  # CuPy arrays have no such flag; copy_into checks for repeated elements itself
+        return v
+
+    def squeeze_view(self, x, axes):
+        """Drop the size-1 dims ``axes`` (a tuple)."""
+        if not axes:
+            return x.view()
+        return x.squeeze(axis=axes)
+
+    def unsqueeze_view(self, x, axis):
+        # PyTorch gives the new dim the stride size * stride of the dim it lands before (1 at the end)
+        st = x.strides
+        new = x.shape[axis] * st[axis] if axis < x.ndim else x.itemsize
+        strides = st[:axis] + (new,) + st[axis:]
+        shape = x.shape[:axis] + (1,) + x.shape[axis:]
+        v = x.view()
+        v.shape = shape
+        if v.strides == strides:
+            return v
+        item = x.itemsize
+        return self.as_strided_view(x, shape, tuple(s // item for s in strides))
+
+    def slice_view(self, x, dim, start, stop, step=1):
+        """``x[..., start:stop:step, ...]`` along ``dim``."""
+        return x[(slice(None),) * dim + (slice(start, stop, step),)]
+
+    def select_view(self, x, dim, index):
+        # the trailing Ellipsis keeps NumPy from returning a scalar (a copy) when the result is 0-d
+        return x[(slice(None),) * dim + (index, Ellipsis)]
+
+    def as_strided_view(self, x, shape, strides, start=None):
+        """A view of ``x``'s memory with ``shape`` and element ``strides``, starting at the element of
+        ``x`` indexed by ``start`` (a tuple of non-negative indices; None: the first element)."""
+        if start is not None and any(start):
+            x = x[tuple(slice(i, None) for i in start)]
+        item = x.itemsize
+        byte_strides = tuple(s * item for s in strides)
+        if self.xp is np and x.flags.c_contiguous:
+            # an ndarray over x's buffer costs a fifth of as_strided (which goes through
+            # __array_interface__); it keeps x alive as its base and is writable when x is
+            try:
+                return np.ndarray(tuple(shape), x.dtype, buffer=x, strides=byte_strides)
+            except (TypeError, ValueError, BufferError):
+                pass
+        return self.xp.lib.stride_tricks.as_strided(x, tuple(shape), byte_strides)
+
+    # ------------------------------------------------------------------ copies
+    # PyTorch's copying shape ops return C-contiguous tensors whatever the inputs' layout, while NumPy
+    # keeps the inputs' memory order; hence the explicit outputs and ascontiguousarray below
+
+    def concatenate(self, arrays, axis):
+        shape = list(arrays[0].shape)
+        shape[axis] = sum(a.shape[axis] for a in arrays)
+        out = self.xp.empty(tuple(shape), arrays[0].dtype)
+        return self.xp.concatenate(arrays, axis=axis, out=out)
+
+    def flip(self, x, axes):
+        # the flipped view has negative strides; PyTorch's flip is a contiguous copy
+        if not x.ndim:
+            return x.copy()
+        return self.xp.ascontiguousarray(self.xp.flip(x, axes))
+
+    def roll(self, x, shifts, axes):
+        """``axes`` None rolls the flattened array and restores the shape."""
+        return self.xp.ascontiguousarray(self.xp.roll(x, shifts, axes))
+
+    def tril(self, x, k):
+        """Keep elements on and below diagonal ``k`` of the last two dims, zero the rest."""
+        xp = self.xp
+        mask = xp.tri(x.shape[-2], x.shape[-1], k, dtype=bool)
+        return xp.ascontiguousarray(xp.where(mask, x, xp.zeros((), x.dtype)))
+
+    def triu(self, x, k):
+        xp = self.xp
+        mask = xp.tri(x.shape[-2], x.shape[-1], k - 1, dtype=bool)
+        return xp.ascontiguousarray(xp.where(mask, xp.zeros((), x.dtype), x))
+
+    def tile(self, x, reps):
+        return self.xp.ascontiguousarray(self.xp.tile(x, reps))
+
+    def repeat(self, x, repeats, axis):
+        """Each element of ``x`` along ``axis`` repeated ``repeats`` times (an int or a host list);
+        ``axis`` None works on the flattened array."""
+        return self.xp.ascontiguousarray(self.xp.repeat(x, repeats, axis=axis))
+
+    def repeat_index(self, counts, np_dtype):
+        """``0 .. len(counts)-1``, each ``i`` repeated ``counts[i]`` times (a host tuple)."""
+        xp = self.xp
+        return xp.repeat(xp.arange(len(counts), dtype=np_dtype), counts)
+
+    def segment_sum(self, x, counts, axis):
+        """Sums of consecutive runs of ``counts[i]`` elements along ``axis`` (the adjoint of ``repeat``);
+        ``counts`` is a host tuple whose total is ``x.shape[axis]``."""
+        xp = self.xp
+        starts, nonzero, pos = [], [], 0
+        for i, c in enumerate(counts):
+            if c:
+                starts.append(pos)
+                nonzero.append(i)
+            pos += c
+        shape = x.shape[:axis] + (len(counts),) + x.shape[axis + 1:]
+        if not starts:
+            return xp.zeros(shape, x.dtype)
+        # reduceat only sees the non-empty runs: on an empty run it would return an element, not 0
+        sums = xp.add.reduceat(x, xp.asarray(starts), axis=axis)
+        if len(starts) == len(counts):
+            return xp.ascontiguousarray(sums)
+        out = xp.zeros(shape, x.dtype)
+        out[(slice(None),) * axis + (xp.asarray(nonzero),)] = sums
+        return out
+
+    def embed(self, region_fn, shape, src):
+        """Zeros of ``shape`` with ``src`` written into the view ``region_fn(zeros)`` (the adjoint of
+        taking that view, when the view does not overlap itself)."""
+        out = self.xp.zeros(shape, src.dtype)
+        self.xp.copyto(region_fn(out), src)
+        return out
+
+    def unfold_backward(self, g, shape, dim, size, step):
+        """The adjoint of unfold: windows that overlap add up."""
+        xp = self.xp
+        out = xp.zeros(shape, g.dtype)
+        if len(shape) == 0:
+            if size:
+                out[...] = g[0]
+            return out
+        n = g.shape[dim]
+        lead = (slice(None),) * dim
+        for i in range(size):
+            region = out[lead + (slice(i, i + step * (n - 1) + 1, step),)]
+            xp.add(region, g[..., i], out=region)
+        return out
