@@ -1,9 +1,350 @@
-"""Indexing primitives: basic and advanced getitem/setitem, gather/scatter, sort and friends."""
+"""Indexing primitives: basic and advanced getitem/setitem, gather/scatter, accumulation with duplicate
+indices, nonzero, sort/topk/kth-value, unique and one_hot.
+
+Every body is written against ``self.xp`` (NumPy or CuPy). Accumulating writes (``add_at``) never rely on
+``a[idx] += v``, which keeps only one contribution per repeated index: NumPy's ``ufunc.at`` and CuPy's
+``scatter_add`` sum every contribution.
+"""
+import numpy as _np
 
 
 class IndexMixin:
+    # ---------------------------------------------------------------- plain indexing
     def getitem(self, x, index):
         return x[index]
 
     def setitem(self, x, index, value):
         x[index] = value
+
+    def basic_index(self, x, index):
+        """A view for an index of ints, slices and None. The trailing Ellipsis keeps a full integer index
+        from collapsing to a NumPy scalar (a scalar is not a view)."""
+        return x[index + (Ellipsis,)]
+
+    def writable(self, x):
+        """False for arrays whose elements overlap in memory (broadcast views), which must not be written."""
+        return getattr(x.flags, "writeable", True)
+
+    def index_range(self, idx):
+        """(min, max) of a non-empty integer array as Python ints, in one device-to-host transfer."""
+        xp = self.xp
+        if xp is _np:
+            return int(idx.min()), int(idx.max())
+        mm = self.to_numpy(xp.stack([idx.min(), idx.max()]))
+        return int(mm[0]), int(mm[1])
+
+    def first_outside(self, idx, lo, hi):
+        """The first element of ``idx`` outside ``[lo, hi)`` (only called once one is known to exist)."""
+        bad = (idx < lo) | (idx >= hi)
+        return int(idx.reshape(-1)[int(bad.reshape(-1).argmax())])
+
+    def nonzero_tuple(self, x):
+        """One int64 array per dim with the coordinates of the nonzero elements, in row-major order."""
+        xp = self.xp
+        if x.ndim == 0:
+            return (xp.zeros(int(bool(x)), dtype=_np.int64),)
+        return tuple(i.astype(_np.int64, copy=False) for i in xp.nonzero(x))
+
+    def argwhere(self, x):
+        xp = self.xp
+        if x.ndim == 0:
+            return xp.zeros((int(bool(x)), 0), dtype=_np.int64)
+        return xp.stack(self.nonzero_tuple(x), axis=1) if x.size else xp.zeros((0, x.ndim), dtype=_np.int64)
+
+    def count_nonzero(self, x):
+        return int(self.xp.count_nonzero(x))
+
+    def arange_index(self, n):
+        return self.xp.arange(n, dtype=_np.int64)
+
+    # ---------------------------------------------------------------- writes with repeated indices
+    def add_at(self, a, index, values):
+        """a[index] += values where every repeated index adds its own contribution."""
+        if self.xp is _np:
+            _np.add.at(a, index, values)
+        else:
+            self._add_at_device(a, index, values)
+
+    def _add_at_device(self, a, index, values):
+        # CuPy's scatter_add uses atomicAdd, which exists for float32/float64/int32/uint32/uint64. Other
+        # dtypes go through a supported buffer: int64 as uint64 is the same two's-complement addition,
+        # float16 / small ints / bool through float32 / int64.
+        import cupyx
+        xp = self.xp
+        values = xp.asarray(values)
+        dt = a.dtype
+        if dt in (_np.float32, _np.float64, _np.int32, _np.uint32, _np.uint64):
+            cupyx.scatter_add(a, index, values.astype(dt, copy=False))
+        elif dt == _np.int64:
+            cupyx.scatter_add(a.view(_np.uint64), index, values.astype(_np.int64, copy=False).view(_np.uint64))
+        else:
+            buf_dt = _np.float32 if dt.kind == "f" else _np.int64
+            buf = a.astype(buf_dt)
+            self._add_at_device(buf, index, values.astype(buf_dt))
+            a[...] = buf.astype(dt)
+
+    def reduce_at(self, op, a, index, values):
+        """a[index] = op(a[index], values) with repeated indices all applied; ``op`` is 'multiply',
+        'maximum' or 'minimum'."""
+        xp = self.xp
+        ufunc = getattr(xp, op)
+        if xp is _np:
+            ufunc.at(a, index, values)
+            return
+        self._reduce_at_rounds(ufunc, a, index, values)
+
+    def _reduce_at_rounds(self, ufunc, a, index, values):
+        # without ufunc.at: apply the contributions in rounds, each round taking one contribution per
+        # target element, so no element is written twice in one assignment
+        xp = self.xp
+        pos = self.getitem(xp.arange(a.size, dtype=_np.int64).reshape(a.shape), index)
+        vals = xp.broadcast_to(xp.asarray(values, dtype=a.dtype), pos.shape).reshape(-1)
+        pos = pos.reshape(-1)
+        flat = a.reshape(-1) if a.flags.c_contiguous else a.copy().reshape(-1)
+        while pos.size:
+            order = self.stable_argsort(pos)
+            sp = pos[order]
+            first = xp.ones(sp.shape, dtype=bool)
+            first[1:] = sp[1:] != sp[:-1]
+            take = order[first]
+            flat[pos[take]] = ufunc(flat[pos[take]], vals[take])
+            keep = xp.ones(pos.shape, dtype=bool)
+            keep[take] = False
+            pos, vals = pos[keep], vals[keep]
+        if not a.flags.c_contiguous:
+            a[...] = flat.reshape(a.shape)
+
+    def index_put(self, a, index, values, accumulate):
+        if accumulate:
+            self.add_at(a, index, values)
+        else:
+            a[index] = values
+
+    # ---------------------------------------------------------------- along one dim
+    def along_dim_index(self, index, dim):
+        """The advanced-index tuple addressing ``out[i][index[i][j][k]][k]`` (for dim 1): the index array
+        at ``dim`` and broadcastable aranges over every other dim of ``index``."""
+        xp = self.xp
+        nd = index.ndim
+        out = []
+        for d in range(nd):
+            if d == dim:
+                out.append(index)
+            else:
+                shape = [1] * nd
+                shape[d] = index.shape[d]
+                out.append(xp.arange(index.shape[d], dtype=_np.int64).reshape(shape))
+        return tuple(out)
+
+    def gather(self, x, dim, index):
+        # a 0-d input or index reads as one element along dim 0
+        shape = index.shape
+        if x.ndim == 0:
+            x = x.reshape(1)
+        if index.ndim == 0:
+            index = index.reshape(1)
+        return x[self.along_dim_index(index, dim)].reshape(shape)
+
+    def scatter_into(self, out, dim, index, src, reduce=None):
+        """out[... index ...] = src (or op= for ``reduce`` in 'add', 'multiply'), in place."""
+        if out.ndim == 0:
+            out = out.reshape(1)
+        if index.ndim == 0:
+            index = index.reshape(1)
+        if getattr(src, "ndim", 1) == 0:
+            src = src.reshape(1)
+        if hasattr(src, "ndim") and src.ndim:
+            src = src[tuple(slice(0, n) for n in index.shape)]
+        where = self.along_dim_index(index, dim)
+        if reduce is None:
+            out[where] = src
+        elif reduce == "add":
+            self.add_at(out, where, src)
+        else:
+            self.reduce_at("multiply", out, where, src)
+
+    def scatter_reduce_into(self, out, dim, index, src, reduce, include_self):
+        """In place: each ``src`` element combined into ``out`` at ``index`` along ``dim`` with ``reduce``
+        (sum, prod, mean, amax, amin); without ``include_self`` the targeted elements start from the
+        reduction's identity instead of their own value."""
+        xp = self.xp
+        if out.ndim == 0:
+            out = out.reshape(1)
+        if index.ndim == 0:
+            index = index.reshape(1)
+        if src.ndim == 0:
+            src = src.reshape(1)
+        src = src[tuple(slice(0, n) for n in index.shape)]
+        where = self.along_dim_index(index, dim)
+        if not include_self:
+            out[where] = self._reduce_identity(reduce, out.dtype)
+        if reduce in ("sum", "mean"):
+            self.add_at(out, where, src)
+            if reduce == "mean":
+                count = xp.full(out.shape, 1 if include_self else 0, dtype=_np.int64)
+                self.add_at(count, where, xp.ones(index.shape, dtype=_np.int64))
+                count = xp.maximum(count, 1)
+                if out.dtype.kind == "f" or out.dtype.kind == "V":
+                    out[...] = out / count.astype(out.dtype)
+                else:
+                    out[...] = xp.floor_divide(out, count)
+        else:
+            op = {"prod": "multiply", "amax": "maximum", "amin": "minimum"}[reduce]
+            self.reduce_at(op, out, where, src)
+
+    def _reduce_identity(self, reduce, dt):
+        if reduce in ("sum", "mean"):
+            return 0
+        if reduce == "prod":
+            return 1
+        if dt == _np.bool_:
+            return reduce == "amin"
+        if dt.kind in "iu":
+            info = _np.iinfo(dt)
+            return info.min if reduce == "amax" else info.max
+        return -_np.inf if reduce == "amax" else _np.inf
+
+    def scatter_mask(self, shape, dim, index):
+        """A bool array of ``shape``, True where ``index`` along ``dim`` points."""
+        m = self.xp.zeros(shape, dtype=bool)
+        self.scatter_into(m, dim, index, True)
+        return m
+
+    def take(self, x, index):
+        return self.xp.take(x.reshape(-1), index)
+
+    def index_select(self, x, dim, index):
+        if x.ndim == 0:
+            return self.xp.take(x.reshape(1), index.reshape(-1)).reshape(())
+        return self.xp.take(x, index, axis=dim)
+
+    # ---------------------------------------------------------------- sorting
+    def stable_argsort(self, x, axis=-1):
+        # CuPy's sorts are always stable and accept no ``kind`` but None
+        return self.xp.argsort(x, axis=axis, kind="stable" if self.xp is _np else None)
+
+    def argsort(self, x, axis, descending=False):
+        """Stable argsort; descending keeps equal elements in their original order and puts NaN first
+        (NaN sorts as the largest value, as in PyTorch)."""
+        xp = self.xp
+        if not descending:
+            return self.stable_argsort(x, axis)
+        n = x.shape[axis]
+        rev = xp.flip(self.stable_argsort(xp.flip(x, axis), axis), axis)
+        return (n - 1) - rev
+
+    def sort(self, x, axis, descending=False):
+        if x.ndim == 0:
+            return x.copy(), self.xp.zeros((), dtype=_np.int64)
+        idx = self.argsort(x, axis, descending)
+        return self.xp.take_along_axis(x, idx, axis), idx
+
+    def topk(self, x, k, axis, largest):
+        xp = self.xp
+        if x.ndim == 0:
+            return x.copy(), xp.zeros((), dtype=_np.int64)
+        n = x.shape[axis]
+        if xp is _np and 0 < k < n and x.dtype.kind != "V":
+            # partition first: only the k selected elements get sorted (NaN partitions as the largest)
+            if largest:
+                part = _np.take(_np.argpartition(x, n - k, axis=axis), _np.arange(n - k, n), axis=axis)
+            else:
+                part = _np.take(_np.argpartition(x, k - 1, axis=axis), _np.arange(k), axis=axis)
+            order = self.argsort(_np.take_along_axis(x, part, axis), axis, descending=largest)
+            idx = _np.take_along_axis(part, order, axis)
+            return _np.take_along_axis(x, idx, axis), idx
+        idx = self.argsort(x, axis, descending=largest)
+        idx = self.xp.take(idx, self.xp.arange(k), axis=axis)
+        return self.xp.take_along_axis(x, idx, axis), idx
+
+    def kth_smallest(self, x, k, axis, nan_first=False):
+        """Values and indices of the k-th smallest element (0-based) along ``axis`` (kept as size 1).
+        ``nan_first``: a slice holding NaN yields its first NaN instead (median's rule)."""
+        xp = self.xp
+        order = self.stable_argsort(x, axis)
+        pos = xp.full(x.shape[:axis] + (1,) + x.shape[axis + 1:], k, dtype=_np.int64)
+        if nan_first and x.dtype.kind == "f":
+            nans = xp.isnan(x).sum(axis=axis, keepdims=True)
+            # NaN sorts last, so the first NaN sits right after the numbers
+            pos = xp.where(nans > 0, x.shape[axis] - nans, pos)
+        idx = xp.take_along_axis(order, pos, axis)
+        return xp.take_along_axis(x, idx, axis), idx
+
+    def isnan_mask(self, x):
+        return self.xp.isnan(x) if x.dtype.kind == "f" else self.xp.zeros(x.shape, dtype=bool)
+
+    # ---------------------------------------------------------------- unique / one_hot
+    def unique(self, x, return_inverse, return_counts):
+        """Sorted distinct values of a flat array; NaNs stay distinct, as in PyTorch."""
+        xp = self.xp
+        flat = x.reshape(-1)
+        order = self.stable_argsort(flat)
+        s = flat[order]
+        new = xp.ones(s.shape, dtype=bool)
+        if s.size:
+            new[1:] = s[1:] != s[:-1]
+        values = s[new]
+        inverse = counts = None
+        if return_inverse:
+            group = xp.cumsum(new) - 1
+            inverse = xp.empty(flat.shape, dtype=_np.int64)
+            inverse[order] = group
+            inverse = inverse.reshape(x.shape)
+        if return_counts:
+            starts = xp.nonzero(new)[0]
+            counts = xp.diff(xp.concatenate([starts, xp.asarray([flat.size])])).astype(_np.int64)
+        return values, inverse, counts
+
+    def unique_dim(self, x, dim, return_inverse, return_counts):
+        """Distinct slices along ``dim``, ordered lexicographically."""
+        xp = self.xp
+        moved = xp.moveaxis(x, dim, 0)
+        n = moved.shape[0]
+        rows = moved.reshape(n, -1)
+        order = xp.arange(n, dtype=_np.int64)
+        # least-significant column first: a stable sort per column leaves the rows in lexicographic order
+        for c in range(rows.shape[1] - 1, -1, -1):
+            order = order[self.stable_argsort(rows[order, c])]
+        s = rows[order]
+        new = xp.ones((n,), dtype=bool)
+        if n > 1:
+            new[1:] = (s[1:] != s[:-1]).any(axis=1)
+        values = xp.moveaxis(moved[order[new]], 0, dim)
+        inverse = counts = None
+        if return_inverse:
+            inverse = xp.empty((n,), dtype=_np.int64)
+            inverse[order] = xp.cumsum(new) - 1
+        if return_counts:
+            starts = xp.nonzero(new)[0]
+            counts = xp.diff(xp.concatenate([starts, xp.asarray([n])])).astype(_np.int64)
+        return values, inverse, counts
+
+    def unique_consecutive(self, x, dim, return_inverse, return_counts):
+        """Runs of equal consecutive elements (``dim`` None, read flat) or slices along ``dim``."""
+        xp = self.xp
+        if dim is None:
+            rows = x.reshape(-1, 1)
+        else:
+            moved = xp.moveaxis(x, dim, 0)
+            rows = moved.reshape(moved.shape[0], -1)
+        n = rows.shape[0]
+        new = xp.ones((n,), dtype=bool)
+        if n > 1:
+            new[1:] = (rows[1:] != rows[:-1]).any(axis=1)
+        values = x.reshape(-1)[new] if dim is None else xp.moveaxis(moved[new], 0, dim)
+        inverse = counts = None
+        if return_inverse:
+            inverse = (xp.cumsum(new) - 1).astype(_np.int64)
+            if dim is None:
+                inverse = inverse.reshape(x.shape)
+        if return_counts:
+            starts = xp.nonzero(new)[0]
+            counts = xp.diff(xp.concatenate([starts, xp.asarray([n])])).astype(_np.int64)
+        return values, inverse, counts
+
+    def one_hot(self, x, num_classes):
+        xp = self.xp
+        out = xp.zeros(x.shape + (num_classes,), dtype=_np.int64)
+        if x.size:
+            self.scatter_into(out, x.ndim, x[..., None], 1)
+        return out
