@@ -6,6 +6,7 @@ from . import _dtype
 from ._device import device, get_default_device, set_default_device
 from ._dtype import (bfloat16, bool, double, dtype, float, float16, float32, float64, get_default_dtype, half,
                      int, int8, int16, int32, int64, long, promote_types, set_default_dtype, short, uint8)
+from ._tensor_str import get_printoptions, printoptions, set_printoptions
 from .tensor import Size, Tensor
 from . import ops  # noqa: E402  (binds Tensor methods)
 from . import autograd, cuda  # noqa: E402
@@ -43,3 +44,6 @@ def result_type(tensor1, tensor2):
 
 def can_cast(from_, to):
     return _dtype.can_cast(from_, to)
+
+
+from . import optim  # noqa: E402

@@ -1,0 +1,230 @@
+"""Adam (and, with ``decoupled_weight_decay=True``, AdamW)."""
+from ..autograd.function import bump_version
+from ..ops.creation import tensor as _tensor
+from ..ops.creation import zeros_like
+from ..ops.elementwise import maximum
+from ..tensor import Tensor
+from . import _foreach as F
+from .optimizer import (Optimizer, _check_fused_foreach, _device_dtype_check_for_fused, _get_scalar_dtype,
+                        _get_value, _new_step, _resolve_impl, _to_scalar, _use_grad_for_differentiable)
+
+__all__ = ["Adam", "adam"]
+
+
+def _check_adam_args(lr, betas, eps, weight_decay, foreach, capturable):
+    if isinstance(lr, Tensor):
+        if foreach and not capturable:
+            raise ValueError("lr as a Tensor is not supported for capturable=False and foreach=True")
+        if lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+    if not 0.0 <= eps:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+    if not 0.0 <= weight_decay:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+    if not ((isinstance(betas[0], float) and isinstance(betas[1], float))
+            or (isinstance(betas[0], Tensor) and isinstance(betas[1], Tensor))):
+        raise ValueError("betas must be either both floats or both Tensors")
+    for k in (0, 1):
+        if isinstance(betas[k], Tensor):
+            if not capturable and foreach:
+                raise ValueError(f"betas[{k}] as a Tensor is not supported for capturable=False and foreach=True")
+            if betas[k].numel() != 1:
+                raise ValueError(f"Tensor betas[{k}] must be 1-element")
+
+
+class Adam(Optimizer):
+    """Adam, PyTorch's ``torch.optim.Adam``: ``m = b1 m + (1 - b1) g``, ``v = b2 v + (1 - b2) g^2``,
+    ``p -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)``; ``weight_decay`` is an L2 penalty added to
+    the gradient unless ``decoupled_weight_decay`` (then ``p *= 1 - lr * weight_decay``, i.e. AdamW).
+    ``amsgrad`` uses the running maximum of ``v``.
+
+    ``foreach``/``fused`` pick the implementation (at most one may be True); left as None, the fused one runs.
+    ``capturable`` is accepted for compatibility: step counters always live on the host here::
+
+        opt = mt.optim.Adam(model_params, lr=1e-3, betas=(0.9, 0.999))
+    """
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
+                 foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
+                 decoupled_weight_decay=False):
+        _check_adam_args(lr, betas, eps, weight_decay, foreach, capturable)
+        betas = tuple(map(_to_scalar, betas))
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
+                        foreach=foreach, capturable=capturable, differentiable=differentiable, fused=fused,
+                        decoupled_weight_decay=decoupled_weight_decay)
+        super().__init__(params, defaults)
+        _check_fused_foreach(fused, foreach, differentiable)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("amsgrad", False)
+            group.setdefault("maximize", False)
+            group.setdefault("foreach", None)
+            group.setdefault("capturable", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("decoupled_weight_decay", False)
+            group.setdefault("fused", None)
+            for p in group["params"]:
+                p_state = self.state.get(p, [])
+                if len(p_state) != 0 and not isinstance(p_state["step"], Tensor):
+                    p_state["step"] = _tensor(float(p_state["step"]), dtype=_get_scalar_dtype())
+
+    def _init_group(self, group, params_with_grad, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps):
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            params_with_grad.append(p)
+            grads.append(p.grad)
+            state = self.state[p]
+            if len(state) == 0:
+                if group["fused"]:
+                    _device_dtype_check_for_fused(p)
+                state["step"] = _new_step()
+                state["exp_avg"] = zeros_like(p)
+                state["exp_avg_sq"] = zeros_like(p)
+                if group["amsgrad"]:
+                    state["max_exp_avg_sq"] = zeros_like(p)
+            exp_avgs.append(state["exp_avg"])
+            exp_avg_sqs.append(state["exp_avg_sq"])
+            if group["amsgrad"]:
+                max_exp_avg_sqs.append(state["max_exp_avg_sq"])
+            if group["foreach"] and isinstance(group["lr"], Tensor) and not group["capturable"]:
+                raise RuntimeError("lr as a Tensor is not supported for capturable=False and foreach=True")
+            state_steps.append(state["step"])
+        return False
+
+    @_use_grad_for_differentiable
+    def step(self, closure=None):
+        """Perform one optimization step; ``closure`` re-evaluates the model and returns the loss."""
+        loss = self._run_closure(closure)
+        for group in self.param_groups:
+            params_with_grad, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps = [], [], [], [], [], []
+            beta1, beta2 = group["betas"]
+            self._init_group(group, params_with_grad, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps)
+            adam(params_with_grad, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps,
+                 amsgrad=group["amsgrad"], beta1=beta1, beta2=beta2, lr=group["lr"],
+                 weight_decay=group["weight_decay"], eps=group["eps"], maximize=group["maximize"],
+                 foreach=group["foreach"], capturable=group["capturable"], differentiable=group["differentiable"],
+                 fused=group["fused"], decoupled_weight_decay=group["decoupled_weight_decay"])
+        return loss
+
+
+def adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, foreach=None, capturable=False,
+         differentiable=False, fused=None, has_complex=False, decoupled_weight_decay=False, *, amsgrad, beta1, beta2,
+         lr, weight_decay, eps, maximize):
+    """Functional Adam/AdamW: updates ``params`` and the state lists in place. See :class:`Adam`."""
+    if not all(isinstance(t, Tensor) for t in state_steps):
+        raise RuntimeError("API has changed, `state_steps` argument must contain a list of singleton tensors")
+    if fused is None and foreach is None and isinstance(lr, Tensor) and not capturable:
+        foreach = False
+    impl = _resolve_impl(params, foreach, fused, differentiable)
+    func = {"fused": _fused_adam, "foreach": _multi_tensor_adam, "single": _single_tensor_adam}[impl]
+    func(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, amsgrad=amsgrad, beta1=beta1,
+         beta2=beta2, lr=lr, weight_decay=weight_decay, eps=eps, maximize=maximize, differentiable=differentiable,
+         decoupled_weight_decay=decoupled_weight_decay)
+
+
+def _scalars(lr, beta1, beta2):
+    return float(_to_scalar(lr)), float(_to_scalar(beta1)), float(_to_scalar(beta2))
+
+
+def _single_tensor_adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, amsgrad, beta1,
+                        beta2, lr, weight_decay, eps, maximize, differentiable, decoupled_weight_decay):
+    lr, beta1, beta2 = _scalars(lr, beta1, beta2)
+    for i, param in enumerate(params):
+        grad = grads[i] if not maximize else -grads[i]
+        exp_avg = exp_avgs[i]
+        exp_avg_sq = exp_avg_sqs[i]
+        step_t = state_steps[i]
+        step_t += 1
+        if weight_decay != 0:
+            if decoupled_weight_decay:
+                param.mul_(1 - lr * weight_decay)
+            else:
+                grad = grad.add(param, alpha=weight_decay)
+        exp_avg.lerp_(grad, 1 - beta1)
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+
+        step = _get_value(step_t)
+        bias_correction1 = 1 - beta1 ** step
+        bias_correction2 = 1 - beta2 ** step
+        step_size = lr / bias_correction1
+        bias_correction2_sqrt = bias_correction2 ** 0.5
+        if amsgrad:
+            if differentiable:
+                max_exp_avg_sqs[i].copy_(maximum(max_exp_avg_sqs[i].clone(), exp_avg_sq))
+            else:
+                maximum(max_exp_avg_sqs[i], exp_avg_sq, out=max_exp_avg_sqs[i])
+            denom = (max_exp_avg_sqs[i].sqrt() / bias_correction2_sqrt).add_(eps)
+        else:
+            denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+        param.addcdiv_(exp_avg.clone() if differentiable else exp_avg, denom, value=-step_size)
+
+
+def _multi_tensor_adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, amsgrad, beta1, beta2,
+                       lr, weight_decay, eps, maximize, differentiable, decoupled_weight_decay):
+    if not params:
+        return
+    if differentiable:
+        raise AssertionError("_foreach ops don't support autograd")
+    lr, beta1, beta2 = _scalars(lr, beta1, beta2)
+    grouped = Optimizer._group_tensors_by_device_and_dtype(
+        [params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps])
+    for (d_params, d_grads, d_exp_avgs, d_exp_avg_sqs, d_max_sqs, d_steps), _ in grouped.values():
+        if maximize:
+            d_grads = F._foreach_neg(d_grads)
+        F._foreach_add_(d_steps, 1)
+        if weight_decay != 0:
+            if decoupled_weight_decay:
+                F._foreach_mul_(d_params, 1 - lr * weight_decay)
+            elif maximize:
+                F._foreach_add_(d_grads, d_params, alpha=weight_decay)
+            else:
+                d_grads = F._foreach_add(d_grads, d_params, alpha=weight_decay)
+        F._foreach_lerp_(d_exp_avgs, d_grads, 1 - beta1)
+        F._foreach_mul_(d_exp_avg_sqs, beta2)
+        F._foreach_addcmul_(d_exp_avg_sqs, d_grads, d_grads, 1 - beta2)
+        del d_grads
+
+        steps = [_get_value(s) for s in d_steps]
+        bias_correction1 = [1 - beta1 ** s for s in steps]
+        bias_correction2 = [1 - beta2 ** s for s in steps]
+        step_size = [(lr / bc) * -1 for bc in bias_correction1]
+        bias_correction2_sqrt = [bc ** 0.5 for bc in bias_correction2]
+        if amsgrad:
+            F._foreach_maximum_(d_max_sqs, d_exp_avg_sqs)
+            exp_avg_sq_sqrt = F._foreach_sqrt(d_max_sqs)
+        else:
+            exp_avg_sq_sqrt = F._foreach_sqrt(d_exp_avg_sqs)
+        F._foreach_div_(exp_avg_sq_sqrt, bias_correction2_sqrt)
+        F._foreach_add_(exp_avg_sq_sqrt, eps)
+        F._foreach_addcdiv_(d_params, d_exp_avgs, exp_avg_sq_sqrt, step_size)
+
+
+def _fused_adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, amsgrad, beta1, beta2, lr,
+                weight_decay, eps, maximize, differentiable, decoupled_weight_decay):
+    if not params:
+        return
+    if differentiable:
+        raise RuntimeError("Adam with fused=True does not support differentiable=True")
+    lr, beta1, beta2 = _scalars(lr, beta1, beta2)
+    grouped = Optimizer._group_tensors_by_device_and_dtype(
+        [params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps])
+    for (d_params, d_grads, d_exp_avgs, d_exp_avg_sqs, d_max_sqs, d_steps), _ in grouped.values():
+        F._foreach_add_(d_steps, 1)
+        be = d_params[0]._be
+        written = [d_params, d_exp_avgs, d_exp_avg_sqs] + ([d_max_sqs] if amsgrad else [])
+        be.fused_adam([p._data for p in d_params], [g._data for g in d_grads], [m._data for m in d_exp_avgs],
+                      [v._data for v in d_exp_avg_sqs], [v._data for v in d_max_sqs] if amsgrad else [],
+                      [_get_value(s) for s in d_steps], lr, beta1, beta2, eps, weight_decay, amsgrad, maximize,
+                      decoupled_weight_decay)
+        for lst in written:
+            for t in lst:
+                bump_version(t)

@@ -1,0 +1,461 @@
+"""The Optimizer base class: parameter groups, per-parameter state, hooks, and state_dict.
+
+Every optimizer follows one shape (PyTorch's): ``step()`` runs under ``no_grad``, ``_init_group`` gathers a
+group's parameters, gradients and state into lists, and one of three implementations with the same
+signature updates them: ``_single_tensor_<name>`` (the reference: a loop of in-place tensor ops),
+``_multi_tensor_<name>`` (foreach: each operation over the whole list) and ``_fused_<name>`` (one backend
+primitive per device and dtype).
+"""
+import functools
+import warnings
+from collections import OrderedDict, defaultdict
+from copy import deepcopy
+from itertools import chain
+
+from .. import _dtype
+from ..autograd.grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
+from ..tensor import Tensor
+from ..utils.hooks import RemovableHandle
+
+__all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook", "required"]
+
+_global_optimizer_pre_hooks = OrderedDict()
+_global_optimizer_post_hooks = OrderedDict()
+
+# the devices with a fused primitive (every backend has one, written once against its array module)
+_FUSED_DEVICES = ["cpu", "cuda"]
+
+
+class _RequiredParameter:
+    """Marks a hyperparameter that has no default and must be given for every parameter group."""
+
+    def __repr__(self):
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+
+def _typename(obj):
+    """PyTorch's ``typename``: ``minitorch_gpu.FloatTensor`` for a tensor, the qualified type name otherwise."""
+    if isinstance(obj, Tensor):
+        return obj.type()
+    cls = type(obj)
+    module = getattr(cls, "__module__", None)
+    if module in (None, "builtins", "__builtin__"):
+        return cls.__qualname__
+    return f"{module}.{cls.__qualname__}"
+
+
+def _get_value(x):
+    """A Python number from a 0-d tensor (or the number itself)."""
+    return x.item() if isinstance(x, Tensor) else x
+
+
+def _to_scalar(x):
+    """A 1-element tensor hyperparameter squeezed to 0-d; anything else unchanged."""
+    if isinstance(x, Tensor) and x.dim() != 0:
+        return x.squeeze()
+    return x
+
+
+def _get_scalar_dtype():
+    """The dtype of step counters: float32, or float64 when that is the default dtype (as in PyTorch)."""
+    return _dtype.float64 if _dtype.get_default_dtype() is _dtype.float64 else _dtype.float32
+
+
+def _new_step():
+    """A fresh step counter: a 0-d tensor on the CPU. It stays on the host on every path, so that reading it
+    for the bias corrections never synchronises a GPU."""
+    from ..ops.creation import zeros
+    return zeros((), dtype=_get_scalar_dtype())
+
+
+def _use_grad_for_differentiable(func):
+    """Run ``step`` with grad mode set to the optimizer's ``differentiable`` flag (off by default)."""
+
+    @functools.wraps(func)
+    def _use_grad(self, *args, **kwargs):
+        prev = is_grad_enabled()
+        try:
+            set_grad_enabled(self.defaults["differentiable"])
+            return func(self, *args, **kwargs)
+        finally:
+            set_grad_enabled(prev)
+
+    return _use_grad
+
+
+def _default_to_fused_or_foreach(params, differentiable, use_fused=True):
+    """The implementation to use when the user chose none: ``(fused, foreach)``.
+
+    The fused primitive is the fastest path on every backend (one call per group; on the CPU it makes no
+    temporaries), so it is the default whenever every parameter is a floating-point tensor. ``differentiable``
+    needs the reference loop, which records autograd history.
+    """
+    if differentiable:
+        return False, False
+    fused = use_fused and all(
+        p is None or (isinstance(p, Tensor) and p.device.type in _FUSED_DEVICES and p.is_floating_point())
+        for p in params)
+    foreach = not fused and all(p is None or isinstance(p, Tensor) for p in params)
+    return fused, foreach
+
+
+def _device_dtype_check_for_fused(p):
+    if not (p.device.type in _FUSED_DEVICES and p.is_floating_point()):
+        raise RuntimeError("`fused=True` requires all the params to be floating point Tensors of supported devices: "
+                           f"{_FUSED_DEVICES} but {p.dtype} and {p.device.type}")
+
+
+def _group_tensors_by_device_and_dtype(tensorlistlist, with_indices=False):
+    """Split parallel lists by the (device, dtype) of the first list's tensors.
+
+    Returns ``{(device, dtype): (lists, indices)}``; entries of the other lists may be None (a state that
+    does not exist yet) and stay aligned with their tensor.
+    """
+    groups = {}
+    first = tensorlistlist[0]
+    for i, t in enumerate(first):
+        key = (t.device, t.dtype)
+        entry = groups.get(key)
+        if entry is None:
+            entry = groups[key] = ([[] for _ in tensorlistlist], [])
+        lists, idx = entry
+        for lst, src in zip(lists, tensorlistlist):
+            lst.append(src[i] if len(src) > i else None)
+        idx.append(i)
+    return groups
+
+
+def register_optimizer_step_pre_hook(hook):
+    """Register ``hook(optimizer, args, kwargs)`` to run before every optimizer's ``step``; it may return
+    ``(new_args, new_kwargs)``. Returns a removable handle."""
+    handle = RemovableHandle(_global_optimizer_pre_hooks)
+    _global_optimizer_pre_hooks[handle.id] = hook
+    return handle
+
+
+def register_optimizer_step_post_hook(hook):
+    """Register ``hook(optimizer, args, kwargs)`` to run after every optimizer's ``step``."""
+    handle = RemovableHandle(_global_optimizer_post_hooks)
+    _global_optimizer_post_hooks[handle.id] = hook
+    return handle
+
+
+def _hooked_step(func):
+    """Wrap a subclass's ``step`` so that the step hooks run around it (once, even when a subclass's step calls
+    its parent's)."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        self = args[0]
+        if self.__dict__.get("_in_hooked_step"):
+            return func(*args, **kwargs)
+        for pre_hook in chain(_global_optimizer_pre_hooks.values(), self._optimizer_step_pre_hooks.values()):
+            result = pre_hook(self, args, kwargs)
+            if result is not None:
+                if isinstance(result, tuple) and len(result) == 2:
+                    args, kwargs = result
+                else:
+                    raise RuntimeError(f"{func} must return None or a tuple of (new_args, new_kwargs), but got "
+                                       f"{result}.")
+        self.__dict__["_in_hooked_step"] = True
+        try:
+            out = func(*args, **kwargs)
+        finally:
+            self.__dict__["_in_hooked_step"] = False
+        for post_hook in chain(self._optimizer_step_post_hooks.values(), _global_optimizer_post_hooks.values()):
+            post_hook(self, args, kwargs)
+        return out
+
+    wrapper.hooked = True
+    return wrapper
+
+
+class Optimizer:
+    """Base class for all optimizers.
+
+    ``params`` is an iterable of tensors, of ``(name, tensor)`` pairs, or of dicts (parameter groups, each
+    with a ``"params"`` entry and any hyperparameters that differ from ``defaults``)::
+
+        opt = mt.optim.SGD([{"params": [w]}, {"params": [b], "lr": 0.1}], lr=0.01, momentum=0.9)
+    """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if step is not None and not getattr(step, "hooked", False):
+            cls.step = _hooked_step(step)
+
+    def __init__(self, params, defaults):
+        self.defaults = defaults
+        self._optimizer_step_pre_hooks = OrderedDict()
+        self._optimizer_step_post_hooks = OrderedDict()
+        self._optimizer_state_dict_pre_hooks = OrderedDict()
+        self._optimizer_state_dict_post_hooks = OrderedDict()
+        self._optimizer_load_state_dict_pre_hooks = OrderedDict()
+        self._optimizer_load_state_dict_post_hooks = OrderedDict()
+
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, but "
+                            "got " + _typename(params))
+
+        self.state = defaultdict(dict)
+        self.param_groups = []
+
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for param_group in param_groups:
+            self.add_param_group(param_group)
+
+    def __getstate__(self):
+        return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        for name in ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks", "_optimizer_state_dict_pre_hooks",
+                     "_optimizer_state_dict_post_hooks", "_optimizer_load_state_dict_pre_hooks",
+                     "_optimizer_load_state_dict_post_hooks"):
+            if name not in self.__dict__:
+                self.__dict__[name] = OrderedDict()
+        self.defaults.setdefault("differentiable", False)
+
+    def __repr__(self):
+        lines = [self.__class__.__name__ + " ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            for key in sorted(group.keys()):
+                if key != "params":
+                    lines.append(f"    {key}: {group[key]}")
+        return "\n".join(lines) + "\n)"
+
+    # ------------------------------------------------------------------ hooks
+    def register_step_pre_hook(self, hook):
+        """Register ``hook(optimizer, args, kwargs)`` to run before ``step``; it may return
+        ``(new_args, new_kwargs)``. Returns a :class:`RemovableHandle`."""
+        handle = RemovableHandle(self._optimizer_step_pre_hooks)
+        self._optimizer_step_pre_hooks[handle.id] = hook
+        return handle
+
+    def register_step_post_hook(self, hook):
+        """Register ``hook(optimizer, args, kwargs)`` to run after ``step``. Returns a :class:`RemovableHandle`."""
+        handle = RemovableHandle(self._optimizer_step_post_hooks)
+        self._optimizer_step_post_hooks[handle.id] = hook
+        return handle
+
+    def _register(self, table, hook, prepend):
+        handle = RemovableHandle(table)
+        table[handle.id] = hook
+        if prepend:
+            table.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_state_dict_pre_hook(self, hook, prepend=False):
+        """``hook(optimizer)`` runs before :meth:`state_dict`."""
+        return self._register(self._optimizer_state_dict_pre_hooks, hook, prepend)
+
+    def register_state_dict_post_hook(self, hook, prepend=False):
+        """``hook(optimizer, state_dict)`` runs after :meth:`state_dict`; it may return a new state dict."""
+        return self._register(self._optimizer_state_dict_post_hooks, hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook, prepend=False):
+        """``hook(optimizer, state_dict)`` runs before :meth:`load_state_dict`; it may return a new state dict."""
+        return self._register(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook, prepend=False):
+        """``hook(optimizer)`` runs after :meth:`load_state_dict`."""
+        return self._register(self._optimizer_load_state_dict_post_hooks, hook, prepend)
+
+    # ------------------------------------------------------------------ state_dict
+    def state_dict(self):
+        """The optimizer's state as a dict: ``state`` (per parameter, keyed by the parameter's index over all
+        groups) and ``param_groups`` (hyperparameters, with ``params`` as those indices). The state tensors are
+        the optimizer's own (not copies), as in PyTorch."""
+        for pre_hook in self._optimizer_state_dict_pre_hooks.values():
+            pre_hook(self)
+        param_mappings = {}
+        start_index = 0
+
+        def pack_group(group):
+            nonlocal start_index
+            packed = {k: v for k, v in group.items() if k != "params"}
+            for i, p in enumerate(group["params"], start_index):
+                param_mappings.setdefault(id(p), i)
+            packed["params"] = [param_mappings[id(p)] for p in group["params"]]
+            start_index += len(packed["params"])
+            return packed
+
+        param_groups = [pack_group(g) for g in self.param_groups]
+        packed_state = {(param_mappings[id(k)] if isinstance(k, Tensor) else k): v for k, v in self.state.items()}
+        state_dict = {"state": packed_state, "param_groups": param_groups}
+        for post_hook in self._optimizer_state_dict_post_hooks.values():
+            result = post_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        return state_dict
+
+    @staticmethod
+    def _process_value_according_to_param_policy(param, value, key=None):
+        """A loaded state tensor on its parameter's device; floating state takes the parameter's dtype. The step
+        counter is left alone: it is a host scalar on every path."""
+        if key == "step":
+            return value
+        if param.is_floating_point() and value.is_floating_point():
+            return value.to(dtype=param.dtype, device=param.device)
+        return value.to(device=param.device)
+
+    def load_state_dict(self, state_dict):
+        """Load a state dict made by :meth:`state_dict` (of an optimizer over parameters of the same shapes, in
+        the same group structure)."""
+        state_dict = state_dict.copy()
+        for pre_hook in self._optimizer_load_state_dict_pre_hooks.values():
+            result = pre_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        groups = self.param_groups
+        saved_groups = deepcopy(state_dict["param_groups"])
+        if len(groups) != len(saved_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved_groups)):
+            raise ValueError("loaded state dict contains a parameter group that doesn't match the size of optimizer's "
+                             "group")
+        id_map = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
+                          chain.from_iterable(g["params"] for g in groups)))
+
+        def _cast(param, value, key=None):
+            if isinstance(value, Tensor):
+                return Optimizer._process_value_according_to_param_policy(param, value, key)
+            if isinstance(value, dict):
+                return {k: _cast(param, v, key=k) for k, v in value.items()}
+            if isinstance(value, (list, tuple)):
+                return type(value)(_cast(param, v) for v in value)
+            return value
+
+        state = defaultdict(dict)
+        for k, v in state_dict["state"].items():
+            if k in id_map:
+                param = id_map[k]
+                state[param] = _cast(param, v)
+            else:
+                state[k] = v
+
+        def update_group(group, new_group):
+            new_group["params"] = group["params"]
+            if "param_names" in group and "param_names" not in new_group:
+                new_group["param_names"] = group["param_names"]
+            return new_group
+
+        param_groups = [update_group(g, ng) for g, ng in zip(groups, saved_groups)]
+        self.__setstate__({"state": state, "param_groups": param_groups})
+        for post_hook in self._optimizer_load_state_dict_post_hooks.values():
+            post_hook(self)
+
+    # ------------------------------------------------------------------ gradients and groups
+    def zero_grad(self, set_to_none=True):
+        """Reset the gradients of every optimized tensor: to None (the default), or to zeros in place."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                g = p.grad
+                if g is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                else:
+                    if g.grad_fn is not None:
+                        g.detach_()
+                    else:
+                        g.requires_grad_(False)
+                    g.zero_()
+
+    def step(self, closure=None):
+        """Perform one optimization step. ``closure`` re-evaluates the model and returns the loss."""
+        raise NotImplementedError
+
+    def add_param_group(self, param_group):
+        """Add a parameter group (a dict with ``"params"`` and optional hyperparameters) to ``param_groups``."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            param_group["params"] = [params]
+        elif isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, but the ordering of "
+                            "tensors in sets will change between runs. Please use a list instead.")
+        else:
+            param_group["params"] = list(params)
+
+        tensors, names = [], []
+        for param in param_group["params"]:
+            if isinstance(param, tuple):
+                names.append(param[0])
+                tensors.append(param[1])
+            else:
+                tensors.append(param)
+        param_group["params"] = tensors
+        if names:
+            if len(names) == len(tensors):
+                param_group["param_names"] = names
+            else:
+                raise ValueError("all optimizer params should be with/without names. Some param names are missing")
+
+        for param in param_group["params"]:
+            if not isinstance(param, Tensor):
+                raise TypeError("optimizer can only optimize Tensors, but one of the params is " + _typename(param))
+            if not self.defaults.get("differentiable", None) and not (param.is_leaf or param.retains_grad):
+                raise ValueError("can't optimize a non-leaf Tensor")
+
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError(f"parameter group didn't specify a value of required optimization parameter {name}")
+            param_group.setdefault(name, default)
+
+        params = param_group["params"]
+        if len(params) != len({id(p) for p in params}):
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; in future, this will cause "
+                          "an error; see github.com/pytorch/pytorch/issues/40967 for more information", stacklevel=3)
+
+        param_ids = set()
+        for group in self.param_groups:
+            param_ids.update(id(p) for p in group["params"])
+            if ("param_names" in param_group) != ("param_names" in group):
+                which = "with names" if "param_names" in param_group else "without names"
+                raise ValueError("all optimizer param groups should be with/without names. cannot add param group "
+                                 f"{which} to the optimizer")
+        if not param_ids.isdisjoint(id(p) for p in param_group["params"]):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(param_group)
+
+    # ------------------------------------------------------------------ helpers for subclasses
+    @staticmethod
+    def _group_tensors_by_device_and_dtype(tensorlistlist, with_indices=False):
+        return _group_tensors_by_device_and_dtype(tensorlistlist, with_indices)
+
+    def _run_closure(self, closure):
+        if closure is None:
+            return None
+        with enable_grad():
+            return closure()
+
+
+def _resolve_impl(params, foreach, fused, differentiable):
+    """Which implementation runs: 'fused', 'foreach' or 'single' (the flags as the user gave them, None meaning
+    "pick the fastest")."""
+    if fused is None and foreach is None:
+        fused, foreach = _default_to_fused_or_foreach(params, differentiable)
+    if fused:
+        return "fused"
+    if foreach:
+        return "foreach"
+    return "single"
+
+
+def _check_fused_foreach(fused, foreach, differentiable):
+    if fused:
+        if differentiable:
+            raise RuntimeError("`fused` does not support `differentiable`")
+        if foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
