@@ -46,4 +46,5 @@ def can_cast(from_, to):
     return _dtype.can_cast(from_, to)
 
 
-from . import optim  # noqa: E402
+from . import nn, optim  # noqa: E402
+from .serialization import *  # noqa: E402,F401,F403

@@ -1,0 +1,359 @@
+"""Attention: ``scaled_dot_product_attention`` and the functional form of ``nn.MultiheadAttention``.
+
+Both follow PyTorch's reference ("math") implementation step by step, so results, masks and the shapes
+of returned weights agree with it. Rows of attention scores that are masked out entirely take no part
+(their weights are 0, not NaN) in ``scaled_dot_product_attention``, as with PyTorch's safe softmax.
+"""
+import math
+import warnings
+
+from ... import _dtype
+from ...ops.elementwise import where
+from ...ops.reduction import SoftmaxBackward0
+from ...ops.shape import cat
+from ...tensor import Tensor
+from .dropout import dropout
+from .linear import linear
+from .padding import pad
+
+# the two mask helpers are reachable as F._canonical_mask / F._none_or_dtype, as in PyTorch, whose transformer
+# layers (and code written against them) call them
+__all__ = ["scaled_dot_product_attention", "multi_head_attention_forward", "_canonical_mask", "_none_or_dtype"]
+
+# C++ type names, as PyTorch's attention checks print them
+_CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+              "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+              "uint8": "unsigned char", "bool": "bool"}
+
+
+def _cpp(dt):
+    return _CPP_NAMES.get(dt.name, dt.name)
+
+
+class SafeSoftmaxBackward0(SoftmaxBackward0):
+    """softmax whose rows of all -inf give zeros instead of NaN; the gradient of such a row is zero
+    (it is the softmax gradient evaluated at the zero output)."""
+
+    def forward(self, x, axis):
+        self.axis = axis
+        be = x._be
+        d = be.ascontiguous(x._data)
+        if d.size == 0:
+            return be.copy(d)
+        out_dtype = d.dtype
+        if out_dtype.itemsize == 2:
+            d = be.astype(d, be.np_dtype(_dtype.float32))
+        m = be.amax(d, axis=axis, keepdims=True)
+        dead = be.binary("eq", m, float("-inf"))
+        zero = be.zeros((), d.dtype)
+        # shifting dead rows by 0 instead of -inf keeps them at exp(-inf) = 0 without a NaN
+        e = be.unary("exp", be.binary("sub", d, be.where(dead, zero, m)))
+        total = be.sum(e, axis=axis, keepdims=True)
+        y = be.binary("div", e, be.where(dead, be.ones((), d.dtype), total), out=e)
+        return be.astype(y, out_dtype)
+
+
+def _safe_softmax(x, dim):
+    return SafeSoftmaxBackward0.apply(x, axis=dim % x._data.ndim)
+
+
+def _check_tensor(x, fn, name, pos):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be Tensor, not {type(x).__name__}")
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """``softmax(query @ key^T * scale + mask) @ value`` over the last two dims, batch dims broadcast.
+
+    ``attn_mask``: a bool mask (True = the position takes part) or a float mask added to the scores.
+    ``is_causal`` masks out keys after each query (top-left aligned); it cannot be combined with a mask.
+    ``scale`` defaults to ``1/sqrt(E)``. ``enable_gqa`` lets key/value have fewer heads (dim -3) than
+    query, each shared by a group of query heads. Dropout (``dropout_p``) is applied whenever it is > 0.
+    """
+    fn = "scaled_dot_product_attention"
+    _check_tensor(query, fn, "query", 1)
+    _check_tensor(key, fn, "key", 2)
+    _check_tensor(value, fn, "value", 3)
+    if attn_mask is not None:
+        _check_tensor(attn_mask, fn, "attn_mask", 4)
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
+    qdt = query.dtype
+    if key.dtype is not qdt or value.dtype is not qdt:
+        raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got query.dtype: {_cpp(qdt)} "
+                           f"key.dtype: {_cpp(key.dtype)} and value.dtype: {_cpp(value.dtype)} instead.")
+    if attn_mask is not None and attn_mask.dtype is not _dtype.bool and not attn_mask.dtype.is_floating_point:
+        raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query dtype, but got "
+                           f"attn_mask.dtype: {_cpp(attn_mask.dtype)} and  query.dtype: {_cpp(qdt)} instead.")
+    if not qdt.is_floating_point:
+        raise RuntimeError(f"Expected query, key and value to be floating point tensors, but got {_cpp(qdt)}")
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        if t._data.ndim < 2:
+            raise RuntimeError(f"{fn}: expected {name} to have at least 2 dimensions, but got {t._data.ndim}")
+    if enable_gqa and query._data.ndim >= 3:
+        hq = query._data.shape[-3]
+        hk = key._data.shape[-3]
+        hv = value._data.shape[-3]
+        if hq % hk or hq % hv:
+            raise RuntimeError("Number of heads in key and value must divide the number of heads in query")
+        if hk != hq:
+            key = key.repeat_interleave(hq // hk, -3)
+        if hv != hq:
+            value = value.repeat_interleave(hq // hv, -3)
+    L = query._data.shape[-2]
+    S = key._data.shape[-2]
+    factor = 1.0 / math.sqrt(query._data.shape[-1]) if scale is None else float(scale)
+    scores = (query * factor).matmul(key.transpose(-2, -1))
+    if is_causal:
+        keep = Tensor._make(query._be.ones((L, S), query._be.np_dtype(_dtype.bool)), query._be).tril()
+        scores = scores.masked_fill(keep.logical_not(), float("-inf"))
+    elif attn_mask is not None:
+        if attn_mask.dtype is _dtype.bool:
+            scores = where(attn_mask, scores, float("-inf"))
+        else:
+            scores = scores + (attn_mask if attn_mask.dtype is qdt else attn_mask.to(qdt))
+    weights = _safe_softmax(scores, -1)
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p, training=True)
+    return weights.matmul(value)
+
+
+# ---------------------------------------------------------------------- multi-head attention
+
+def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_other=True):
+    """A bool mask as a float mask (-inf where True); float masks pass through."""
+    if mask is None:
+        return None
+    mdt = mask.dtype
+    if mdt is not _dtype.bool and not mdt.is_floating_point:
+        raise AssertionError(f"only bool and floating types of {mask_name} are supported")
+    if check_other and other_type is not None and mdt is not other_type:
+        warnings.warn(f"Support for mismatched {mask_name} and {other_name} is deprecated. Use same type for both "
+                      f"instead.")
+    if mdt is _dtype.bool:
+        be = mask._be
+        zeros = Tensor._make(be.zeros(mask._data.shape, be.np_dtype(target_type)), be)
+        return zeros.masked_fill(mask, float("-inf"))
+    return mask
+
+
+def _none_or_dtype(x):
+    if x is None:
+        return None
+    if isinstance(x, Tensor):
+        return x.dtype
+    raise RuntimeError("input to _none_or_dtype() must be None or torch.Tensor")
+
+
+def _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads):
+    """Whether the inputs are batched (3-D query), with PyTorch's shape assertions."""
+    qd = query.dim()
+    if qd == 3:
+        if key.dim() != 3 or value.dim() != 3:
+            raise AssertionError(f"For batched (3-D) `query`, expected `key` and `value` to be 3-D but found "
+                                 f"{key.dim()}-D and {value.dim()}-D tensors respectively")
+        if key_padding_mask is not None and key_padding_mask.dim() != 2:
+            raise AssertionError(f"For batched (3-D) `query`, expected `key_padding_mask` to be `None` or 2-D but "
+                                 f"found {key_padding_mask.dim()}-D tensor instead")
+        if attn_mask is not None and attn_mask.dim() not in (2, 3):
+            raise AssertionError(f"For batched (3-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D but "
+                                 f"found {attn_mask.dim()}-D tensor instead")
+        return True
+    if qd == 2:
+        if key.dim() != 2 or value.dim() != 2:
+            raise AssertionError(f"For unbatched (2-D) `query`, expected `key` and `value` to be 2-D but found "
+                                 f"{key.dim()}-D and {value.dim()}-D tensors respectively")
+        if key_padding_mask is not None and key_padding_mask.dim() != 1:
+            raise AssertionError(f"For unbatched (2-D) `query`, expected `key_padding_mask` to be `None` or 1-D but "
+                                 f"found {key_padding_mask.dim()}-D tensor instead")
+        if attn_mask is not None:
+            if attn_mask.dim() not in (2, 3):
+                raise AssertionError(f"For unbatched (2-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D "
+                                     f"but found {attn_mask.dim()}-D tensor instead")
+            if attn_mask.dim() == 3:
+                expected = (num_heads, query.shape[0], key.shape[0])
+                if tuple(attn_mask.shape) != expected:
+                    raise AssertionError(f"Expected `attn_mask` shape to be {expected} but got {attn_mask.shape}")
+        return False
+    raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received {qd}-D query tensor")
+
+
+def _in_projection_packed(q, k, v, w, b):
+    """q, k, v projected by the stacked weight ``w`` (3E, E): one product for self-attention, two for
+    encoder-decoder attention (key is value), three otherwise."""
+    E = q.size(-1)
+    if k is v:
+        if q is k:
+            proj = linear(q, w, b)
+            return proj.chunk(3, -1)
+        w_q, w_kv = w.split([E, E * 2])
+        b_q, b_kv = (None, None) if b is None else b.split([E, E * 2])
+        kv = linear(k, w_kv, b_kv).chunk(2, -1)
+        return linear(q, w_q, b_q), kv[0], kv[1]
+    w_q, w_k, w_v = w.chunk(3)
+    b_q, b_k, b_v = (None, None, None) if b is None else b.chunk(3)
+    return linear(q, w_q, b_q), linear(k, w_k, b_k), linear(v, w_v, b_v)
+
+
+def _in_projection(q, k, v, w_q, w_k, w_v, b_q=None, b_k=None, b_v=None):
+    Eq, Ek, Ev = q.size(-1), k.size(-1), v.size(-1)
+    if tuple(w_q.shape) != (Eq, Eq):
+        raise AssertionError(f"expecting query weights shape of {(Eq, Eq)}, but got {w_q.shape}")
+    if tuple(w_k.shape) != (Eq, Ek):
+        raise AssertionError(f"expecting key weights shape of {(Eq, Ek)}, but got {w_k.shape}")
+    if tuple(w_v.shape) != (Eq, Ev):
+        raise AssertionError(f"expecting value weights shape of {(Eq, Ev)}, but got {w_v.shape}")
+    return linear(q, w_q, b_q), linear(k, w_k, b_k), linear(v, w_v, b_v)
+
+
+def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias,
+                                 bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight, out_proj_bias,
+                                 training=True, key_padding_mask=None, need_weights=True, attn_mask=None,
+                                 use_separate_proj_weight=False, q_proj_weight=None, k_proj_weight=None,
+                                 v_proj_weight=None, static_k=None, static_v=None, average_attn_weights=True,
+                                 is_causal=False):
+    """Multi-head attention over sequence-first inputs: query (L, N, E) or (L, E), key/value (S, N, E_k/E_v).
+
+    Bool masks mark the positions NOT attended to (True = masked), as in ``nn.MultiheadAttention``.
+    Returns (output (L, N, E), weights (N, L, S) averaged over heads, or (N, H, L, S), or None when
+    ``need_weights`` is False).
+    """
+    is_batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
+    if not is_batched:
+        query = query.unsqueeze(1)
+        key = key.unsqueeze(1)
+        value = value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    tgt_len, bsz, embed_dim = query.shape
+    src_len = key.shape[0]
+    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", _none_or_dtype(attn_mask), "attn_mask",
+                                       query.dtype)
+    if is_causal and attn_mask is None:
+        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
+                           "method `generate_square_subsequent_mask` to create this mask.")
+    if is_causal and key_padding_mask is None and not need_weights:
+        # the mask is only a hint here: scaled_dot_product_attention builds the causal mask itself
+        attn_mask = None
+    else:
+        attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype, check_other=False)
+        if key_padding_mask is not None:
+            is_causal = False
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}")
+    head_dim = embed_dim // num_heads
+    if head_dim * num_heads != embed_dim:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    if use_separate_proj_weight:
+        if tuple(key.shape[:2]) != tuple(value.shape[:2]):
+            raise AssertionError(f"key's sequence and batch dims {tuple(key.shape[:2])} do not match value's "
+                                 f"{tuple(value.shape[:2])}")
+        if in_proj_bias is None:
+            b_q = b_k = b_v = None
+        else:
+            b_q, b_k, b_v = in_proj_bias.chunk(3)
+        q, k, v = _in_projection(query, key, value, q_proj_weight, k_proj_weight, v_proj_weight, b_q, b_k, b_v)
+    else:
+        if tuple(key.shape) != tuple(value.shape):
+            raise AssertionError(f"key shape {key.shape} does not match value shape {value.shape}")
+        q, k, v = _in_projection_packed(query, key, value, in_proj_weight, in_proj_bias)
+
+    if attn_mask is not None:
+        if attn_mask.dim() == 2:
+            if tuple(attn_mask.shape) != (tgt_len, src_len):
+                raise RuntimeError(f"The shape of the 2D attn_mask is {attn_mask.shape}, but should be "
+                                   f"{(tgt_len, src_len)}.")
+            attn_mask = attn_mask.unsqueeze(0)
+        elif attn_mask.dim() == 3:
+            if tuple(attn_mask.shape) != (bsz * num_heads, tgt_len, src_len):
+                raise RuntimeError(f"The shape of the 3D attn_mask is {attn_mask.shape}, but should be "
+                                   f"{(bsz * num_heads, tgt_len, src_len)}.")
+        else:
+            raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
+
+    if bias_k is not None and bias_v is not None:
+        if static_k is not None or static_v is not None:
+            raise AssertionError("bias cannot be added to static key/value.")
+        k = cat([k, bias_k.repeat(1, bsz, 1)])
+        v = cat([v, bias_v.repeat(1, bsz, 1)])
+        if attn_mask is not None:
+            attn_mask = pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = pad(key_padding_mask, (0, 1))
+    elif bias_k is not None or bias_v is not None:
+        raise AssertionError("bias_k and bias_v must both be given or both be None")
+
+    q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
+    if static_k is None:
+        k = k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+    else:
+        if static_k.size(0) != bsz * num_heads or static_k.size(2) != head_dim:
+            raise AssertionError(f"expecting static_k of shape ({bsz * num_heads}, *, {head_dim}), but got "
+                                 f"{tuple(static_k.shape)}")
+        k = static_k
+    if static_v is None:
+        v = v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+    else:
+        if static_v.size(0) != bsz * num_heads or static_v.size(2) != head_dim:
+            raise AssertionError(f"expecting static_v of shape ({bsz * num_heads}, *, {head_dim}), but got "
+                                 f"{tuple(static_v.shape)}")
+        v = static_v
+
+    if add_zero_attn:
+        zshape = (bsz * num_heads, 1, head_dim)
+        k = cat([k, k.new_zeros(zshape)], dim=1)
+        v = cat([v, v.new_zeros(zshape)], dim=1)
+        if attn_mask is not None:
+            attn_mask = pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = pad(key_padding_mask, (0, 1))
+
+    src_len = k.size(1)
+    if key_padding_mask is not None:
+        if tuple(key_padding_mask.shape) != (bsz, src_len):
+            raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
+                                 f"{key_padding_mask.shape}")
+        key_padding_mask = key_padding_mask.view(bsz, 1, 1, src_len).expand(-1, num_heads, -1, -1) \
+            .reshape(bsz * num_heads, 1, src_len)
+        attn_mask = key_padding_mask if attn_mask is None else attn_mask + key_padding_mask
+
+    if not training:
+        dropout_p = 0.0
+
+    if need_weights:
+        E = q.shape[-1]
+        q_scaled = q * math.sqrt(1.0 / float(E))
+        weights = q_scaled.bmm(k.transpose(-2, -1))
+        if attn_mask is not None:
+            weights = weights + attn_mask
+        weights = weights.softmax(-1)
+        if dropout_p > 0.0:
+            weights = dropout(weights, p=dropout_p)
+        out = weights.bmm(v)
+        out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+        out = linear(out, out_proj_weight, out_proj_bias)
+        out = out.view(tgt_len, bsz, out.size(1))
+        weights = weights.view(bsz, num_heads, tgt_len, src_len)
+        if average_attn_weights:
+            weights = weights.mean(1)
+        if not is_batched:
+            out = out.squeeze(1)
+            weights = weights.squeeze(0)
+        return out, weights
+
+    if attn_mask is not None:
+        if attn_mask.size(0) == 1 and attn_mask.dim() == 3:
+            attn_mask = attn_mask.unsqueeze(0)
+        else:
+            attn_mask = attn_mask.view(bsz, num_heads, -1, src_len)
+    q = q.view(bsz, num_heads, tgt_len, head_dim)
+    k = k.view(bsz, num_heads, src_len, head_dim)
+    v = v.view(bsz, num_heads, src_len, head_dim)
+    out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
+    out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
+    out = linear(out, out_proj_weight, out_proj_bias)
+    out = out.view(tgt_len, bsz, out.size(1))
+    if not is_batched:
+        out = out.squeeze(1)
+    return out, None

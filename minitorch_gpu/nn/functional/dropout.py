@@ -1,0 +1,137 @@
+"""Dropout: ``dropout``, the channel-wise ``dropout1d`` / ``dropout2d`` / ``dropout3d``, and
+``alpha_dropout`` / ``feature_alpha_dropout`` (for SELU networks).
+
+In training, each element (or each whole channel) is kept with probability ``1 - p`` and scaled by
+``1 / (1 - p)`` so that the expected value is unchanged. The mask is drawn from the device's default
+generator (``mt.manual_seed`` makes it reproducible) in one call, already scaled, and applied with one
+multiplication, whose node (``MulBackward0``) sends the gradient through the same mask. Outside training,
+with ``p == 0`` or an empty input, the input itself is returned, as in PyTorch.
+"""
+import math
+import warnings
+
+from ... import _dtype
+from ...ops import random as _random
+from ...tensor import Tensor
+
+__all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"]
+
+_SELU_ALPHA_PRIME = 1.7580993408473766  # -scale * alpha of SELU: the value a dropped unit takes
+
+
+def _check_p(p):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _keep_mask(input, p, shape):
+    """1 with probability ``1 - p`` else 0, of ``shape``, in the input's (floating) dtype."""
+    be = input._be
+    npd = input._data.dtype
+    if npd.kind not in "fV":
+        npd = be.np_dtype(_dtype.get_default_dtype())
+    gen = _random._generator(None, be)
+    return gen._draw(be.rand_bernoulli, shape, 1.0 - p, npd)
+
+
+def _feature_shape(input, batched):
+    """The mask shape of channel-wise dropout: one value per (sample, channel), or per channel for an
+    unbatched input."""
+    shape = input._data.shape
+    lead = 2 if batched else 1
+    if len(shape) < lead:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    return shape[:lead] + (1,) * (len(shape) - lead)
+
+
+def _dropout_impl(input, p, training, inplace, batched=None, alpha=False):
+    """Dropout of elements, or of channels when ``batched`` is given (True: dims 0 and 1 are sample and
+    channel; False: dim 0 is the channel)."""
+    if p == 0 or not training or input.numel() == 0:
+        return input
+    be = input._be
+    if p == 1:
+        zero = Tensor._make(be.zeros((), input._data.dtype), be)
+        return input.mul_(zero) if inplace else input * zero
+    mask = _keep_mask(input, p, input._data.shape if batched is None else _feature_shape(input, batched))
+    if not alpha:
+        be.binary("mul", mask, 1.0 / (1.0 - p), out=mask)
+        noise = Tensor._make(mask, be)
+        return input.mul_(noise) if inplace else input * noise
+    # kept units are scaled by a and dropped ones set to the SELU saturation value, then shifted, so
+    # that zero-mean unit-variance inputs keep their mean and variance
+    a = 1.0 / math.sqrt((_SELU_ALPHA_PRIME ** 2 * p + 1) * (1 - p))
+    shift = be.binary("add", be.binary("mul", be.binary("sub", mask, 1.0), _SELU_ALPHA_PRIME * a),
+                      _SELU_ALPHA_PRIME * a * p)
+    be.binary("mul", mask, a, out=mask)
+    noise, b = Tensor._make(mask, be), Tensor._make(shift, be)
+    if inplace:
+        return input.mul_(noise).add_(b)
+    return input * noise + b
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)`` (in training only).
+
+    >>> dropout(mt.ones(4), 0.5, training=False)
+    tensor([1., 1., 1., 1.])
+    """
+    _check_p(p)
+    return _dropout_impl(input, p, training, inplace)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of a (N, C, L) or (C, L) input with probability ``p``."""
+    _check_p(p)
+    nd = input.dim()
+    if nd not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {nd}D input. Note that dropout1d "
+                           "exists to provide channel-wise dropout on inputs with 1 spatial dimension, a channel "
+                           "dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
+    return _dropout_impl(input, p, training, inplace, nd == 3)
+
+
+def _feature_warning(name, nd, dims):
+    warnings.warn(f"{name}: Received a {nd}-D input to {name}, which is deprecated and will result in an error in "
+                  "a future release. To retain the behavior and silence this warning, please use dropout instead. "
+                  f"Note that {name} exists to provide channel-wise dropout on inputs with {dims[0] - 2} spatial "
+                  f"dimensions, a channel dimension, and an optional batch dimension (i.e. {dims[0]}D or "
+                  f"{dims[1]}D inputs).", stacklevel=3)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of a (N, C, H, W) input with probability ``p`` (a 3-D input is taken as
+    (N, C, L), as PyTorch still does)."""
+    _check_p(p)
+    nd = input.dim()
+    if nd not in (3, 4):
+        _feature_warning("dropout2d", nd, (3, 4))
+    if nd == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
+                      "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel dim. "
+                      "This behavior will change in a future release to interpret the input as one without a batch "
+                      "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout behavior, please "
+                      "switch to using dropout1d instead.", stacklevel=2)
+    return _dropout_impl(input, p, training, inplace, True)
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of a (N, C, D, H, W) or (C, D, H, W) input with probability ``p``."""
+    _check_p(p)
+    nd = input.dim()
+    if nd not in (4, 5):
+        _feature_warning("dropout3d", nd, (4, 5))
+    return _dropout_impl(input, p, training, inplace, nd == 5)
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Dropout for SELU networks: dropped units take SELU's negative saturation value and the result is
+    scaled and shifted to keep zero mean and unit variance."""
+    _check_p(p)
+    return _dropout_impl(input, p, training, inplace, alpha=True)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """``alpha_dropout`` of whole channels."""
+    _check_p(p)
+    return _dropout_impl(input, p, training, inplace, True, alpha=True)

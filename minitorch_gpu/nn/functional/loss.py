@@ -1,0 +1,1019 @@
+"""Loss functions: the functional forms behind ``nn.MSELoss``, ``nn.CrossEntropyLoss``, ...
+
+Losses that PyTorch computes with a kernel of its own are ``Op`` subclasses named after PyTorch's nodes
+(``MseLossBackward0``, ``NllLossBackward0``, ...): the forward computes the elementwise loss and its
+reduction on arrays in a few passes, the backward is written with Tensor ops so that gradients of
+gradients work. Cross-entropy is one fused op (log-softmax and NLL together): its forward never
+materialises the log-probabilities, and its backward writes the gradient of the logits, softmax minus
+the (smoothed, weighted) one-hot target, directly. Losses that PyTorch composes from other ops
+(``l1_loss``, ``margin_ranking_loss``, ``cosine_embedding_loss``, ...) are composed here as well.
+
+2-byte floats are computed in float32 and rounded once at the end, as PyTorch's CPU kernels do.
+"""
+import math
+import warnings
+
+from ... import _dtype
+from ...autograd.function import Op
+from ...autograd.grad_mode import _state
+from ...ops._util import broadcast_shapes, sum_to
+from ...ops.elementwise import where
+from ...tensor import Tensor
+
+__all__ = [
+    "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "soft_margin_loss",
+    "margin_ranking_loss", "cosine_embedding_loss",
+]
+
+_F32 = _dtype.float32.np_dtype
+_I64 = _dtype.int64.np_dtype
+
+
+# ====================================================================== reductions and shared helpers
+
+def _legacy_get_string(size_average, reduce):
+    """The reduction named by the deprecated ``size_average`` / ``reduce`` flags (None means True)."""
+    if size_average is None:
+        size_average = True
+    if reduce is None:
+        reduce = True
+    if size_average and reduce:
+        ret = "mean"
+    elif reduce:
+        ret = "sum"
+    else:
+        ret = "none"
+    warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{ret}' instead.",
+                  stacklevel=4)
+    return ret
+
+
+def _get_reduction(reduction, size_average=None, reduce=None, extra=()):
+    """The validated reduction string; the legacy flags win when given (with PyTorch's warning)."""
+    if size_average is not None or reduce is not None:
+        return _legacy_get_string(size_average, reduce)
+    if reduction == "mean" or reduction == "sum" or reduction == "none" or reduction in extra:
+        return reduction
+    if reduction == "elementwise_mean":
+        warnings.warn("reduction='elementwise_mean' is deprecated. Please use reduction='mean' instead.",
+                      stacklevel=3)
+        return "mean"
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _apply_reduction(loss, reduction):
+    """Reduce an elementwise loss Tensor (for the losses composed from Tensor ops)."""
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss
+
+
+def _reduce_array(be, loss, reduction):
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return be.sum(loss)
+    return be.mean(loss)  # NaN for an empty loss, as PyTorch gives
+
+
+def _scaled(g, reduction, n):
+    """The gradient of the reduced loss as the weight of each element: g / n for a mean over n."""
+    if reduction == "mean" and n:
+        return g / n
+    return g
+
+
+def _grad_for(gr, t):
+    """A gradient summed back to ``t``'s shape (the backward of broadcasting) and cast to ``t``'s dtype."""
+    if gr._data.shape != t._data.shape:
+        gr = sum_to(gr, t._data.shape)
+    if gr._data.dtype != t._data.dtype:
+        gr = gr.to(t.dtype)
+    return gr
+
+
+def _compute_dtype(npd):
+    """float32 for the 2-byte floats (PyTorch's "opmath"), else the dtype itself."""
+    return _F32 if npd.itemsize == 2 else npd
+
+
+def _finish(be, r, npd):
+    """Round a result computed in float32 back to a 2-byte float dtype."""
+    return r if r.dtype == npd else be.narrow(r, npd)
+
+
+def _type_name(t):
+    return t.dtype._scalar_name
+
+
+def _float_result(name, input, target):
+    """The dtype two operands are computed in (PyTorch's promotion); integer results are refused."""
+    dt = input.dtype if input.dtype is target.dtype else _dtype.result_type(input, target)
+    if not dt.is_floating_point:
+        raise NotImplementedError(f"\"{name}_{input.device.type}\" not implemented for '{dt._scalar_name}'")
+    return dt
+
+
+def _warn_size(input, target):
+    if input._data.shape != target._data.shape:
+        warnings.warn(f"Using a target size ({target.size()}) that is different to the input size ({input.size()}). "
+                      "This will likely lead to incorrect results due to broadcasting. "
+                      "Please ensure they have the same size.", stacklevel=3)
+
+
+def _check_broadcast(*tensors):
+    broadcast_shapes(*[t._data.shape for t in tensors])
+
+
+def _check_weight_size(weight, input):
+    if weight._data.shape != input._data.shape:
+        raise ValueError("Weights and input must have the same size.")
+
+
+def _not_differentiable(fn, arg, t):
+    if t is not None and _state.grad and t.requires_grad:
+        raise RuntimeError(f"The function '{fn}' is not differentiable with respect to argument '{arg}'. This input "
+                           "cannot have requires_grad True.")
+
+
+def _prep_pair(a, b, npd):
+    """The arrays of two operands in the compute dtype for result dtype ``npd``."""
+    cdt = _compute_dtype(npd)
+    ad, bd = a._data, b._data
+    if ad.dtype != cdt:
+        ad = ad.astype(cdt)
+    if bd.dtype != cdt:
+        bd = bd.astype(cdt)
+    return ad, bd
+
+
+# ====================================================================== regression losses
+
+class _PointwiseLoss(Op):
+    """A loss of ``d = input - target`` (broadcast together), reduced. Subclasses give the elementwise loss of
+    d on arrays (``_loss``) and its derivative as Tensor ops (``_deriv``); the target's gradient is the
+    negated input gradient."""
+
+    def forward(self, a, b, reduction="mean", npd=None, param=None):
+        if self.needs_input_grad[0] or self.needs_input_grad[1]:
+            self.save_for_backward(a, b)
+        self.reduction = reduction
+        self.param = param
+        be = a._be
+        ad, bd = _prep_pair(a, b, npd)
+        loss = self._loss(be, be.binary("sub", ad, bd), param)
+        self.n = loss.size
+        return _finish(be, _reduce_array(be, loss, reduction), npd)
+
+    def backward(self, g):
+        a, b = self.saved_tensors
+        na, nb = self.needs_input_grad
+        gi = self._deriv(a - b, self.param) * _scaled(g, self.reduction, self.n)
+        return (_grad_for(gi, a) if na else None, _grad_for(-gi, b) if nb else None)
+
+
+class MseLossBackward0(_PointwiseLoss):
+    @staticmethod
+    def _loss(be, d, param):
+        return be.binary("mul", d, d, out=d)
+
+    @staticmethod
+    def _deriv(d, param):
+        return d * 2.0
+
+
+class SmoothL1LossBackward0(_PointwiseLoss):
+    @staticmethod
+    def _loss(be, d, beta):
+        z = be.unary("abs", d, out=d)
+        quad = be.binary("mul", z, z)
+        quad = be.binary("mul", quad, 0.5 / beta, out=quad)
+        return be.where(be.binary("lt", z, beta), quad, be.binary("sub", z, 0.5 * beta))
+
+    @staticmethod
+    def _deriv(d, beta):
+        # d / beta inside the quadratic zone, sign(d) outside: one clamp, with the right second derivative
+        return (d / beta).clamp(-1.0, 1.0)
+
+
+class HuberLossBackward0(_PointwiseLoss):
+    @staticmethod
+    def _loss(be, d, delta):
+        z = be.unary("abs", d, out=d)
+        quad = be.binary("mul", z, z)
+        quad = be.binary("mul", quad, 0.5, out=quad)
+        lin = be.binary("mul", be.binary("sub", z, 0.5 * delta), delta)
+        return be.where(be.binary("lt", z, delta), quad, lin)
+
+    @staticmethod
+    def _deriv(d, delta):
+        return d.clamp(-delta, delta)
+
+
+def _pointwise(cls, name, input, target, reduction, param=None):
+    npd = _float_result(name, input, target).np_dtype
+    _check_broadcast(input, target)
+    return cls.apply(input, target, reduction=reduction, npd=npd, param=param)
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """Mean squared error ``(input - target)^2``, reduced; ``weight`` (input's shape) gives a weighted mean."""
+    _warn_size(input, target)
+    reduction = _get_reduction(reduction, size_average, reduce)
+    if weight is not None:
+        _check_broadcast(input, target)
+        _check_weight_size(weight, input)
+        return _weighted((input - target).pow(2) * weight, weight, reduction)
+    return _pointwise(MseLossBackward0, "mse", input, target, reduction)
+
+
+def _weighted(loss, weight, reduction):
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    return loss.sum() / weight.sum()
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """Mean absolute error ``|input - target|``, reduced; ``weight`` (input's shape) gives a weighted mean."""
+    _warn_size(input, target)
+    reduction = _get_reduction(reduction, size_average, reduce)
+    _check_broadcast(input, target)
+    if weight is not None:
+        _check_weight_size(weight, input)
+        return _weighted((input - target).abs() * weight, weight, reduction)
+    return _apply_reduction((input - target).abs(), reduction)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """``0.5 d^2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 beta`` (``d = input - target``); beta=0 is L1."""
+    _warn_size(input, target)
+    reduction = _get_reduction(reduction, size_average, reduce)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    if beta == 0.0:
+        _check_broadcast(input, target)
+        return _apply_reduction((input - target).abs(), reduction)
+    return _pointwise(SmoothL1LossBackward0, "smooth_l1", input, target, reduction, float(beta))
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """``0.5 d^2`` where ``|d| < delta``, else ``delta (|d| - 0.5 delta)`` (``d = input - target``), reduced."""
+    _warn_size(input, target)
+    reduction = _get_reduction(reduction)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    if weight is not None:
+        _check_broadcast(input, target)
+        _check_weight_size(weight, input)
+        loss = _pointwise(HuberLossBackward0, "huber", input, target, "none", float(delta)) * weight
+        return _apply_reduction(loss, reduction)
+    return _pointwise(HuberLossBackward0, "huber", input, target, reduction, float(delta))
+
+
+# ====================================================================== binary cross-entropy
+
+class BinaryCrossEntropyBackward0(Op):
+    """-w (y log x + (1 - y) log(1 - x)) with both logs clamped to >= -100, so that x = 0 or 1 gives a
+    finite loss, as PyTorch defines it."""
+
+    def forward(self, x, y, w=None, reduction="mean", bounds=(0.0, 1.0)):
+        na, nb = self.needs_input_grad[:2]
+        if na or nb:
+            self.save_for_backward(x, y, w)
+        self.reduction = reduction
+        be = x._be
+        npd = x._data.dtype
+        xd, yd = _prep_pair(x, y, npd)
+        lo, hi = bounds
+        if lo > 0:
+            lx = be.unary("log", xd)
+        else:
+            # log(0) = -inf clamps to -100 below; keep the array library from warning about it
+            lx = be.unary("log", be.where(be.binary("eq", xd, 0), 1.0, xd))
+            lx = be.where(be.binary("eq", xd, 0), -100.0, lx)
+        if hi < 1:
+            l1x = be.unary("log1p", be.unary("neg", xd))
+        else:
+            l1x = be.unary("log1p", be.unary("neg", be.where(be.binary("eq", xd, 1), 0.0, xd)))
+            l1x = be.where(be.binary("eq", xd, 1), -100.0, l1x)
+        be.binary("maximum", lx, -100.0, out=lx)
+        be.binary("maximum", l1x, -100.0, out=l1x)
+        # (y - 1) log(1 - x) - y log(x)
+        loss = be.binary("mul", be.binary("sub", yd, 1.0), l1x)
+        loss = be.binary("sub", loss, be.binary("mul", yd, lx, out=lx), out=loss)
+        if w is not None:
+            wd = w._data if w._data.dtype == loss.dtype else w._data.astype(loss.dtype)
+            loss = be.binary("mul", loss, wd)
+        self.n = loss.size
+        return _finish(be, _reduce_array(be, loss, reduction), npd)
+
+    def backward(self, g):
+        x, y, w = self.saved_tensors
+        na, nb = self.needs_input_grad[:2]
+        gs = _scaled(g, self.reduction, self.n)
+        if w is not None:
+            gs = gs * w
+        gx = gy = None
+        if na:
+            gx = _grad_for(gs * (x - y) / ((1 - x) * x).clamp_min(1e-12), x)
+        if nb:
+            gy = _grad_for(gs * ((-x).log1p() - x.log()), y)
+        return gx, gy, None
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """Binary cross-entropy between probabilities ``input`` and ``target`` (both in [0, 1]), optionally
+    weighted elementwise by ``weight`` (broadcast to the target's shape)."""
+    reduction = _get_reduction(reduction, size_average, reduce)
+    if target._data.shape != input._data.shape:
+        raise ValueError(f"Using a target size ({target.size()}) that is different to the input size ({input.size()}) "
+                         "is deprecated. Please ensure they have the same size.")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"binary_cross_entropy\" not implemented for '{_type_name(input)}'")
+    if target.dtype is not input.dtype:
+        raise RuntimeError(f"Found dtype {_type_name(target)} but expected {_type_name(input)}")
+    if weight is not None:
+        shape = input._data.shape
+        ws = weight._data.shape
+        if len(ws) > len(shape) or any(a != b and a != 1 for a, b in zip(reversed(ws), reversed(shape))):
+            bad = next(i for i, (a, b) in enumerate(zip(reversed(ws), reversed(shape)), 1) if a != b and a != 1) \
+                if len(ws) <= len(shape) else len(ws)
+            raise RuntimeError(f"Attempting to broadcast a dimension of length {ws[-bad]} at {-bad}! Mismatching "
+                               f"argument at index 1 had {weight.size()}; but expected shape should be broadcastable "
+                               f"to {list(shape)}")
+    _not_differentiable("binary_cross_entropy", "weight", weight)
+    bounds = (0.5, 0.5)
+    if input._data.size:
+        bounds = _bounds(input, "input")
+        _bounds(target, "target")
+    return BinaryCrossEntropyBackward0.apply(input, target, weight, reduction=reduction, bounds=bounds)
+
+
+def _bounds(t, what):
+    """(min, max) of ``t`` as floats; RuntimeError unless every element lies in [0, 1] (NaN does not)."""
+    be = t._be
+    d = t._data
+    lo = float(be.to_numpy(be.amin(d)))
+    hi = float(be.to_numpy(be.amax(d)))
+    if not (lo >= 0 and hi <= 1):
+        raise RuntimeError(f"all elements of {what} should be between 0 and 1")
+    return lo, hi
+
+
+class BinaryCrossEntropyWithLogitsBackward0(Op):
+    """(1 - y) x - l log(sigmoid(x)), l = 1 + (pos_weight - 1) y, times ``weight``; log(sigmoid(x)) is
+    computed as min(x, 0) - log1p(exp(-|x|)), which neither overflows nor loses small values."""
+
+    def forward(self, x, y, w=None, pw=None, reduction="mean", npd=None):
+        na, nb = self.needs_input_grad[:2]
+        if na or nb:
+            self.save_for_backward(x, y, w, pw)
+        self.reduction = reduction
+        be = x._be
+        xd, yd = _prep_pair(x, y, npd)
+        cdt = xd.dtype
+        ls = be.unary("exp", be.unary("neg", be.unary("abs", xd)))
+        ls = be.unary("log1p", ls, out=ls)
+        ls = be.binary("sub", be.binary("minimum", xd, 0.0), ls, out=ls)
+        loss = be.binary("mul", be.binary("sub", 1.0, yd), xd)
+        if pw is not None:
+            pwd = pw._data if pw._data.dtype == cdt else pw._data.astype(cdt)
+            lw = be.binary("add", be.binary("mul", be.binary("sub", pwd, 1.0), yd), 1.0)
+            ls = be.binary("mul", lw, ls)
+        loss = be.binary("sub", loss, ls)
+        if w is not None:
+            loss = be.binary("mul", loss, w._data if w._data.dtype == cdt else w._data.astype(cdt))
+        self.n = loss.size
+        return _finish(be, _reduce_array(be, loss, reduction), npd)
+
+    def backward(self, g):
+        x, y, w, pw = self.saved_tensors
+        na, nb = self.needs_input_grad[:2]
+        gs = _scaled(g, self.reduction, self.n)
+        if w is not None:
+            gs = gs * w
+        gx = gy = None
+        if na:
+            s = x.sigmoid()
+            d = s - y if pw is None else ((pw - 1) * y + 1) * s - pw * y
+            gx = _grad_for(d * gs, x)
+        if nb:
+            d = -x if pw is None else -x - (pw - 1) * _logsigmoid(x)
+            gy = _grad_for(d * gs, y)
+        return gx, gy, None, None
+
+
+def _logsigmoid(x):
+    return x.clamp_max(0) - (-x.abs()).exp().log1p()
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
+                                     pos_weight=None):
+    """Binary cross-entropy of ``sigmoid(input)`` against ``target``, computed stably from the logits;
+    ``pos_weight`` weighs the positive term (broadcast over the last dims, e.g. one per class)."""
+    reduction = _get_reduction(reduction, size_average, reduce)
+    if target._data.shape != input._data.shape:
+        raise ValueError(f"Target size ({target.size()}) must be the same as input size ({input.size()})")
+    _not_differentiable("binary_cross_entropy_with_logits", "weight", weight)
+    _not_differentiable("binary_cross_entropy_with_logits", "pos_weight", pos_weight)
+    dt = _dtype.result_type(input, target)
+    if not dt.is_floating_point:
+        dt = _dtype.get_default_dtype()
+    if not target.dtype.is_floating_point:
+        raise RuntimeError(f"result type {dt._scalar_name} can't be cast to the desired output type "
+                           f"{_type_name(target)}")
+    extra = [t for t in (weight, pos_weight) if t is not None]
+    if extra:
+        shape = broadcast_shapes(input._data.shape, *[t._data.shape for t in extra])
+        if shape != input._data.shape:
+            raise RuntimeError(f"output with shape {list(input._data.shape)} doesn't match the broadcast shape "
+                               f"{list(shape)}")
+    return BinaryCrossEntropyWithLogitsBackward0.apply(input, target, weight, pos_weight, reduction=reduction,
+                                                       npd=dt.np_dtype)
+
+
+# ====================================================================== KL divergence
+
+class KlDivBackward0(Op):
+    """target (log target - input) pointwise (0 where target is 0), or exp(t) (t - input) for log targets."""
+
+    def forward(self, x, t, reduction="mean", log_target=False, npd=None):
+        if self.needs_input_grad[0] or self.needs_input_grad[1]:
+            self.save_for_backward(x, t)
+        self.reduction = reduction
+        self.log_target = log_target
+        be = x._be
+        xd, td = _prep_pair(x, t, npd)
+        if log_target:
+            loss = be.binary("mul", be.unary("exp", td), be.binary("sub", td, xd))
+        else:
+            # xlogy(t, t) - t x: a zero target contributes nothing, even against an infinite log-probability
+            zero = be.binary("eq", td, 0)
+            tlogt = be.binary("mul", td, be.unary("log", be.where(zero, 1.0, td)))
+            loss = be.binary("sub", tlogt, be.binary("mul", td, xd), out=tlogt)
+            loss = be.where(zero, 0.0, loss)
+        self.n = loss.size
+        if reduction == "batchmean":
+            self.n = x._data.shape[0] if x._data.ndim else 1
+            s = be.sum(loss)
+            r = be.binary("div", s, self.n) if self.n else be.full((), float("nan"), s.dtype)
+            return _finish(be, r, npd)
+        return _finish(be, _reduce_array(be, loss, reduction), npd)
+
+    def backward(self, g):
+        x, t = self.saved_tensors
+        nx, nt = self.needs_input_grad
+        gs = g if self.reduction in ("none", "sum") or not self.n else g / self.n
+        gx = gt = None
+        if self.log_target:
+            e = t.exp()
+            if nx:
+                gx = _grad_for(-e * gs, x)
+            if nt:
+                gt = _grad_for(e * (t - x + 1) * gs, t)
+        else:
+            if nx:
+                gx = _grad_for(-t * gs, x)
+            if nt:
+                # d/dt [xlogy(t, t)] = log t + 1; PyTorch's xlogy gradient makes it NaN at t = 0
+                safe = where(t == 0, 1.0, t)
+                gt = _grad_for(where(t == 0, float("nan"), safe.log() + 1 - x) * gs, t)
+        return gx, gt
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """Kullback-Leibler divergence ``target * (log target - input)`` with ``input`` given as log-probabilities
+    (and ``target`` too when ``log_target``). ``reduction='batchmean'`` divides the sum by the batch size,
+    which is the divergence's definition; 'mean' (the default, with PyTorch's warning) divides by every
+    element."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_get_string(size_average, reduce)
+    else:
+        if reduction == "mean":
+            warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+                          "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+                          "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+                          stacklevel=2)
+        reduction = _get_reduction(reduction, extra=("batchmean",))
+    if not (input.dtype.is_floating_point and target.dtype.is_floating_point):
+        raise RuntimeError("kl_div: Integral inputs not supported.")
+    npd = _dtype.result_type(input, target).np_dtype
+    _check_broadcast(input, target)
+    return KlDivBackward0.apply(input, target, reduction=reduction, log_target=bool(log_target), npd=npd)
+
+
+# ====================================================================== class-index targets (NLL, cross-entropy)
+
+class _ClassTargets:
+    """A class-index target checked against its input, in the layout both NLL and cross-entropy use: the
+    input viewed as (N, C, *spatial) with classes on axis 1, the target as (N, 1, *spatial) indices (ignored
+    entries pointed at class 0), and per-sample coefficients ``weight[target] * not_ignored``."""
+    __slots__ = ("nshape", "row_shape", "out_shape", "tidx", "mask", "coef", "wd", "wsum", "denom", "cdt", "npd",
+                 "n_classes")
+
+
+def _class_targets(input, target, weight, ignore_index, kernel):
+    nd = input._data.ndim
+    if nd == 0:
+        raise ValueError("Expected 1 or more dimensions (got 0)")
+    ishape = input._data.shape
+    tshape = target._data.shape
+    td = len(tshape)
+    if nd != 1:
+        if td == 0:
+            raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+        if ishape[0] != tshape[0]:
+            raise ValueError(f"Expected input batch_size ({ishape[0]}) to match target batch_size ({tshape[0]}).")
+    tdt = target.dtype
+    if tdt is not _dtype.int64 and tdt is not _dtype.uint8:
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {tdt._scalar_name}")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_type_name(input)}'")
+    if nd == 1:
+        if td == 1 and tshape[0] != 1:
+            raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: {tshape[0]}")
+        if td > 1:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+        c = ishape[0]
+        nshape, row_shape, out_shape = (1, c), (1, 1), ()
+    else:
+        c = ishape[1]
+        if nd == 2:
+            if td != 1:
+                raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+        elif nd == 4 and td != 3:
+            raise RuntimeError(f"only batches of spatial targets supported (3D tensors) but got targets of dimension: "
+                               f"{td}")
+        elif tshape[1:] != ishape[2:]:
+            if nd == 4:
+                raise RuntimeError(f"size mismatch (got input: {list(ishape)} , target: {list(tshape)}")
+            raise RuntimeError(f"Expected target size {[ishape[0]] + list(ishape[2:])}, got {list(tshape)}")
+        nshape = ishape
+        row_shape = (ishape[0], 1) + ishape[2:]
+        out_shape = (ishape[0],) + ishape[2:]
+    if weight is not None:
+        if weight._data.ndim != 1 or weight._data.shape[0] != c:
+            raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no classes but got "
+                               f"weight tensor of shape: {list(weight._data.shape)}")
+        if weight.dtype is not input.dtype:
+            raise RuntimeError(f"expected scalar type {_type_name(input)} but found {_type_name(weight)}")
+        _not_differentiable("nll_loss_forward", "weight", weight)
+
+    be = input._be
+    ct = _ClassTargets()
+    ct.nshape, ct.row_shape, ct.out_shape, ct.n_classes = nshape, row_shape, out_shape, c
+    ct.npd = input._data.dtype
+    cdt = ct.cdt = _compute_dtype(ct.npd)
+    t = target._data
+    if t.dtype != _I64:
+        t = t.astype(_I64)
+    t = t.reshape(row_shape)
+    mask = None
+    n = t.size
+    n_valid = n
+    if n:
+        lo, hi = be.index_range(t)
+        if lo <= ignore_index <= hi:
+            keep = be.binary("ne", t, ignore_index)
+            t = be.where(keep, t, 0)
+            n_valid = be.count_nonzero(keep)
+            if n_valid < n:
+                mask = keep.astype(cdt)
+            lo, hi = be.index_range(t)
+        if lo < 0 or hi >= c:
+            raise IndexError(f"Target {be.first_outside(t, 0, c)} is out of bounds.")
+    ct.tidx = t
+    ct.mask = mask
+    if weight is None:
+        ct.wd = None
+        ct.wsum = float(c)
+        ct.coef = mask
+        ct.denom = float(n_valid)
+    else:
+        wd = weight._data
+        if wd.dtype != cdt:
+            wd = wd.astype(cdt)
+        ct.wd = wd
+        ct.wsum = be.sum(wd)
+        coef = be.take(wd, t)
+        if mask is not None:
+            coef = be.binary("mul", coef, mask, out=coef)
+        ct.coef = coef
+        ct.denom = None  # the sum of coef, read on first use (it costs a device sync)
+    return ct
+
+
+def _denominator(be, ct):
+    if ct.denom is None:
+        ct.denom = float(be.to_numpy(be.sum(ct.coef)))
+    return ct.denom
+
+
+def _reduce_rows(be, loss, ct, reduction):
+    """Reduce per-sample losses (N, 1, *spatial); 'mean' divides by the summed weights of counted samples."""
+    if reduction == "none":
+        return loss.reshape(ct.out_shape)
+    s = be.sum(loss)
+    if reduction == "sum":
+        return s
+    denom = _denominator(be, ct)
+    if denom == 0:
+        return be.full((), float("nan"), s.dtype)
+    return be.binary("div", s, denom)
+
+
+def _row_grad(g, ct, reduction):
+    """The incoming gradient per sample as a Tensor broadcastable against (N, C, *spatial)."""
+    if reduction == "none":
+        return g.reshape(ct.row_shape)
+    if reduction == "mean":
+        denom = ct.denom
+        return g / denom if denom else g
+    return g
+
+
+def _row_grad_array(be, g, ct, reduction):
+    """``_row_grad`` on arrays, in the compute dtype (for the fast backward)."""
+    gd = g._data
+    if gd.dtype != ct.cdt:
+        gd = gd.astype(ct.cdt)
+    if reduction == "none":
+        return gd.reshape(ct.row_shape)
+    if reduction == "mean" and ct.denom:
+        return be.binary("div", gd, ct.denom)
+    return gd
+
+
+def _class_sum(be, a, w=None):
+    """Sum over the class axis (1, kept), weighted by the class vector ``w`` when given. For (N, C) it is a
+    BLAS matrix-vector product: NumPy's reductions along rows cost several times the arithmetic."""
+    if a.ndim == 2:
+        if w is None:
+            w = be.ones((a.shape[1],), a.dtype)
+        return be.matmul(a, w).reshape(a.shape[0], 1)
+    if w is not None:
+        a = be.binary("mul", a, w.reshape((1, w.shape[0]) + (1,) * (a.ndim - 2)))
+    return be.sum(a, (1,), True)
+
+
+def _class_weights(ct):
+    """The class weights shaped to broadcast along axis 1 of (N, C, *spatial)."""
+    return ct.wd.reshape((1, ct.n_classes) + (1,) * (len(ct.nshape) - 2))
+
+
+def _target_matrix(be, ct, at_target, smooth):
+    """An (N, C, *spatial) array: ``at_target`` at each sample's target class (per-sample array or scalar)
+    plus ``smooth`` (a class vector or scalar, or None) on every class of counted samples."""
+    m = be.zeros(ct.nshape, ct.cdt)
+    if smooth is not None:
+        m = be.binary("add", m, smooth, out=m)
+        if ct.mask is not None:
+            m = be.binary("mul", m, ct.mask, out=m)
+    cur = be.gather(m, 1, ct.tidx)
+    be.scatter_into(m, 1, ct.tidx, be.binary("add", cur, at_target))
+    return m
+
+
+class NllLossBackward0(Op):
+    """-weight[target] * input[target] per sample (0 for ignored samples), reduced."""
+
+    def forward(self, x, ct=None, reduction="mean"):
+        self.ct = ct
+        self.reduction = reduction
+        self.in_shape = x._data.shape
+        be = x._be
+        xd = x._data
+        if xd.dtype != ct.cdt:
+            xd = xd.astype(ct.cdt)
+        picked = be.gather(xd.reshape(ct.nshape), 1, ct.tidx)
+        loss = be.unary("neg", picked, out=picked)
+        if ct.coef is not None:
+            loss = be.binary("mul", loss, ct.coef, out=loss)
+        if reduction == "mean":
+            _denominator(be, ct)
+        return _finish(be, _reduce_rows(be, loss, ct, reduction), ct.npd)
+
+    def backward(self, g):
+        ct = self.ct
+        be = g._be
+        coef = -1.0 if ct.coef is None else be.unary("neg", ct.coef)
+        d = Tensor._make(_target_matrix(be, ct, coef, None), be)
+        gx = d * _row_grad(g, ct, self.reduction)
+        if gx._data.shape != self.in_shape:
+            gx = gx.reshape(self.in_shape)
+        if gx._data.dtype != ct.npd:
+            gx = gx.to(_dtype.from_numpy_dtype(ct.npd))
+        return (gx,)
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    """Negative log-likelihood of class indices ``target`` under log-probabilities ``input`` ((N, C),
+    (N, C, d1, ...) or unbatched (C,)); ``weight`` per class, samples whose target is ``ignore_index``
+    count for nothing, and 'mean' divides by the summed weights of the counted samples."""
+    reduction = _get_reduction(reduction, size_average, reduce)
+    ct = _class_targets(input, target, weight, ignore_index, "nll_loss_out_frame")
+    return NllLossBackward0.apply(input, ct=ct, reduction=reduction)
+
+
+# largest argument whose exp is finite, by itemsize of the compute dtype (float32, float64)
+_EXP_LIMIT = {4: math.log(3.4028234663852886e38), 8: math.log(1.7976931348623157e308)}
+
+
+def _shifted_logits(be, xd, ct):
+    """``x - x[target]`` per sample, or None when some exp of it could overflow (or it holds a NaN).
+
+    Any per-sample shift gives the same softmax; the target's own logit costs a gather where the row maxima
+    cost a reduction along each row, the slowest pass of the array libraries, and it makes -log p[target]
+    simply log(sum(exp(shifted))), without the cancellation of lse - x[target]. The shifted logits must stay
+    below the exp limit less log(C), so that the sums cannot overflow either; the maximum over the whole array,
+    one fast reduction, tells."""
+    e = be.binary("sub", xd, be.gather(xd, 1, ct.tidx))
+    if e.size:
+        top = float(be.to_numpy(be.amax(e)))
+        if not top <= _EXP_LIMIT[e.dtype.itemsize] - math.log(ct.n_classes) - 1.0:
+            return None
+    return e
+
+
+class CrossEntropyLossBackward0(Op):
+    """Fused log_softmax + nll_loss over class indices, with label smoothing.
+
+    Per counted sample i with target y (p = softmax(x_i), W = sum of the class weights w, s = label_smoothing):
+    loss_i = (1 - s) w_y (-log p_y) + (s / C) sum_c w_c (-log p_c), and its gradient is
+    A_i p - B_i with A_i = (1 - s) w_y + (s / C) W and B_i = (1 - s) w_y onehot(y) + (s / C) w.
+    The forward needs log p only at y and summed over classes, which -log p_c = lse - shifted_c gives from the
+    logits shifted per sample (see ``_shifted_logits``). It keeps exp(shifted) and its sums: the backward
+    folds the softmax's division into its own per-sample scale, so the logits' gradient costs one pass.
+    """
+
+    def forward(self, x, ct=None, ls=0.0, reduction="mean"):
+        self.ct = ct
+        self.ls = ls
+        self.reduction = reduction
+        be = x._be
+        xd = x._data
+        if xd.dtype != ct.cdt:
+            xd = xd.astype(ct.cdt)
+        xd = xd.reshape(ct.nshape)
+        e = _shifted_logits(be, xd, ct)
+        picked = None
+        if e is None:
+            # a logit far above its sample's target logit, or a NaN / inf: shift by the row maxima instead
+            e = be.binary("sub", xd, be.amax(xd, (1,), True))
+            picked = be.gather(e, 1, ct.tidx)
+        if ls > 0:
+            ssum = _class_sum(be, e, ct.wd)
+        be.unary("exp", e, out=e)
+        se = _class_sum(be, e)
+        lse = be.unary("log", se)
+        if ls > 0:
+            # sum_c w_c (-log p_c) = W lse - sum_c w_c shifted_c
+            smooth = be.binary("sub", be.binary("mul", lse, ct.wsum), ssum, out=ssum)
+        loss = lse if picked is None else be.binary("sub", lse, picked, out=picked)  # -log p[target]
+        if ls > 0:
+            if ct.wd is not None:
+                loss = be.binary("mul", loss, be.take(ct.wd, ct.tidx), out=loss)
+            loss = be.binary("mul", loss, 1.0 - ls, out=loss)
+            loss = be.binary("add", loss, be.binary("mul", smooth, ls / ct.n_classes, out=smooth), out=loss)
+            if ct.mask is not None:
+                loss = be.binary("mul", loss, ct.mask, out=loss)
+        elif ct.coef is not None:
+            loss = be.binary("mul", loss, ct.coef, out=loss)
+        if reduction == "mean":
+            _denominator(be, ct)
+        if self.needs_input_grad[0]:
+            self.in_shape = x._data.shape
+            # saved tensors, so that the engine frees them after backward
+            self.save_for_backward(x, Tensor._make(e, be), Tensor._make(se, be))
+        return _finish(be, _reduce_rows(be, loss, ct, reduction), ct.npd)
+
+    def _coefficients(self, be):
+        """(A, B at the target, smoothing per class or None), with ignored samples' A and B zeroed."""
+        ct = self.ct
+        ls = self.ls
+        if ct.wd is None:
+            a = 1.0
+            at_target = 1.0 - ls if ls > 0 else 1.0
+        else:
+            wy = be.take(ct.wd, ct.tidx)
+            if ls > 0:
+                at_target = be.binary("mul", wy, 1.0 - ls)
+                a = be.binary("add", at_target, ct.wsum * (ls / ct.n_classes))
+            else:
+                a = at_target = wy
+        smooth = None
+        if ls > 0:
+            smooth = ls / ct.n_classes if ct.wd is None else be.binary("mul", _class_weights(ct), ls / ct.n_classes)
+        if ct.mask is not None:
+            a = be.binary("mul", ct.mask, a)
+            at_target = be.binary("mul", ct.mask, at_target)
+        return a, at_target, smooth
+
+    def backward(self, g):
+        ct = self.ct
+        x, e, se = self.saved_tensors
+        be = g._be
+        a, at_target, smooth = self._coefficients(be)
+        if not _state.grad:
+            # plain backward: exp(x - max) * (A g / sum), then the target entries and the smoothing term
+            gr = _row_grad_array(be, g, ct, self.reduction)
+            rowc = be.binary("div", gr, se._data)
+            if not isinstance(a, float):
+                rowc = be.binary("mul", rowc, a, out=rowc)
+            dl = be.binary("mul", e._data, rowc)
+            cur = be.gather(dl, 1, ct.tidx)
+            be.scatter_into(dl, 1, ct.tidx, be.binary("sub", cur, be.binary("mul", at_target, gr), out=cur))
+            if smooth is not None:
+                rows = gr if ct.mask is None else be.binary("mul", ct.mask, gr)
+                dl = be.binary("sub", dl, be.binary("mul", rows, smooth), out=dl)
+            return (Tensor._make(_finish(be, dl.reshape(self.in_shape), ct.npd), be),)
+        # create_graph: the same formula in Tensor ops, differentiable again through softmax
+        pt = x.reshape(ct.nshape)
+        if pt._data.dtype != ct.cdt:
+            pt = pt.to(_dtype.from_numpy_dtype(ct.cdt))
+        pt = pt.softmax(1)
+        b = Tensor._make(_target_matrix(be, ct, at_target, smooth), be)
+        if not isinstance(a, float):
+            pt = pt * Tensor._make(a, be)
+        gx = ((pt - b) * _row_grad(g, ct, self.reduction)).reshape(self.in_shape)
+        if gx._data.dtype != ct.npd:
+            gx = gx.to(_dtype.from_numpy_dtype(ct.npd))
+        return (gx,)
+
+
+class CrossEntropyLossBackward1(Op):
+    """Cross-entropy against class probabilities: -sum_c w_c t'_c log softmax(x)_c per sample, with t' the
+    target smoothed toward uniform (t (1 - s) + s / C). Its gradient in the logits is
+    p sum_c(w_c t'_c) - w t', again without forming log p."""
+
+    def forward(self, x, t, w=None, ls=0.0, reduction="mean", nshape=None, npd=None):
+        nx, nt, nw = self.needs_input_grad
+        self.ls = ls
+        self.reduction = reduction
+        self.nshape = nshape
+        self.npd = npd
+        be = x._be
+        c = nshape[1]
+        xd, td = _prep_pair(x, t, npd)
+        cdt = xd.dtype
+        xd = xd.reshape(nshape)
+        td = td.reshape(nshape)
+        if ls > 0:
+            td = be.binary("add", be.binary("mul", td, 1.0 - ls), ls / c)
+        if w is not None:
+            wd = w._data if w._data.dtype == cdt else w._data.astype(cdt)
+            td = be.binary("mul", td, wd.reshape((1, c) + (1,) * (len(nshape) - 2)))
+        tw = be.sum(td, (1,), True)
+        s = be.binary("sub", xd, be.amax(xd, (1,), True))
+        q = be.sum(be.binary("mul", td, s), (1,), True)
+        be.unary("exp", s, out=s)
+        se = be.sum(s, (1,), True)
+        loss = be.binary("sub", be.binary("mul", be.unary("log", se), tw), q, out=q)
+        self.n = loss.size
+        self.row_shape = loss.shape
+        if nx or nt or nw:
+            saved = [x, t, w]
+            if nx:
+                saved += [Tensor._make(be.binary("div", s, se, out=s), be), Tensor._make(td, be),
+                          Tensor._make(tw, be)]
+            self.save_for_backward(*saved)
+        if reduction == "none":
+            r = loss.reshape(x._data.shape[:1] + x._data.shape[2:] if x._data.ndim > 1 else ())
+        elif reduction == "sum":
+            r = be.sum(loss)
+        else:
+            r = be.mean(loss)
+        return _finish(be, r, npd)
+
+    def backward(self, g):
+        saved = self.saved_tensors
+        x, t, w = saved[:3]
+        nx, nt, nw = self.needs_input_grad
+        nshape, ls = self.nshape, self.ls
+        c = nshape[1]
+        gr = g.reshape(self.row_shape) if self.reduction == "none" else _scaled(g, self.reduction, self.n)
+        wshape = (1, c) + (1,) * (len(nshape) - 2)
+        gx = gt = gw = None
+        if nx:
+            p, wt, tw = saved[3:]
+            if not _state.grad:
+                be = g._be
+                gd = gr._data
+                if gd.dtype != p._data.dtype:
+                    gd = gd.astype(p._data.dtype)
+                dl = be.binary("mul", p._data, tw._data)
+                dl = be.binary("sub", dl, wt._data, out=dl)
+                dl = be.binary("mul", dl, gd, out=dl)
+                gx = _grad_for(Tensor._make(dl.reshape(x._data.shape), be), x)
+            else:
+                tq = self._smoothed(t.reshape(nshape))
+                if w is not None:
+                    tq = tq * w.reshape(wshape)
+                gx = _grad_for(((x.reshape(nshape).softmax(1) * tq.sum(1, keepdim=True) - tq) * gr)
+                               .reshape(x._data.shape), x)
+        if nt or nw:
+            logp = x.reshape(nshape).log_softmax(1)
+            if nt:
+                d = logp if w is None else logp * w.reshape(wshape)
+                gt = _grad_for((d * (gr * -(1.0 - ls) if ls > 0 else -gr)).reshape(t._data.shape), t)
+            if nw:
+                dims = (0,) + tuple(range(2, len(nshape)))
+                gw = _grad_for(-(self._smoothed(t.reshape(nshape)) * logp * gr).sum(dims), w)
+        return gx, gt, gw
+
+    def _smoothed(self, t):
+        ls = self.ls
+        return t * (1.0 - ls) + ls / self.nshape[1] if ls > 0 else t
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
+                  label_smoothing=0.0):
+    """Cross-entropy between the logits ``input`` ((N, C), (N, C, d1, ...) or unbatched (C,)) and ``target``:
+    class indices (one fewer dim, int64 or uint8) or class probabilities (input's shape, float).
+
+    ``weight`` gives one weight per class; with class indices, 'mean' divides by the summed weights of the
+    counted targets, and targets equal to ``ignore_index`` count for nothing. ``label_smoothing`` mixes the
+    target with the uniform distribution. Computed as one fused op: log-softmax and NLL in a few passes.
+    """
+    reduction = _get_reduction(reduction, size_average, reduce)
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"log_softmax_lastdim_kernel_impl\" not implemented for '{_type_name(input)}'")
+    ishape = input._data.shape
+    if ishape == target._data.shape:
+        if not target.dtype.is_floating_point:
+            raise RuntimeError(f"Expected floating point type for target with class probabilities, got "
+                               f"{_type_name(target)}")
+        if ignore_index >= 0:
+            raise RuntimeError("ignore_index is not supported for floating point target")
+        return _cross_entropy_probs(input, target, weight, reduction, label_smoothing)
+    if label_smoothing > 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    ct = _class_targets(input, target, weight, ignore_index, "log_softmax_lastdim_kernel_impl")
+    ls = float(label_smoothing) if label_smoothing > 0 else 0.0
+    return CrossEntropyLossBackward0.apply(input, ct=ct, ls=ls, reduction=reduction)
+
+
+def _cross_entropy_probs(input, target, weight, reduction, label_smoothing):
+    ishape = input._data.shape
+    if len(ishape) == 0:
+        raise IndexError("Dimension specified as 1 but tensor has no dimensions")
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    c = ishape[0] if len(ishape) == 1 else ishape[1]
+    nshape = (1, c) if len(ishape) == 1 else ishape
+    if weight is not None:
+        if weight._data.ndim != 1 or weight._data.shape[0] != c:
+            raise RuntimeError(f"cross_entropy: weight tensor should be defined either for all {c} classes or no "
+                               f"classes but got weight tensor of shape: {list(weight._data.shape)}")
+        dt = _dtype.result_type(input, target, weight)
+    else:
+        dt = _dtype.result_type(input, target)
+    return CrossEntropyLossBackward1.apply(input, target, weight, ls=float(label_smoothing),
+                                           reduction=reduction, nshape=nshape, npd=dt.np_dtype)
+
+
+# ====================================================================== margin losses (composed, as in PyTorch)
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """Two-class logistic loss ``log(1 + exp(-target * input))`` for targets in {1, -1}, reduced."""
+    reduction = _get_reduction(reduction, size_average, reduce)
+    _not_differentiable("soft_margin_loss", "target", target)
+    return _apply_reduction((-input * target).exp().log1p(), reduction)
+
+
+def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
+    """``max(0, -target * (input1 - input2) + margin)``: target 1 asks for input1 ranked above input2."""
+    reduction = _get_reduction(reduction, size_average, reduce)
+    if not (input1.dim() == input2.dim() == target.dim()):
+        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+                           f"input1: {input1.size()}, input2: {input2.size()}, target: {target.size()} ")
+    return _apply_reduction((-target * (input1 - input2) + margin).clamp_min(0), reduction)
+
+
+_COSINE_EPS = 1e-12
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
+    """``1 - cos(x1, x2)`` where target is 1, ``max(0, cos(x1, x2) - margin)`` where it is -1 (rows of 2-d
+    inputs with a 1-d target, or two vectors with a 0-d target)."""
+    reduction = _get_reduction(reduction, size_average, reduce)
+    td = target.dim()
+    if td > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    want = 2 if td == 1 else 1
+    if input1.dim() != want or input2.dim() != want:
+        raise RuntimeError(f"{td}D target tensor expects {want}D input tensors, but found inputs with sizes "
+                           f"{list(input1.shape)} and {list(input2.shape)}.")
+    prod_sum = (input1 * input2).sum(td)
+    mag1 = (input1 * input1).sum(td) + _COSINE_EPS
+    mag2 = (input2 * input2).sum(td) + _COSINE_EPS
+    cos = prod_sum / (mag1 * mag2).sqrt()
+    zeros = cos.new_zeros(cos.shape)
+    pos = where(target == 1, 1 - cos, zeros)
+    neg = where(target == -1, (cos - margin).clamp_min(0), zeros)
+    return _apply_reduction(pos + neg, reduction)

@@ -1,0 +1,468 @@
+"""Normalisation: ``layer_norm``, ``rms_norm``, ``group_norm``, ``batch_norm``, ``instance_norm`` and
+``normalize``.
+
+All but ``normalize`` share one fused node, ``_Normalize``: the input is viewed as an array whose ``axes``
+hold the elements of one normalisation group (layer norm: ``(rows, features)`` over axis 1; group norm:
+``(N, groups, channels per group, positions)`` over axes 2 and 3; batch norm: ``(N, C, positions)`` over
+axes 0 and 2; instance norm: the same over axis 2), normalised with two-pass statistics (mean first, then
+the mean square of the centred values, which stays accurate where E[x^2] - E[x]^2 would cancel), and
+scaled / shifted by a per-feature weight and bias viewed to broadcast against it. Half-precision inputs are
+computed in float32 and rounded once. Batch norm in evaluation mode is an affine map with constants and is
+composed from Tensor ops instead.
+
+Forward keeps the normalised values and the reciprocal standard deviation, so that the ordinary backward is
+a handful of fused passes over arrays. Under ``create_graph`` (grad mode on during backward) the gradients
+are instead rebuilt from the saved input with Tensor ops, so that they carry a graph of their own and
+gradients of gradients come out right. Both paths compute the same formula:
+
+    dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)),   dxhat = dy * weight
+"""
+import numbers
+
+from ... import _dtype
+from ...autograd.function import Op
+from ...autograd.grad_mode import _state, no_grad
+from ...tensor import Tensor
+
+__all__ = ["layer_norm", "rms_norm", "group_norm", "batch_norm", "instance_norm", "normalize"]
+
+# machine epsilon per float dtype: rms_norm's default eps
+_EPS = {"float16": 0.0009765625, "bfloat16": 0.0078125, "float32": 1.1920928955078125e-07,
+        "float64": 2.220446049250313e-16}
+
+
+def _prod(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _compute_dtype(be, npd):
+    """Half-precision inputs are normalised in float32 (PyTorch's accumulation type)."""
+    return be.np_dtype(_dtype.float32) if npd.itemsize == 2 else npd
+
+
+def _moments(be, xv, axes, center):
+    """(mean or None, biased variance, centred values) of ``xv`` over ``axes`` (keepdims), in two passes.
+    The centred values are a new array when ``center`` (the caller may overwrite it), else ``xv`` itself."""
+    n = _prod([xv.shape[a] for a in axes])
+    mean = None
+    xc = xv
+    if center:
+        mean = be.mean(xv, axes, keepdims=True)
+        xc = be.binary("sub", xv, mean)
+    lead = xv.shape[:xv.ndim - len(axes)]
+    vecdot = getattr(be.xp, "vecdot", None)
+    if n and vecdot is not None and axes == tuple(range(len(lead), xv.ndim)) and xc.flags.c_contiguous:
+        # a row-wise dot product needs no squared temporary
+        rows = xc.reshape(-1, n)
+        var = vecdot(rows, rows).reshape(lead + (1,) * len(axes))
+        var /= xv.dtype.type(n)
+    else:
+        var = be.mean(be.binary("mul", xc, xc), axes, keepdims=True)
+    return mean, var, xc
+
+
+class _Normalize(Op):
+    """``(x - mean) * rstd * weight + bias`` with statistics over ``axes`` of ``x`` viewed as ``view``.
+
+    ``weight`` / ``bias`` (either may be None) are viewed as ``wshape``, which has ``view``'s rank and
+    broadcasts against it. ``center=False`` leaves the mean out (RMS normalisation). ``stats`` passes
+    precomputed ``(mean, var)`` arrays (batch norm computes them first to update its running estimates).
+    """
+
+    def forward(self, x, weight, bias, view, axes, wshape, eps, center=True, stats=None):
+        be = x._be
+        xd = x._data
+        out_npd = xd.dtype
+        cdt = _compute_dtype(be, out_npd)
+        xv = xd.reshape(view)
+        if xv.dtype != cdt:
+            xv = be.astype(xv, cdt)
+        if stats is None:
+            mean, var, xc = _moments(be, xv, axes, center)
+        else:
+            mean, var = stats
+            xc = be.binary("sub", xv, mean) if center else xv
+        var = be.binary("add", var, eps)
+        rstd = be.unary("rsqrt", var, out=var)
+        xhat = be.binary("mul", xc, rstd, out=None if xc is xv else xc)
+        w = b = None
+        if weight is not None:
+            w = weight._data.reshape(wshape)
+            if w.dtype != cdt:
+                w = be.astype(w, cdt)
+        if bias is not None:
+            b = bias._data.reshape(wshape)
+            if b.dtype != cdt:
+                b = be.astype(b, cdt)
+        recording = False
+        for e in self.next_functions:
+            if e[0] is not None:
+                recording = True
+                break
+        if w is not None:
+            y = be.binary("mul", xhat, w)
+            if b is not None:
+                be.binary("add", y, b, out=y)
+        elif b is not None:
+            y = be.binary("add", xhat, b)
+        else:
+            # the result is the caller's to modify in place, so the saved normalised values must be a copy
+            y = be.copy(xhat) if recording else xhat
+        if recording:
+            # saved like tensors, so that the engine frees them with the rest after backward
+            self.save_for_backward(x, weight, Tensor._make(xhat, be), Tensor._make(rstd, be))
+            self.view, self.axes, self.wshape, self.eps, self.center = view, axes, wshape, eps, center
+            self.n = _prod([view[a] for a in axes])
+            # the layer-norm layout: normalised rows of a 2-D view, parameters along the row
+            self.rows = len(view) == 2 and axes == (1,) and wshape == (1, view[1])
+            p = weight if weight is not None else bias
+            if p is not None:
+                self.param_shape, self.param_npd = p._data.shape, p._data.dtype
+        if y.dtype != out_npd:
+            y = be.astype(y, out_npd)
+        return y.reshape(xd.shape)
+
+    def _param_axes(self):
+        """The axes of ``view`` that weight and bias are broadcast over (their gradients sum over them)."""
+        return tuple(i for i, s in enumerate(self.wshape) if s == 1)
+
+    def _param_grad(self, be, arr, paxes):
+        r = be.sum(arr, paxes, keepdims=True) if paxes else arr
+        r = r.reshape(self.param_shape)
+        if r.dtype != self.param_npd:
+            r = be.astype(r, self.param_npd)
+        return Tensor._make(r, be)
+
+    def backward(self, g):
+        x, weight, xhat, rstd = self.saved_tensors
+        cdt = xhat._data.dtype
+        if _state.grad:
+            return self._backward_graph(g, x, weight, cdt)
+        nx, nw, nb = self.needs_input_grad
+        be = g._be
+        xhat, rstd = xhat._data, rstd._data
+        w = None
+        if weight is not None:
+            w = weight._data.reshape(self.wshape)
+            if w.dtype != cdt:
+                w = be.astype(w, cdt)
+        gd = g._data.reshape(self.view)
+        if gd.dtype != cdt:
+            gd = be.astype(gd, cdt)
+        paxes = self._param_axes()
+        gx = gw = gb = None
+        t = be.binary("mul", gd, xhat) if (nw or nx) else None
+        if nw:
+            gw = self._param_grad(be, t, paxes)
+        if nb:
+            gb = self._param_grad(be, gd, paxes)
+        if nx:
+            axes = self.axes
+            inv_n = 1.0 / self.n if self.n else 0.0
+            if w is not None and self.rows:
+                # (rows, features) with a per-feature weight: both row sums of dxhat = dy * w are products
+                # with w (one GEMV each, no scaled copy of t)
+                w1 = w.reshape(-1)
+                c = be.binary("mul", be.matmul(t, w1).reshape(rstd.shape), inv_n)
+                a = be.binary("mul", be.matmul(gd, w1).reshape(rstd.shape), inv_n) if self.center else None
+                gxh = be.binary("mul", gd, w)
+            else:
+                if w is not None:
+                    gxh = be.binary("mul", gd, w)
+                    be.binary("mul", t, w, out=t)  # t = dxhat * xhat
+                else:
+                    gxh = gd
+                c = be.binary("mul", be.sum(t, axes, keepdims=True), inv_n)
+                a = be.binary("mul", be.sum(gxh, axes, keepdims=True), inv_n) if self.center else None
+            be.binary("mul", xhat, c, out=t)
+            # gd belongs to the caller (it may be another node's saved gradient): never write into it
+            gxh = be.binary("sub", gxh, t, out=None if gxh is gd else gxh)
+            if a is not None:
+                be.binary("sub", gxh, a, out=gxh)
+            be.binary("mul", gxh, rstd, out=gxh)
+            xd = x._data
+            if gxh.dtype != xd.dtype:
+                gxh = be.astype(gxh, xd.dtype)
+            gx = Tensor._make(gxh.reshape(xd.shape), be)
+        return gx, gw, gb
+
+    def _backward_graph(self, g, x, weight, npd):
+        """The same gradients from Tensor ops on the saved input, recorded for a further backward."""
+        nx, nw, nb = self.needs_input_grad
+        view, axes = self.view, self.axes
+        cdt = _dtype.from_numpy_dtype(npd)
+        xv = x.reshape(view)
+        if xv.dtype is not cdt:
+            xv = xv.to(cdt)
+        xc = xv - xv.mean(axes, keepdim=True) if self.center else xv
+        rstd = ((xc * xc).mean(axes, keepdim=True) + self.eps).rsqrt()
+        xhat = xc * rstd
+        gv = g.reshape(view)
+        if gv.dtype is not cdt:
+            gv = gv.to(cdt)
+        paxes = self._param_axes()
+        gx = gw = gb = None
+        if nw or nb:
+            pdt = _dtype.from_numpy_dtype(self.param_npd)
+            if nw:
+                gw = gv * xhat
+                gw = (gw.sum(paxes, keepdim=True) if paxes else gw).reshape(self.param_shape).to(pdt)
+            if nb:
+                gb = (gv.sum(paxes, keepdim=True) if paxes else gv).reshape(self.param_shape).to(pdt)
+        if nx:
+            gxh = gv * weight.reshape(self.wshape).to(cdt) if weight is not None else gv
+            r = gxh - xhat * (gxh * xhat).mean(axes, keepdim=True)
+            if self.center:
+                r = r - gxh.mean(axes, keepdim=True)
+            gx = (r * rstd).reshape(x.shape).to(x.dtype)
+        return gx, gw, gb
+
+
+class NativeLayerNormBackward0(_Normalize):
+    pass
+
+
+class RmsNormBackward0(_Normalize):
+    pass
+
+
+class NativeGroupNormBackward0(_Normalize):
+    pass
+
+
+class NativeBatchNormBackward0(_Normalize):
+    pass
+
+
+# ---------------------------------------------------------------------- argument checks
+
+def _need_float(input, kernel):
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{input.dtype._scalar_name}'")
+
+
+def _check_param_dtype(input, params, msg):
+    """Parameters share the input's dtype, except that half-precision inputs may take float32 ones."""
+    dt = input.dtype
+    for p in params:
+        if p is not None and p.dtype is not dt and not (dt.itemsize == 2 and p.dtype is _dtype.float32):
+            raise RuntimeError(msg)
+
+
+def _same_device(input, params):
+    for p in params:
+        if p is not None and p._be is not input._be:
+            raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                               f"{input.device} and {p.device}!")
+
+
+def _shape_tuple(normalized_shape, fn):
+    if isinstance(normalized_shape, numbers.Integral) or not hasattr(normalized_shape, "__iter__"):
+        raise TypeError(f"{fn}(): argument 'normalized_shape' (position 2) must be tuple of ints, not "
+                        f"{type(normalized_shape).__name__}")
+    return tuple(int(s) for s in normalized_shape)
+
+
+def _normalized_view(input, shape, fn, sep):
+    """(M, K) for normalising the trailing ``shape`` of ``input``; PyTorch's errors otherwise."""
+    if not shape:
+        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
+                           "element, but got normalized_shape = []")
+    xs = input._data.shape
+    k = len(shape)
+    if len(xs) < k or tuple(xs[len(xs) - k:]) != shape:
+        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
+                           f"[*{sep}{', '.join(map(str, shape))}], but got input of size{list(xs)}")
+    return (_prod(xs[:len(xs) - k]), _prod(shape))
+
+
+def _check_param_shape(p, name, shape):
+    if p is not None and tuple(p._data.shape) != shape:
+        raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
+                           f"{list(p.shape)} and normalized_shape = {list(shape)}")
+
+
+# ---------------------------------------------------------------------- the functions
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalise over the trailing ``normalized_shape`` dims to zero mean and unit variance (biased), then
+    scale by ``weight`` and shift by ``bias`` (both of shape ``normalized_shape``)."""
+    shape = _shape_tuple(normalized_shape, "layer_norm")
+    view = _normalized_view(input, shape, "layer_norm", ", ")
+    _check_param_shape(weight, "weight", shape)
+    _check_param_shape(bias, "bias", shape)
+    _need_float(input, "LayerNormKernelImpl")
+    _check_param_dtype(input, (weight, bias),
+                       f"mixed dtype (CPU): expect parameter to have scalar type of {input.dtype._scalar_name}")
+    _same_device(input, (weight, bias))
+    return NativeLayerNormBackward0.apply(input, weight, bias, view=view, axes=(1,), wshape=(1, view[1]),
+                                          eps=float(eps))
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """x / sqrt(mean(x^2) + eps) over the trailing ``normalized_shape`` dims, times ``weight``; ``eps``
+    defaults to the machine epsilon of the input's dtype."""
+    shape = _shape_tuple(normalized_shape, "rms_norm")
+    view = _normalized_view(input, shape, "rms_norm", "")
+    _check_param_shape(weight, "weight", shape)
+    _need_float(input, "rms_norm")
+    _check_param_dtype(input, (weight,),
+                       f"mixed dtype (CPU): expect parameter to have scalar type of {input.dtype._scalar_name}")
+    _same_device(input, (weight,))
+    if eps is None:
+        eps = _EPS[input.dtype.name]
+    return RmsNormBackward0.apply(input, weight, None, view=view, axes=(1,), wshape=(1, view[1]),
+                                  eps=float(eps), center=False)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Split the channels (dim 1) into ``num_groups`` groups and normalise each group of each sample over
+    its channels and positions; ``weight`` / ``bias`` hold one value per channel."""
+    xs = input._data.shape
+    if len(xs) < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {len(xs)}")
+    n, c = xs[0], xs[1]
+    if c % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
+                           f"shape {list(xs)} and num_groups={num_groups}")
+    for p, name in ((weight, "weight"), (bias, "bias")):
+        if p is not None and (p.dim() != 1 or p.numel() != c):
+            raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of channels in input, "
+                               f"but got {name} of shape {list(p.shape)} and input of shape {list(xs)}")
+    _need_float(input, "GroupNormKernelImpl")
+    _check_param_dtype(input, (weight, bias),
+                       f"mixed dtype (CPU): expect parameter to have scalar type of {input.dtype._scalar_name}")
+    _same_device(input, (weight, bias))
+    g = num_groups
+    view = (n, g, c // g, _prod(xs[2:]))
+    return NativeGroupNormBackward0.apply(input, weight, bias, view=view, axes=(2, 3), wshape=(1, g, c // g, 1),
+                                          eps=float(eps))
+
+
+def _channel_checks(input, tensors):
+    c = input._data.shape[1] if input._data.ndim > 1 else 0
+    for t, name in tensors:
+        if t is not None and t.numel() != c:
+            raise RuntimeError(f"{name} should contain {c} elements not {t.numel()}")
+    return c
+
+
+def _update_running(running, new, momentum):
+    """running = (1 - momentum) * running + momentum * new, in place and unrecorded."""
+    with no_grad():
+        running.mul_(1 - momentum).add_(new.to(running.dtype).reshape(running.shape), alpha=momentum)
+
+
+def _eval_affine(input, mean, var, weight, bias, eps):
+    """(x - mean) / sqrt(var + eps) * weight + bias with per-channel constants folded into one scale and one
+    shift, so the input is read twice instead of four times."""
+    c = input._data.shape[1]
+    bshape = (c,) + (1,) * (input._data.ndim - 2)
+    scale = (var + eps).rsqrt()
+    if weight is not None:
+        scale = scale * weight
+    shift = -mean * scale
+    if bias is not None:
+        shift = shift + bias
+    if scale.dtype is not input.dtype:
+        scale = scale.to(input.dtype)
+        shift = shift.to(input.dtype)
+    return input * scale.reshape(bshape) + shift.reshape(bshape)
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,
+               eps=1e-5):
+    """Normalise each channel (dim 1) over the batch and positions. In training (or without running
+    estimates) the batch's statistics are used and, when given, ``running_mean`` / ``running_var`` are
+    updated in place with ``momentum`` (the variance unbiased, as PyTorch does); in evaluation the running
+    estimates are used."""
+    if training:
+        xs = input._data.shape
+        size = _prod(xs[:1] + xs[2:]) if xs else 1
+        if size == 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size {input.shape}")
+    if (running_mean is None) != (running_var is None):
+        raise ValueError("running_mean and running_var must either both be None or neither be None")
+    if momentum is None or isinstance(momentum, bool) or not isinstance(momentum, numbers.Real):
+        raise TypeError(f"batch_norm(): argument 'momentum' (position 7) must be float, not "
+                        f"{type(momentum).__name__}")
+    if not training and running_mean is None:
+        raise RuntimeError("running_mean must be defined in evaluation mode")
+    c = _channel_checks(input, ((running_mean, "running_mean"), (running_var, "running_var"),
+                                (weight, "weight"), (bias, "bias")))
+    if input._data.ndim < 2:
+        raise RuntimeError(f"batch_norm: expected an input with at least 2 dims (N, C, ...), got "
+                           f"{input._data.ndim}")
+    _need_float(input, "batch_norm")
+    _check_param_dtype(input, (weight, bias, running_mean, running_var),
+                       "mixed dtype (CPU): all inputs must share same datatype.")
+    _same_device(input, (weight, bias, running_mean, running_var))
+    if not training:
+        return _eval_affine(input, running_mean, running_var, weight, bias, eps)
+    xs = input._data.shape
+    view = (xs[0], c, _prod(xs[2:]))
+    be = input._be
+    stats = None
+    if running_mean is not None:
+        cdt = _compute_dtype(be, input._data.dtype)
+        xv = input._data.reshape(view)
+        if xv.dtype != cdt:
+            xv = be.astype(xv, cdt)
+        mean, var, _ = _moments(be, xv, (0, 2), True)
+        stats = (mean, var)
+        n = view[0] * view[2]
+        _update_running(running_mean, Tensor._make(mean, be), momentum)
+        _update_running(running_var, Tensor._make(be.binary("mul", var, n / (n - 1)), be), momentum)
+    return NativeBatchNormBackward0.apply(input, weight, bias, view=view, axes=(0, 2), wshape=(1, c, 1),
+                                          eps=float(eps), stats=stats)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-5):
+    """Normalise each channel of each sample over its positions; with ``use_input_stats=False`` the running
+    estimates are used instead, and with them given and ``use_input_stats`` they are updated (averaged over
+    the batch)."""
+    xs = input._data.shape
+    if use_input_stats:
+        if _prod(xs[2:]) == 1:
+            raise ValueError(f"Expected more than 1 spatial element when training, got input size {input.shape}")
+    if input._data.ndim < 2:
+        raise RuntimeError(f"instance_norm: expected an input with at least 2 dims (N, C, ...), got "
+                           f"{input._data.ndim}")
+    c = _channel_checks(input, ((running_mean, "running_mean"), (running_var, "running_var"),
+                                (weight, "weight"), (bias, "bias")))
+    _need_float(input, "instance_norm")
+    _check_param_dtype(input, (weight, bias, running_mean, running_var),
+                       "mixed dtype (CPU): all inputs must share same datatype.")
+    _same_device(input, (weight, bias, running_mean, running_var))
+    if not use_input_stats:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is false")
+        return _eval_affine(input, running_mean, running_var, weight, bias, eps)
+    view = (xs[0], c, _prod(xs[2:]))
+    be = input._be
+    stats = None
+    if running_mean is not None and running_var is not None:
+        cdt = _compute_dtype(be, input._data.dtype)
+        xv = input._data.reshape(view)
+        if xv.dtype != cdt:
+            xv = be.astype(xv, cdt)
+        mean, var, _ = _moments(be, xv, (2,), True)
+        stats = (mean, var)
+        n = view[2]
+        _update_running(running_mean, Tensor._make(be.mean(mean, (0,)), be), momentum)
+        _update_running(running_var, Tensor._make(be.binary("mul", be.mean(var, (0,)), n / (n - 1)), be), momentum)
+    return NativeBatchNormBackward0.apply(input, weight, bias, view=view, axes=(2,), wshape=(1, c, 1),
+                                          eps=float(eps), stats=stats)
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """input / max(||input||_p along ``dim``, eps): unit-norm slices (zero slices stay zero)."""
+    denom = input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+    if out is None:
+        return input / denom
+    from ...ops.elementwise import div
+    return div(input, denom, out=out)

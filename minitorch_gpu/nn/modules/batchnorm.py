@@ -1,0 +1,174 @@
+"""Batch normalisation (``BatchNorm1d/2d/3d``) and instance normalisation (``InstanceNorm1d/2d/3d``).
+
+In training, batch norm normalises with the batch's statistics and folds them into the running estimates
+(``running_mean``, ``running_var``: an exponential average with ``momentum``, or with ``momentum=None``
+the cumulative average over ``num_batches_tracked`` batches); in evaluation it uses the estimates. With
+``track_running_stats=False`` there are no estimates and batch statistics are always used.
+"""
+import warnings
+
+from .. import functional as F
+from .. import init
+from ... import _dtype
+from ...ops.creation import empty, ones, tensor, zeros
+from ..module import Module
+from ..parameter import Parameter
+
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
+
+
+class _NormBase(Module):
+    """Parameters (weight, bias), running estimates and their bookkeeping shared by batch and instance norm."""
+
+    _version = 2
+    __constants__ = ["track_running_stats", "momentum", "eps", "num_features", "affine"]
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None,
+                 dtype=None, *, bias=True):
+        super().__init__()
+        self.num_features = num_features
+        self.eps = eps
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if affine:
+            self.weight = Parameter(empty(num_features, device=device, dtype=dtype))
+            if bias:
+                self.bias = Parameter(empty(num_features, device=device, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", zeros(num_features, device=device, dtype=dtype))
+            self.register_buffer("running_var", ones(num_features, device=device, dtype=dtype))
+            self.register_buffer("num_batches_tracked", tensor(0, dtype=_dtype.int64, device=device))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+        self.reset_parameters()
+
+    def reset_running_stats(self):
+        if self.track_running_stats:
+            self.running_mean.zero_()
+            self.running_var.fill_(1)
+            self.num_batches_tracked.zero_()
+
+    def reset_parameters(self):
+        self.reset_running_stats()
+        if self.affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def _check_input_dim(self, input):
+        raise NotImplementedError
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        # checkpoints written before num_batches_tracked existed (version 1) load with the current count
+        version = local_metadata.get("version", None)
+        if (version is None or version < 2) and self.track_running_stats:
+            key = prefix + "num_batches_tracked"
+            if key not in state_dict:
+                state_dict[key] = (self.num_batches_tracked if self.num_batches_tracked is not None
+                                   else tensor(0, dtype=_dtype.int64))
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
+
+
+class _BatchNorm(_NormBase):
+    def forward(self, input):
+        self._check_input_dim(input)
+        factor = 0.0 if self.momentum is None else self.momentum
+        counting = self.training and self.track_running_stats and self.num_batches_tracked is not None
+        if counting and self.momentum is None:
+            # the cumulative average gives this batch weight 1 / (batches seen, this one included)
+            factor = 1.0 / (float(self.num_batches_tracked) + 1.0)
+        use_batch_stats = self.training or (self.running_mean is None and self.running_var is None)
+        track = not self.training or self.track_running_stats
+        out = F.batch_norm(input, self.running_mean if track else None, self.running_var if track else None,
+                           self.weight, self.bias, use_batch_stats, factor, self.eps)
+        # counted once the batch was accepted, so that a refused input changes nothing
+        if counting:
+            self.num_batches_tracked.add_(1)
+        return out
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch norm over (N, C) or (N, C, L) inputs, per channel C."""
+
+    def _check_input_dim(self, input):
+        if input.dim() != 2 and input.dim() != 3:
+            raise ValueError(f"expected 2D or 3D input (got {input.dim()}D input)")
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch norm over (N, C, H, W) inputs, per channel C."""
+
+    def _check_input_dim(self, input):
+        if input.dim() != 4:
+            raise ValueError(f"expected 4D input (got {input.dim()}D input)")
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch norm over (N, C, D, H, W) inputs, per channel C."""
+
+    def _check_input_dim(self, input):
+        if input.dim() != 5:
+            raise ValueError(f"expected 5D input (got {input.dim()}D input)")
+
+
+class _InstanceNorm(_NormBase):
+    _no_batch_dim = None
+    _dims = None
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False,
+                 device=None, dtype=None, *, bias=True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
+
+    def _check_input_dim(self, input):
+        if input.dim() not in self._dims:
+            raise ValueError(f"expected {self._dims[0]}D or {self._dims[1]}D input (got {input.dim()}D input)")
+
+    def forward(self, input):
+        self._check_input_dim(input)
+        feature_dim = input.dim() - self._no_batch_dim
+        if input.size(feature_dim) != self.num_features:
+            if self.affine:
+                raise ValueError(f"expected input's size at dim={feature_dim} to match num_features "
+                                 f"({self.num_features}), but got: {input.size(feature_dim)}.")
+            warnings.warn(f"input's size at dim={feature_dim} does not match num_features. You can silence this "
+                          "warning by not passing in num_features, which is not used because affine=False",
+                          stacklevel=2)
+        unbatched = input.dim() == self._no_batch_dim
+        if unbatched:
+            input = input.unsqueeze(0)
+        out = F.instance_norm(input, self.running_mean, self.running_var, self.weight, self.bias,
+                              self.training or not self.track_running_stats,
+                              self.momentum if self.momentum is not None else 0.0, self.eps)
+        return out.squeeze(0) if unbatched else out
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance norm over (N, C, L) or (C, L) inputs: each channel of each sample over its positions."""
+    _no_batch_dim = 2
+    _dims = (2, 3)
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance norm over (N, C, H, W) or (C, H, W) inputs."""
+    _no_batch_dim = 3
+    _dims = (3, 4)
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance norm over (N, C, D, H, W) or (C, D, H, W) inputs."""
+    _no_batch_dim = 4
+    _dims = (4, 5)

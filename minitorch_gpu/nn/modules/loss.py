@@ -1,0 +1,184 @@
+"""Loss modules: thin wrappers that hold a loss's options (and its class weights as buffers, so that
+``.to(device)`` and ``state_dict`` carry them) and call the functional form."""
+from .. import functional as F
+from ..functional.loss import _legacy_get_string
+from ..module import Module
+
+__all__ = [
+    "L1Loss", "MSELoss", "SmoothL1Loss", "HuberLoss", "NLLLoss", "CrossEntropyLoss", "BCELoss",
+    "BCEWithLogitsLoss", "KLDivLoss", "SoftMarginLoss", "MarginRankingLoss", "CosineEmbeddingLoss",
+]
+
+
+class _Loss(Module):
+    """Base of the losses: stores ``reduction`` (or the one the legacy ``size_average`` / ``reduce`` name)."""
+    reduction: str
+
+    def __init__(self, size_average=None, reduce=None, reduction="mean"):
+        super().__init__()
+        if size_average is not None or reduce is not None:
+            self.reduction = _legacy_get_string(size_average, reduce)
+        else:
+            self.reduction = reduction
+
+
+class _WeightedLoss(_Loss):
+    """A loss with an optional per-class ``weight``, registered as a buffer."""
+
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
+
+
+class L1Loss(_Loss):
+    """Mean absolute error ``|input - target|`` (see ``F.l1_loss``)."""
+    __constants__ = ["reduction"]
+
+    def __init__(self, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+
+    def forward(self, input, target):
+        return F.l1_loss(input, target, reduction=self.reduction)
+
+
+class MSELoss(_Loss):
+    """Mean squared error ``(input - target)^2`` (see ``F.mse_loss``)."""
+    __constants__ = ["reduction"]
+
+    def __init__(self, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+
+    def forward(self, input, target):
+        return F.mse_loss(input, target, reduction=self.reduction)
+
+
+class SmoothL1Loss(_Loss):
+    """Squared error below ``beta``, absolute error above it (see ``F.smooth_l1_loss``)."""
+    __constants__ = ["reduction"]
+
+    def __init__(self, size_average=None, reduce=None, reduction="mean", beta=1.0):
+        super().__init__(size_average, reduce, reduction)
+        self.beta = beta
+
+    def forward(self, input, target):
+        return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class HuberLoss(_Loss):
+    """Squared error below ``delta``, ``delta``-scaled absolute error above it (see ``F.huber_loss``)."""
+    __constants__ = ["reduction", "delta"]
+
+    def __init__(self, reduction="mean", delta=1.0):
+        if not isinstance(delta, (float, int)):
+            raise TypeError(f"delta must be a float or int, got: {type(delta)}")
+        super().__init__(reduction=reduction)
+        self.delta = delta
+
+    def forward(self, input, target):
+        return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
+
+
+class NLLLoss(_WeightedLoss):
+    """Negative log-likelihood of class indices under log-probabilities (see ``F.nll_loss``)."""
+    __constants__ = ["ignore_index", "reduction"]
+    ignore_index: int
+
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+        super().__init__(weight, size_average, reduce, reduction)
+        self.ignore_index = ignore_index
+
+    def forward(self, input, target):
+        return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
+                          reduction=self.reduction)
+
+
+class CrossEntropyLoss(_WeightedLoss):
+    """Cross-entropy between logits and class indices or class probabilities (see ``F.cross_entropy``)."""
+    __constants__ = ["ignore_index", "reduction", "label_smoothing"]
+    ignore_index: int
+    label_smoothing: float
+
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
+                 label_smoothing=0.0):
+        super().__init__(weight, size_average, reduce, reduction)
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+
+    def forward(self, input, target):
+        return F.cross_entropy(input, target, weight=self.weight, ignore_index=self.ignore_index,
+                               reduction=self.reduction, label_smoothing=self.label_smoothing)
+
+
+class BCELoss(_WeightedLoss):
+    """Binary cross-entropy between probabilities (see ``F.binary_cross_entropy``)."""
+    __constants__ = ["reduction"]
+
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(weight, size_average, reduce, reduction)
+
+    def forward(self, input, target):
+        return F.binary_cross_entropy(input, target, weight=self.weight, reduction=self.reduction)
+
+
+class BCEWithLogitsLoss(_Loss):
+    """Binary cross-entropy computed stably from logits, with ``weight`` and ``pos_weight`` buffers (see
+    ``F.binary_cross_entropy_with_logits``)."""
+
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None):
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
+        self.register_buffer("pos_weight", pos_weight)
+
+    def forward(self, input, target):
+        return F.binary_cross_entropy_with_logits(input, target, self.weight, pos_weight=self.pos_weight,
+                                                  reduction=self.reduction)
+
+
+class KLDivLoss(_Loss):
+    """Kullback-Leibler divergence with log-probability inputs (see ``F.kl_div``)."""
+    __constants__ = ["reduction"]
+
+    def __init__(self, size_average=None, reduce=None, reduction="mean", log_target=False):
+        super().__init__(size_average, reduce, reduction)
+        self.log_target = log_target
+
+    def forward(self, input, target):
+        return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
+
+
+class SoftMarginLoss(_Loss):
+    """Two-class logistic loss for targets in {1, -1} (see ``F.soft_margin_loss``)."""
+    __constants__ = ["reduction"]
+
+    def __init__(self, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+
+    def forward(self, input, target):
+        return F.soft_margin_loss(input, target, reduction=self.reduction)
+
+
+class MarginRankingLoss(_Loss):
+    """Hinge loss on the difference of two scores (see ``F.margin_ranking_loss``)."""
+    __constants__ = ["margin", "reduction"]
+    margin: float
+
+    def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input1, input2, target):
+        return F.margin_ranking_loss(input1, input2, target, margin=self.margin, reduction=self.reduction)
+
+
+class CosineEmbeddingLoss(_Loss):
+    """Cosine-similarity embedding loss for pairs labelled 1 (similar) or -1 (see
+    ``F.cosine_embedding_loss``)."""
+    __constants__ = ["margin", "reduction"]
+    margin: float
+
+    def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input1, input2, target):
+        return F.cosine_embedding_loss(input1, input2, target, margin=self.margin, reduction=self.reduction)
