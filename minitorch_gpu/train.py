@@ -1,0 +1,554 @@
+"""Train a character-level GPT: ``python -m minitorch_gpu.train`` (or the ``minitorch-gpu-train`` command).
+
+With no arguments it trains on a corpus that is always there, offline: the Python standard library's own
+source files, read from the running interpreter in a fixed order (the first ``--max-chars`` characters). Pass
+``--data FILE_OR_DIR`` to train on any text (a directory contributes all its files, in sorted order). The last
+10% of the corpus is held out for validation.
+
+Everything lands in ``--out`` (default ``out/``): ``metrics.jsonl`` (one JSON object per step: step, loss,
+lr, tokens_per_s, and val_loss at evaluation steps), ``checkpoint.safetensors`` (model, optimizer, scheduler,
+step, random-number-generator states, model config and vocabulary, written with ``mt.save``) and ``loss.png``
+(train and validation curves; needs matplotlib). A text sample is printed at the end.
+
+``--resume`` continues from the checkpoint in ``--out`` up to ``--steps``. Batches come from a generator whose
+state is checkpointed with everything else, so on the CPU a resumed run reproduces the losses of an
+uninterrupted one exactly (``--stop-after N`` ends a run early at step N, as an interruption would; Ctrl-C
+also saves a checkpoint before exiting).
+
+Bad input (a missing data path, an empty corpus, ``--resume`` without a checkpoint, a checkpoint from another
+model config or vocabulary, ``--device cuda`` without a GPU, bad numbers) is reported in one line on stderr
+with exit code 2.
+"""
+import argparse
+import json
+import math
+import os
+import sys
+import sysconfig
+import time
+
+import numpy as np
+
+PROG = "minitorch-gpu-train"
+CHECKPOINT = "checkpoint.safetensors"
+METRICS = "metrics.jsonl"
+PLOT = "loss.png"
+CHECKPOINT_FORMAT = "minitorch_gpu.train/1"
+VAL_FRACTION = 0.1
+MIN_LR_RATIO = 0.1
+
+# defaults per device. CPU: loss falls visibly within a minute on two cores; GPU: a model that learns to write
+# plausible Python
+DEFAULTS = {
+    "cpu": dict(steps=300, batch_size=16, block_size=64, n_layer=2, n_head=4, n_embd=64, dropout=0.0, lr=3e-3,
+                warmup=30, eval_every=50, eval_iters=10),
+    "cuda": dict(steps=2000, batch_size=64, block_size=256, n_layer=6, n_head=6, n_embd=384, dropout=0.2,
+                 lr=1e-3, warmup=100, eval_every=250, eval_iters=40),
+}
+MODEL_FIELDS = ("block_size", "n_layer", "n_head", "n_embd", "dropout")
+
+# directories of the standard library that are not plain library source (tests hold deliberately odd files;
+# site-packages differs between installations)
+_SKIP_DIRS = {"site-packages", "dist-packages", "test", "tests", "idle_test", "__pycache__"}
+
+
+class UsageError(Exception):
+    """Bad input: reported as one line on stderr with exit code 2, never as a traceback."""
+
+
+# ---------------------------------------------------------------------------------------------- arguments
+
+def _number(kind, low, low_open, what):
+    def parse(text):
+        try:
+            v = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if not math.isfinite(v) or v < low or (low_open and v == low):
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+        return v
+    parse.__name__ = what
+    return parse
+
+
+_positive_int = _number(int, 0, True, "a positive integer")
+_nonneg_int = _number(int, 0, False, "a non-negative integer")
+_positive_float = _number(float, 0.0, True, "a positive number")
+_nonneg_float = _number(float, 0.0, False, "a non-negative number")
+
+
+def _probability(text):
+    v = _number(float, 0.0, False, "a probability in [0, 1)")(text)
+    if v >= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a probability in [0, 1), got {text!r}")
+    return v
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    # options whose default depends on the device say so in their help text instead of "(default: None)"
+    def _get_help_string(self, action):
+        if action.default is None or isinstance(action.default, bool):
+            return action.help
+        return super()._get_help_string(action)
+
+
+def build_parser():
+    """The command-line interface (defaults of None are filled per device, or from the checkpoint)."""
+    p = argparse.ArgumentParser(prog=PROG, description="Train a character-level GPT with minitorch_gpu.",
+                                formatter_class=_HelpFormatter)
+    p.add_argument("--data", default=None,
+                   help="text file or directory of text files (default: the Python standard library's source)")
+    p.add_argument("--max-chars", type=_positive_int, default=2_000_000, help="use at most this many characters")
+    p.add_argument("--out", default="out", help="output directory")
+    p.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (auto: cuda when available)")
+    p.add_argument("--seed", type=_nonneg_int, default=1337, help="seed of the model init, batches and dropout")
+    p.add_argument("--steps", type=_positive_int, help="total optimizer steps (cpu 300, gpu 2000)")
+    p.add_argument("--stop-after", type=_positive_int, default=None,
+                   help="stop (and checkpoint) after this step, as an interruption would; --resume continues")
+    p.add_argument("--batch-size", type=_positive_int, help="sequences per step (cpu 16, gpu 64)")
+    p.add_argument("--block-size", type=_positive_int, help="context length in characters (cpu 64, gpu 256)")
+    p.add_argument("--n-layer", type=_positive_int, help="transformer blocks (cpu 2, gpu 6)")
+    p.add_argument("--n-head", type=_positive_int, help="attention heads (cpu 4, gpu 6)")
+    p.add_argument("--n-embd", type=_positive_int, help="embedding width (cpu 64, gpu 384)")
+    p.add_argument("--dropout", type=_probability, help="dropout probability (cpu 0, gpu 0.2)")
+    p.add_argument("--lr", type=_positive_float, help="peak learning rate (cpu 3e-3, gpu 1e-3)")
+    p.add_argument("--warmup", type=_nonneg_int,
+                   help="linear warmup steps before the cosine decay (cpu 30, gpu 100, at most a tenth of --steps)")
+    p.add_argument("--weight-decay", type=_nonneg_float, default=0.1, help="AdamW weight decay (matrices only)")
+    p.add_argument("--grad-clip", type=_nonneg_float, default=1.0, help="max gradient norm (0: no clipping)")
+    p.add_argument("--eval-every", type=_positive_int, help="evaluate (and checkpoint) every N steps (cpu 50, gpu 250)")
+    p.add_argument("--eval-iters", type=_positive_int, help="validation batches per evaluation (cpu 10, gpu 40)")
+    p.add_argument("--sample-every", type=_nonneg_int, default=0, help="print a sample every N steps (0: never)")
+    p.add_argument("--sample-chars", type=_nonneg_int, default=300, help="length of the printed samples")
+    p.add_argument("--temperature", type=_positive_float, default=0.8, help="sampling temperature")
+    p.add_argument("--top-k", type=_positive_int, default=40, help="sample from the k most likely characters")
+    p.add_argument("--prompt", default=None, help="text the samples start from (default: a newline)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    return p
+
+
+# ---------------------------------------------------------------------------------------------- data
+
+def stdlib_source_files():
+    """The standard library's ``.py`` files, sorted by path relative to the library root."""
+    root = sysconfig.get_paths()["stdlib"]
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in _SKIP_DIRS]
+        for name in filenames:
+            if name.endswith(".py"):
+                full = os.path.join(dirpath, name)
+                found.append((os.path.relpath(full, root).replace(os.sep, "/"), full))
+    found.sort()
+    return [full for _, full in found]
+
+
+def _text_files(directory):
+    found = []
+    for dirpath, dirnames, filenames in os.walk(directory):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        for name in filenames:
+            if not name.startswith("."):
+                full = os.path.join(dirpath, name)
+                found.append((os.path.relpath(full, directory), full))
+    found.sort()
+    return [full for _, full in found]
+
+
+def read_corpus(data, max_chars):
+    """The training text: ``data`` (a file, or every readable UTF-8 text file under a directory) or the
+    standard library's source; files are joined in sorted order and the result cut at ``max_chars``."""
+    if data is None:
+        files, origin = stdlib_source_files(), f"Python {sys.version.split()[0]} standard library"
+    elif os.path.isdir(data):
+        files, origin = _text_files(data), data
+    elif os.path.exists(data):
+        files, origin = [data], data
+    else:
+        raise UsageError(f"data path does not exist: {data}")
+    parts, total = [], 0
+    for path in files:
+        if total >= max_chars:
+            break
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read(max_chars - total + 1)
+        except UnicodeDecodeError:
+            if len(files) == 1:
+                raise UsageError(f"{path} is not UTF-8 text") from None
+            continue  # a binary file inside a directory of text
+        except OSError as e:
+            raise UsageError(f"cannot read {path}: {e.strerror}") from None
+        if text:
+            parts.append(text)
+            total += len(text)
+    corpus = "".join(parts)[:max_chars]
+    if not corpus:
+        raise UsageError(f"the corpus is empty: no text found in {origin}")
+    return corpus, origin
+
+
+def encode(text):
+    """Character ids of ``text`` (int64) and the vocabulary: its distinct characters, sorted."""
+    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    uniq, ids = np.unique(codes, return_inverse=True)
+    return ids.astype(np.int64).reshape(-1), "".join(chr(c) for c in uniq)
+
+
+class Batches:
+    """Random windows of the train or validation ids: ``x`` is ``block_size`` characters, ``y`` the same window
+    shifted by one. Offsets come from the given generator, so batches are reproducible from its state."""
+
+    def __init__(self, ids, block_size, batch_size, device):
+        import minitorch_gpu as mt
+        n_val = max(int(len(ids) * VAL_FRACTION), 1)
+        self.splits = {"train": mt.from_numpy(ids[:-n_val].copy()), "val": mt.from_numpy(ids[-n_val:].copy())}
+        for name, part in self.splits.items():
+            if part.numel() < block_size + 1:
+                raise UsageError(f"the corpus is too small for --block-size {block_size}: its {name} split has "
+                                 f"{part.numel()} characters, need at least {block_size + 1}")
+        self.block_size = block_size
+        self.batch_size = batch_size
+        self.device = device
+        self._window = mt.arange(block_size)
+
+    def get(self, split, generator):
+        import minitorch_gpu as mt
+        data = self.splits[split]
+        starts = mt.randint(0, data.numel() - self.block_size, (self.batch_size, 1), generator=generator)
+        pos = starts + self._window
+        x, y = data[pos], data[pos + 1]
+        return x.to(self.device), y.to(self.device)
+
+
+# ---------------------------------------------------------------------------------------------- pieces
+
+def pick_device(name):
+    """``auto`` -> cuda when a GPU is usable, else cpu; an explicit cuda without one is a UsageError."""
+    import minitorch_gpu as mt
+    if name == "auto":
+        return mt.device("cuda" if mt.cuda.is_available() else "cpu")
+    try:
+        dev = mt.device(name)
+    except (RuntimeError, ValueError, TypeError):
+        raise UsageError(f"unknown device {name!r} (expected auto, cpu, cuda or cuda:N)") from None
+    if dev.type not in ("cpu", "cuda"):
+        raise UsageError(f"unsupported device {name!r} (expected auto, cpu, cuda or cuda:N)")
+    if dev.type == "cuda":
+        if not mt.cuda.is_available():
+            raise UsageError(f"--device {name} was requested but no CUDA GPU is available (install CuPy with "
+                             f"pip install 'minitorch_gpu[cuda12]' on a machine with an NVIDIA GPU, or use "
+                             f"--device cpu)")
+        if dev.index is not None and dev.index >= mt.cuda.device_count():
+            raise UsageError(f"--device {name}: only {mt.cuda.device_count()} GPU(s) present")
+    return dev
+
+
+def lr_schedule(warmup, steps):
+    """The LR factor after ``i`` scheduler steps: linear warmup to 1 over ``warmup`` steps, then a cosine decay
+    to ``MIN_LR_RATIO`` at ``steps``."""
+    def factor(i):
+        if i < warmup:
+            return (i + 1) / warmup
+        progress = min((i - warmup) / max(steps - warmup, 1), 1.0)
+        return MIN_LR_RATIO + (1 - MIN_LR_RATIO) * 0.5 * (1 + math.cos(math.pi * progress))
+    return factor
+
+
+def param_groups(model, weight_decay):
+    """AdamW groups: weight decay on matrices (Linear and embedding weights), none on biases and norms."""
+    decay, no_decay = [], []
+    for _, p in model.named_parameters():
+        if p.requires_grad:
+            (decay if p.dim() >= 2 else no_decay).append(p)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+def evaluate(model, batches, iters, seed):
+    """Mean validation loss over ``iters`` batches, always the same ones (a generator seeded afresh), so
+    successive evaluations are comparable and training's random streams are untouched."""
+    import minitorch_gpu as mt
+    gen = mt.Generator().manual_seed(seed)
+    model.eval()
+    total = 0.0
+    with mt.no_grad():
+        for _ in range(iters):
+            x, y = batches.get("val", gen)
+            _, loss = model(x, y)
+            total += loss.item()
+    model.train()
+    return total / iters
+
+
+def sample(model, vocab, prompt, n_chars, temperature, top_k, seed, device):
+    """A text sample of ``n_chars`` characters after ``prompt`` (drawn from its own seeded generator)."""
+    import minitorch_gpu as mt
+    stoi = {c: i for i, c in enumerate(vocab)}
+    idx = mt.tensor([[stoi[c] for c in prompt]], dtype=mt.int64, device=device)
+    gen = mt.Generator(device).manual_seed(seed)
+    was_training = model.training
+    model.eval()
+    out = model.generate(idx, n_chars, temperature=temperature, top_k=min(top_k, len(vocab)), generator=gen)
+    model.train(was_training)
+    return "".join(vocab[i] for i in out[0].tolist())
+
+
+def _rng_states(data_gen, device):
+    import minitorch_gpu as mt
+    states = {"cpu": mt.get_rng_state(), "data": data_gen.get_state()}
+    if device.type == "cuda":
+        states["cuda"] = mt.cuda.get_rng_state(device)
+    return states
+
+
+def _set_rng_states(states, data_gen, device):
+    import minitorch_gpu as mt
+    mt.set_rng_state(states["cpu"])
+    data_gen.set_state(states["data"])
+    if device.type == "cuda" and "cuda" in states:
+        mt.cuda.set_rng_state(states["cuda"], device)
+
+
+def save_checkpoint(path, model, optimizer, scheduler, step, data_gen, device, config, vocab, run):
+    """Everything a resumed run needs to continue exactly: weights, optimizer and scheduler state, step, RNG
+    states, model config, vocabulary and the run settings."""
+    import minitorch_gpu as mt
+    mt.save({"format": CHECKPOINT_FORMAT, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+             "scheduler": scheduler.state_dict(), "step": step, "rng": _rng_states(data_gen, device),
+             "config": config.to_dict(), "vocab": vocab, "run": run}, path)
+
+
+def load_checkpoint(path):
+    """The checkpoint dict at ``path``; a missing or unreadable one is a UsageError."""
+    import minitorch_gpu as mt
+    if not os.path.exists(path):
+        raise UsageError(f"--resume: no checkpoint at {path} (train without --resume first)")
+    try:
+        ckpt = mt.load(path, map_location="cpu")
+    except Exception as e:  # a damaged file: say which and why, without a traceback
+        raise UsageError(f"--resume: cannot read checkpoint {path}: {e}") from None
+    required = ("format", "model", "optimizer", "scheduler", "step", "rng", "config", "vocab")
+    if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT or \
+            any(k not in ckpt for k in required):
+        raise UsageError(f"--resume: {path} is not a checkpoint written by {PROG}")
+    from minitorch_gpu.models import GPTConfig
+    try:
+        GPTConfig.from_dict(ckpt["config"])
+    except (ValueError, TypeError, AttributeError) as e:
+        raise UsageError(f"--resume: the checkpoint's model config is invalid: {e}") from None
+    return ckpt
+
+
+def read_metrics(path, up_to_step):
+    """The records of an earlier run's metrics file up to ``up_to_step`` (a resumed run rewrites the rest)."""
+    records = []
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if line:
+                    try:
+                        rec = json.loads(line)
+                    except json.JSONDecodeError:
+                        continue  # a line cut short by a crash
+                    if isinstance(rec, dict) and rec.get("step", math.inf) <= up_to_step:
+                        records.append(rec)
+    return records
+
+
+def write_plot(path, records):
+    """Train and validation loss curves as a PNG; returns False (and says why) when matplotlib is missing."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print(f"{PROG}: matplotlib is not installed, so {path} was not written "
+              f"(pip install 'minitorch_gpu[plot]')", file=sys.stderr)
+        return False
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    steps = [r["step"] for r in records]
+    ax.plot(steps, [r["loss"] for r in records], label="train", linewidth=1, alpha=0.8)
+    val = [(r["step"], r["val_loss"]) for r in records if "val_loss" in r]
+    if val:
+        ax.plot(*zip(*val), "o-", label="val", linewidth=2)
+    ax.set_xlabel("step")
+    ax.set_ylabel("cross-entropy (nats per character)")
+    ax.set_title("char-level GPT, minitorch_gpu")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return True
+
+
+# ---------------------------------------------------------------------------------------------- the job
+
+def _resolve(args, device, ckpt):
+    """Fill unset options from the device's defaults, or for the model shape from the checkpoint (explicit
+    options that contradict it are an error)."""
+    defaults = DEFAULTS["cuda" if device.type == "cuda" else "cpu"]
+    if ckpt is not None:
+        saved = ckpt["config"]
+        for name in MODEL_FIELDS:
+            given = getattr(args, name)
+            if given is not None and given != saved.get(name):
+                raise UsageError(f"--resume: the checkpoint is from an incompatible config: it has "
+                                 f"{name}={saved.get(name)!r}, but --{name.replace('_', '-')} {given!r} was given")
+            setattr(args, name, saved.get(name))
+    for name, value in defaults.items():
+        if getattr(args, name) is None:
+            if name == "warmup":
+                # a short run still reaches its peak learning rate (steps is resolved first: dict order)
+                value = min(value, args.steps // 10)
+            setattr(args, name, value)
+    if args.n_embd % args.n_head != 0:
+        raise UsageError(f"--n-embd ({args.n_embd}) must be divisible by --n-head ({args.n_head})")
+
+
+def run(args):
+    """Train as ``args`` say; returns the exit code."""
+    import minitorch_gpu as mt
+    from minitorch_gpu.models import GPT, GPTConfig
+    from tqdm import tqdm
+
+    device = pick_device(args.device)
+    out = args.out
+    ckpt_path = os.path.join(out, CHECKPOINT)
+    ckpt = load_checkpoint(ckpt_path) if args.resume else None
+    _resolve(args, device, ckpt)
+    if args.stop_after is not None and args.stop_after > args.steps:
+        raise UsageError(f"--stop-after ({args.stop_after}) is beyond --steps ({args.steps})")
+
+    text, origin = read_corpus(args.data, args.max_chars)
+    ids, vocab = encode(text)
+    if ckpt is not None and ckpt["vocab"] != vocab:
+        raise UsageError("--resume: the checkpoint's vocabulary differs from this corpus's; resume with the same "
+                         "--data and --max-chars as the original run")
+    config = GPTConfig(vocab_size=len(vocab), block_size=args.block_size, n_layer=args.n_layer,
+                       n_head=args.n_head, n_embd=args.n_embd, dropout=args.dropout, bias=True)
+    prompt = args.prompt
+    if prompt is None:
+        prompt = "\n" if "\n" in vocab else vocab[0]
+    unknown = sorted(set(prompt) - set(vocab))
+    if not prompt or unknown:
+        raise UsageError(f"--prompt must be non-empty text over the corpus's characters (unknown: {unknown!r})")
+    batches = Batches(ids, args.block_size, args.batch_size, device)
+
+    try:
+        os.makedirs(out, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"cannot create output directory {out}: {e.strerror}") from None
+
+    mt.manual_seed(args.seed)
+    data_gen = mt.Generator().manual_seed(args.seed)
+    model = GPT(config).to(device)
+    optimizer = mt.optim.AdamW(param_groups(model, args.weight_decay), lr=args.lr, betas=(0.9, 0.99))
+    scheduler = mt.optim.lr_scheduler.LambdaLR(optimizer, lr_schedule(args.warmup, args.steps))
+    step = 0
+    metrics_path = os.path.join(out, METRICS)
+    if ckpt is not None:
+        try:
+            model.load_state_dict(ckpt["model"])
+            optimizer.load_state_dict(ckpt["optimizer"])
+            scheduler.load_state_dict(ckpt["scheduler"])
+            _set_rng_states(ckpt["rng"], data_gen, device)
+        except (RuntimeError, KeyError, ValueError, TypeError) as e:
+            raise UsageError(f"--resume: the checkpoint does not fit this model: {e}") from None
+        step = int(ckpt["step"])
+        records = read_metrics(metrics_path, step)
+    else:
+        records = []
+    with open(metrics_path, "w") as f:
+        for rec in records:
+            f.write(json.dumps(rec) + "\n")
+
+    run_info = {"seed": args.seed, "steps": args.steps, "batch_size": args.batch_size, "data": origin}
+    stop = args.steps if args.stop_after is None else args.stop_after
+    print(f"{PROG}: {len(text):,} characters of {origin}, vocabulary {len(vocab)}; GPT {config.n_layer} layers, "
+          f"{config.n_head} heads, width {config.n_embd}, context {config.block_size} "
+          f"({model.num_params():,} parameters) on {device}; steps {step + 1}..{stop}", file=sys.stderr)
+
+    tokens_per_step = args.batch_size * args.block_size
+    exit_code = 0
+    bar = tqdm(total=args.steps, initial=step, desc="train", unit="step", disable=args.quiet, file=sys.stderr,
+               dynamic_ncols=True, mininterval=0.5)
+    metrics = open(metrics_path, "a")
+    try:
+        while step < stop:
+            t0 = time.perf_counter()
+            x, y = batches.get("train", data_gen)
+            _, loss = model(x, y)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if args.grad_clip > 0:
+                mt.nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip)
+            lr = optimizer.param_groups[0]["lr"]
+            optimizer.step()
+            scheduler.step()
+            loss_value = loss.item()  # also waits for the GPU, so the timing below is real
+            step += 1
+            rec = {"step": step, "loss": loss_value, "lr": lr,
+                   "tokens_per_s": tokens_per_step / max(time.perf_counter() - t0, 1e-9)}
+            if not math.isfinite(loss_value):
+                bar.close()
+                print(f"{PROG}: the loss became {loss_value} at step {step}; try a lower --lr", file=sys.stderr)
+                return 1
+            if step % args.eval_every == 0 or step == args.steps:
+                rec["val_loss"] = evaluate(model, batches, args.eval_iters, args.seed + 1)
+                bar.write(f"step {step}: train loss {loss_value:.4f}, val loss {rec['val_loss']:.4f}",
+                          file=sys.stderr)
+                save_checkpoint(ckpt_path, model, optimizer, scheduler, step, data_gen, device, config, vocab,
+                                run_info)
+            elif step == stop:
+                save_checkpoint(ckpt_path, model, optimizer, scheduler, step, data_gen, device, config, vocab,
+                                run_info)
+            metrics.write(json.dumps(rec) + "\n")
+            metrics.flush()
+            records.append(rec)
+            # the bar redraws at most every mininterval seconds, not on every postfix change
+            bar.set_postfix(loss=f"{loss_value:.4f}", tok_s=f"{rec['tokens_per_s']:,.0f}", refresh=False)
+            bar.update(1)
+            if args.sample_every and step % args.sample_every == 0 and step != args.steps:
+                text_sample = sample(model, vocab, prompt, args.sample_chars, args.temperature, args.top_k,
+                                     args.seed + 2, device)
+                bar.write(f"--- sample (step {step}) ---\n{text_sample}", file=sys.stdout)
+    except KeyboardInterrupt:
+        save_checkpoint(ckpt_path, model, optimizer, scheduler, step, data_gen, device, config, vocab, run_info)
+        print(f"\n{PROG}: interrupted after step {step}; checkpoint saved, continue with --resume", file=sys.stderr)
+        exit_code = 130
+    finally:
+        metrics.close()
+        bar.close()
+
+    plot_path = os.path.join(out, PLOT)
+    wrote_plot = bool(records) and write_plot(plot_path, records)
+    if exit_code:
+        return exit_code
+    last_val = next((r["val_loss"] for r in reversed(records) if "val_loss" in r), None)
+    summary = f"{PROG}: step {step}"
+    if records:
+        summary += f", train loss {records[-1]['loss']:.4f}"
+    if last_val is not None:
+        summary += f", val loss {last_val:.4f}"
+    written = [metrics_path, ckpt_path] + ([plot_path] if wrote_plot else [])
+    print(summary + "; wrote " + ", ".join(written), file=sys.stderr)
+    print(f"--- sample (step {step}) ---")
+    print(sample(model, vocab, prompt, args.sample_chars, args.temperature, args.top_k, args.seed + 2, device))
+    return 0
+
+
+def main(argv=None):
+    """Entry point of ``python -m minitorch_gpu.train`` and ``minitorch-gpu-train``; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        return run(args)
+    except UsageError as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
