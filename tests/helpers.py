@@ -12,7 +12,10 @@ def to_np(t):
 def assert_close(actual, expected, rtol=1e-5, atol=1e-6):
     """Compare a tensor (or array) with an expected array, checking shape as well as values."""
     a = to_np(actual) if isinstance(actual, mt.Tensor) else np.asarray(actual)
-    e = np.asarray(expected.detach().numpy() if hasattr(expected, "detach") else expected)
+    if isinstance(expected, mt.Tensor):
+        e = to_np(expected)  # expected values may live on the device under test too
+    else:
+        e = np.asarray(expected.detach().numpy() if hasattr(expected, "detach") else expected)
     assert a.shape == e.shape, f"shape {a.shape} != {e.shape}"
     np.testing.assert_allclose(a.astype(np.float64) if a.dtype != bool else a,
                                e.astype(np.float64) if e.dtype != bool else e, rtol=rtol, atol=atol)

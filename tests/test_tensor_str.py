@@ -47,7 +47,12 @@ def _check(torch, data, dtype=None, device="cpu"):
     tt, mm = _pair(torch, data, dtype, device)
     expected = _expected(tt)
     if device != "cpu":
-        expected = expected[:-1] + f", device='{mm.device}')"
+        # PyTorch puts device= before dtype=
+        dev = f"device='{mm.device}'"
+        if ", dtype=" in expected:
+            expected = expected.replace(", dtype=", f", {dev}, dtype=", 1)
+        else:
+            expected = expected[:-1] + f", {dev})"
     assert _norm(repr(mm)) == _norm(expected)
     assert str(mm) == repr(mm)
 

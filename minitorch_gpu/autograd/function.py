@@ -14,6 +14,7 @@ import functools
 import itertools
 import threading
 
+from ..cuda import nvtx as _nvtx
 from . import anomaly
 from .grad_mode import _state
 
@@ -334,7 +335,11 @@ class Op(Node):
             node.next_functions = (NO_EDGE if a is None else edge_of(a), NO_EDGE if b is None else edge_of(b))
         else:
             node.next_functions = tuple([NO_EDGE if t is None else edge_of(t) for t in inputs])
-        out = node.forward(*inputs, **params)
+        if _nvtx.enabled:
+            with _nvtx.range(cls.__name__):
+                out = node.forward(*inputs, **params)
+        else:
+            out = node.forward(*inputs, **params)
         result = _make(out, inputs[0]._be)
         if not recording or out.dtype.kind not in "fV":
             return result

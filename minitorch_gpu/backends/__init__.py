@@ -3,6 +3,7 @@
 ``get_backend(device)`` is the only way code above this package reaches an array library.
 """
 from .._device import device as _device_cls
+from . import cuda_flags as cuda  # ``mt.backends.cuda.matmul.allow_tf32``
 from .base import Backend
 
 __all__ = ["Backend", "get_backend", "cpu_backend"]

@@ -181,3 +181,70 @@ def __getattr__(name):
     if name == "default_generators":
         return tuple(_gen(i) for i in range(device_count()))
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# ---------------------------------------------------------------------- the CPU simulator as device "cuda"
+# With the simulator on, device "cuda" (one device, cuda:0) holds NumPy arrays and runs the kernels of
+# kernels/*.cu on the CPU simulator (cuda/sim) through the same launch code as a GPU. It stands in for CuPy
+# in the probe above, so every function of this module behaves as with one GPU.
+
+class _SimDevice:
+    """What this module calls on ``cupy.cuda.Device``, for the simulated GPU (work is synchronous there)."""
+
+    def __init__(self, index=0):
+        self.id = index
+
+    def use(self):
+        pass
+
+    def synchronize(self):
+        pass
+
+
+class _SimRuntime:
+    """The slice of CuPy's namespace this module reaches through ``_cupy()``."""
+
+    class cuda:
+        Device = _SimDevice
+
+
+_sim_saved = []
+
+
+def is_simulated():
+    """Whether device "cuda" is the CPU simulator (``MINITORCH_GPU_SIM=1`` or :func:`use_simulator`)."""
+    return bool(_probe) and _probe[0][0] is _SimRuntime
+
+
+def use_simulator(enabled=True):
+    """Back device "cuda" with the CPU simulator (``enabled=True``) or with the real GPU again; returns the
+    previous setting. CUDA tensors made under one setting must not be mixed with the other's.
+
+        >>> import minitorch_gpu as mt
+        >>> prev = mt.cuda.use_simulator(True)
+        >>> mt.cuda.is_available(), mt.cuda.device_count()
+        (True, 1)
+        >>> _ = mt.cuda.use_simulator(prev)
+    """
+    prev = is_simulated()
+    if bool(enabled) == prev:
+        return prev
+    from .. import backends
+    if enabled:
+        _sim_saved[:] = list(_probe)
+        _probe[:] = [(_SimRuntime, 1)]
+    else:
+        _probe[:] = _sim_saved
+        _sim_saved.clear()
+    _state.index = None
+    backends._reset_cuda_backends()
+    return prev
+
+
+def _sim_from_env():
+    import os
+    if os.environ.get("MINITORCH_GPU_SIM", "0") not in ("", "0"):
+        _probe[:] = [(_SimRuntime, 1)]
+
+
+_sim_from_env()

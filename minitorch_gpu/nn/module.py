@@ -17,6 +17,7 @@ from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 
 from ..autograd.function import Function
+from ..cuda import nvtx as _nvtx
 from ..autograd.grad_mode import _state, no_grad
 from ..tensor import Tensor
 from ..utils.hooks import RemovableHandle
@@ -989,6 +990,9 @@ class Module:
         if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
                 or self._backward_pre_hooks or _global_forward_pre_hooks or _global_forward_hooks
                 or _global_backward_hooks or _global_backward_pre_hooks):
+            if _nvtx.enabled:
+                with _nvtx.range(type(self).__name__):
+                    return self.forward(*args, **kwargs)
             return self.forward(*args, **kwargs)
         return self._call_with_hooks(args, kwargs)
 
@@ -1032,7 +1036,11 @@ class Module:
             bw = _BackwardHook(self, full, pre)
             args = bw.setup_input_hook(args)
 
-        result = self.forward(*args, **kwargs)
+        if _nvtx.enabled:
+            with _nvtx.range(type(self).__name__):
+                result = self.forward(*args, **kwargs)
+        else:
+            result = self.forward(*args, **kwargs)
         state["result"] = result
         for hook_id, hook in itertools.chain(_global_forward_hooks.items(), self._forward_hooks.items()):
             if hook_id in self._forward_hooks_always_called or hook_id in _global_forward_hooks_always_called:

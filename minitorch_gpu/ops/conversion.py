@@ -78,6 +78,13 @@ def clone(input, *, memory_format=None):
 
 
 class ToCopyBackward0(Op):
+    @classmethod
+    def apply(cls, x, **params):
+        # Op.apply wraps the result with the input's backend; a copy to another device belongs to the target's
+        r = super().apply(x, **params)
+        r._be = params["be"]
+        return r
+
     def forward(self, x, be, np_dtype, copy, memory_format=None):
         self.src_be = x._be
         self.src_dtype = x.dtype

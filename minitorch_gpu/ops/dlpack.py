@@ -80,7 +80,8 @@ class _CapsuleHolder:
 def __dlpack_device__(self):
     """``(device_type, device_id)`` in DLPack codes: ``(kDLCPU, 0)`` or ``(kDLCUDA, index)``."""
     d = self._be.device
-    if d.type == "cpu":
+    if d.type == "cpu" or getattr(self._be, "host_memory", False):
+        # the simulated GPU keeps its arrays in host memory: claiming kDLCUDA would send consumers a host address
         return (DLDeviceType.kDLCPU, 0)
     return (DLDeviceType.kDLCUDA, d.index)
 

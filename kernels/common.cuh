@@ -1,0 +1,150 @@
+// common.cuh: device code shared by every kernels/*.cu file.
+//
+// The loader (minitorch_gpu/cuda/loader.py) pastes this header in place of `#include "common.cuh"`, so a
+// change here changes every file's compile-cache key. Contents:
+//   - integer aliases and the grid-stride loop
+//   - float/double math overloads (mt_exp, ...): one spelling for NVRTC and for the CPU simulator's g++
+//   - strided index math for up to MT_MAX_DIMS = 8 dims (broadcast operands have stride 0)
+//   - Packed128<T>: 128-bit loads and stores for the contiguous fast paths
+//   - warp and block reductions (sum, max), for blocks whose size is a multiple of 32
+#ifndef MT_COMMON_CUH
+#define MT_COMMON_CUH
+
+typedef long long i64;
+typedef unsigned long long u64;
+typedef unsigned int u32;
+typedef unsigned char u8;
+
+#define MT_MAX_DIMS 8
+#define MT_WARP 32
+
+// ------------------------------------------------------------------------------------------ loops
+// i runs over [0, n) with a stride of the whole grid, so any n works with any grid size
+#define MT_GRID_STRIDE(i, n) MT_GRID_STRIDE_FROM(i, 0, n)
+#define MT_GRID_STRIDE_FROM(i, start, n) \
+    for (i64 i = (start) + (i64)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (i64)gridDim.x * blockDim.x)
+
+// ------------------------------------------------------------------------------------------ math
+// NOTE: neither NVRTC nor g++ resolve `exp(float)` to the float function in every setting; these overloads
+// pick expf/exp explicitly, so float32 never silently computes in double.
+#define MT_MATH1(name, f32, f64) \
+    __device__ __forceinline__ float mt_##name(float x) { return f32(x); } \
+    __device__ __forceinline__ double mt_##name(double x) { return f64(x); }
+#define MT_MATH2(name, f32, f64) \
+    __device__ __forceinline__ float mt_##name(float x, float y) { return f32(x, y); } \
+    __device__ __forceinline__ double mt_##name(double x, double y) { return f64(x, y); }
+
+MT_MATH1(exp, expf, exp)
+MT_MATH1(exp2, exp2f, exp2)
+MT_MATH1(expm1, expm1f, expm1)
+MT_MATH1(log, logf, log)
+MT_MATH1(log2, log2f, log2)
+MT_MATH1(log10, log10f, log10)
+MT_MATH1(log1p, log1pf, log1p)
+MT_MATH1(sqrt, sqrtf, sqrt)
+MT_MATH1(sin, sinf, sin)
+MT_MATH1(cos, cosf, cos)
+MT_MATH1(tan, tanf, tan)
+MT_MATH1(asin, asinf, asin)
+MT_MATH1(acos, acosf, acos)
+MT_MATH1(atan, atanf, atan)
+MT_MATH1(sinh, sinhf, sinh)
+MT_MATH1(cosh, coshf, cosh)
+MT_MATH1(tanh, tanhf, tanh)
+MT_MATH1(asinh, asinhf, asinh)
+MT_MATH1(acosh, acoshf, acosh)
+MT_MATH1(atanh, atanhf, atanh)
+MT_MATH1(floor, floorf, floor)
+MT_MATH1(ceil, ceilf, ceil)
+MT_MATH1(trunc, truncf, trunc)
+MT_MATH1(rint, rintf, rint)
+MT_MATH1(abs, fabsf, fabs)
+MT_MATH1(erf, erff, erf)
+MT_MATH2(pow, powf, pow)
+MT_MATH2(atan2, atan2f, atan2)
+MT_MATH2(copysign, copysignf, copysign)
+MT_MATH2(hypot, hypotf, hypot)
+MT_MATH2(fmod, fmodf, fmod)
+MT_MATH2(fmax, fmaxf, fmax)
+MT_MATH2(fmin, fminf, fmin)
+
+template <typename T> __device__ __forceinline__ T mt_inf() {
+    // IEEE overflow is exact; spelled without intrinsics or builtins that one of the two compilers lacks
+    T big = sizeof(T) == 4 ? (T)1e30 : (T)1e300;
+    return big * big;
+}
+template <typename T> __device__ __forceinline__ bool mt_isnan(T x) { return x != x; }
+template <typename T> __device__ __forceinline__ bool mt_isinf(T x) { return mt_abs(x) == mt_inf<T>(); }
+template <typename T> __device__ __forceinline__ bool mt_isfinite(T x) { return x - x == x - x; }
+template <typename T> __device__ __forceinline__ bool mt_signbit(T x) { return mt_copysign((T)1, x) < (T)0; }
+// NaN-propagating max/min (NumPy's maximum/minimum and PyTorch's max reductions)
+template <typename T> __device__ __forceinline__ T mt_max(T a, T b) { return (a != a || a > b) ? a : b; }
+template <typename T> __device__ __forceinline__ T mt_min(T a, T b) { return (a != a || a < b) ? a : b; }
+
+// ------------------------------------------------------------------------------------------ strided index math
+// A launch over an output of `nd` dims passes `meta`, an int64 array [shape(nd) | strides_0(nd) | ... ]
+// with element strides of each operand (0 on broadcast dims; negative strides are fine). The launcher
+// collapses dims that are contiguous for every operand first, so nd is usually 1 or 2.
+template <int K>
+__device__ __forceinline__ void mt_offsets(i64 linear, int nd, const i64* __restrict__ meta, i64 (&off)[K]) {
+    #pragma unroll
+    for (int k = 0; k < K; ++k) off[k] = 0;
+    for (int d = nd - 1; d >= 0; --d) {
+        i64 size = meta[d];
+        i64 q = linear / size;
+        i64 idx = linear - q * size;
+        linear = q;
+        #pragma unroll
+        for (int k = 0; k < K; ++k) off[k] += idx * meta[(k + 1) * nd + d];
+    }
+}
+
+// ------------------------------------------------------------------------------------------ 128-bit packs
+template <typename T>
+struct alignas(16) Packed128 {
+    static constexpr int size = 16 / sizeof(T);
+    T v[size];
+};
+// the caller guarantees 16-byte alignment (the launcher checks every pointer before choosing this path)
+template <typename T> __device__ __forceinline__ Packed128<T> load128(const T* p) {
+    return *reinterpret_cast<const Packed128<T>*>(p);
+}
+template <typename T> __device__ __forceinline__ void store128(T* p, const Packed128<T>& x) {
+    *reinterpret_cast<Packed128<T>*>(p) = x;
+}
+
+// ------------------------------------------------------------------------------------------ reductions
+struct SumOp {
+    template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; }
+};
+struct MaxOp {
+    template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return mt_max(a, b); }
+};
+
+// every lane ends with the reduction of the warp's 32 values
+template <typename T, typename Op> __device__ __forceinline__ T warp_reduce(T v, Op op) {
+    #pragma unroll
+    for (int o = MT_WARP / 2; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+template <typename T> __device__ __forceinline__ T warp_sum(T v) { return warp_reduce(v, SumOp()); }
+template <typename T> __device__ __forceinline__ T warp_max(T v) { return warp_reduce(v, MaxOp()); }
+
+// every thread of the block ends with the reduction; blockDim.x must be a multiple of 32 (at most 1024).
+// `scratch` is 32 elements of shared memory that the caller owns (so one kernel can run several
+// reductions back to back without the second overwriting values the first is still reading).
+template <typename T, typename Op>
+__device__ __forceinline__ T block_reduce(T v, Op op, T identity, T* scratch) {
+    int lane = threadIdx.x % MT_WARP;
+    int warp = threadIdx.x / MT_WARP;
+    int nwarps = blockDim.x / MT_WARP;
+    v = warp_reduce(v, op);
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    v = lane < nwarps ? scratch[lane] : identity;
+    v = warp_reduce(v, op);
+    __syncthreads();  // scratch may be reused by the next reduction
+    return v;
+}
+
+#endif  // MT_COMMON_CUH

@@ -1,0 +1,140 @@
+"""One loader for every kernel file: source text, export names, and compiled modules cached per runtime.
+
+``source(name)`` is the text that gets compiled: ``kernels/<name>`` with ``common.cuh`` pasted in place of
+its ``#include`` (so the compile cache key, a hash of the text, changes when the header does; ``#line``
+directives keep compiler messages pointing at the original files). ``exports(name)`` lists the entry points:
+``extern "C"`` kernels by name and every ``template <typename T> __global__`` kernel as its float and double
+instantiations (NVRTC name expressions such as ``"unary_forward<float>"``).
+
+``KernelLoader(module_cls, key)`` compiles a file lazily on first use with ``module_cls(code=..., options=...,
+name_expressions=...)``: ``cupy.RawModule`` on a GPU (NVRTC; CuPy keeps the on-disk cache under
+``~/.cupy/kernel_cache``) or ``sim.SimModule`` for the CPU simulator (g++; it keeps its own on-disk cache of
+shared libraries). Modules and functions are cached in memory per loader, and the backend keeps one loader
+per device.
+"""
+import os
+import re
+import threading
+
+__all__ = ["kernel_dir", "kernel_files", "source", "exports", "KernelLoader", "OPTIONS"]
+
+# compiler options for every file. Empty on purpose: NVRTC 12 defaults to C++17, which the kernels are
+# written in, and CuPy adds its own architecture flags (a second -std could clash with CuPy's own)
+OPTIONS = ()
+TEMPLATE_TYPES = ("float", "double")
+
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"]+)"[ \t]*$', re.M)
+_BOUNDS = r"(?:__launch_bounds__\s*\([^)]*\)\s*)?"
+_TEMPLATE_KERNEL = re.compile(r"template\s*<\s*typename\s+T\s*>\s*__global__\s+" + _BOUNDS + r"void\s+" + _BOUNDS +
+                              r"(\w+)\s*\(")
+_C_KERNEL = re.compile(r'extern\s+"C"\s+__global__\s+' + _BOUNDS + r"void\s+" + _BOUNDS + r"(\w+)\s*\(")
+_text_cache = {}
+
+
+def kernel_dir():
+    """The folder holding ``*.cu`` and ``common.cuh``: ``$MINITORCH_GPU_KERNEL_DIR`` or the repository's
+    ``kernels/`` (shipped next to the package)."""
+    env = os.environ.get("MINITORCH_GPU_KERNEL_DIR")
+    if env:
+        return env
+    here = os.path.dirname(os.path.abspath(__file__))
+    for cand in (os.path.join(here, "..", "..", "kernels"), os.path.join(here, "..", "kernels")):
+        if os.path.isfile(os.path.join(cand, "common.cuh")):
+            return os.path.normpath(cand)
+    raise FileNotFoundError(f"kernels/ (with common.cuh) not found next to {here}; set $MINITORCH_GPU_KERNEL_DIR")
+
+
+def kernel_files():
+    """Every ``*.cu`` file name in the kernel folder, sorted."""
+    return sorted(f for f in os.listdir(kernel_dir()) if f.endswith(".cu"))
+
+
+def _read(path):
+    st = os.stat(path)
+    key = (path, st.st_mtime_ns, st.st_size)
+    text = _text_cache.get(key)
+    if text is None:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        _text_cache[key] = text
+    return text
+
+
+def source(name):
+    """The compilable text of ``kernels/<name>``: local ``#include "..."`` lines replaced by the file they name
+    (each pasted once), with ``#line`` markers."""
+    base = kernel_dir()
+    seen = set()
+
+    def expand(fname):
+        text = _read(os.path.join(base, fname))
+        out = []
+        pos = 0
+        for m in _INCLUDE.finditer(text):
+            out.append(text[pos:m.start()])
+            inc = m.group(1)
+            line = text.count("\n", 0, m.end()) + 2
+            if inc not in seen:
+                seen.add(inc)
+                out.append(f'#line 1 "{inc}"\n{expand(inc)}\n#line {line} "{fname}"')
+            pos = m.end()
+        out.append(text[pos:])
+        return "".join(out)
+
+    return f'#line 1 "{name}"\n' + expand(name)
+
+
+def exports(name, text=None):
+    """The entry points of ``kernels/<name>``: C names and ``kernel<float>`` / ``kernel<double>`` expressions."""
+    text = source(name) if text is None else text
+    names = list(dict.fromkeys(_C_KERNEL.findall(text)))
+    for k in dict.fromkeys(_TEMPLATE_KERNEL.findall(text)):
+        names.extend(f"{k}<{t}>" for t in TEMPLATE_TYPES)
+    return names
+
+
+def enum_codes(name, enum):
+    """{name: code} of ``enum <enum> { P_a, P_b, ... }`` in ``kernels/<name>``, prefix dropped: the op codes a
+    kernel's switch uses, read from the source so Python and CUDA cannot disagree."""
+    text = _read(os.path.join(kernel_dir(), name))
+    m = re.search(r"enum\s+" + enum + r"\s*\{([^}]*)\}", text)
+    if m is None:
+        raise KeyError(f"enum {enum} not found in {name}")
+    body = re.sub(r"//[^\n]*", "", m.group(1))
+    codes = {}
+    for i, item in enumerate(x.strip() for x in body.split(",") if x.strip()):
+        if "=" in item:
+            raise ValueError(f"enum {enum} in {name}: explicit values are not supported ({item})")
+        codes[item.split("_", 1)[1]] = i
+    return codes
+
+
+class KernelLoader:
+    """Compiles kernel files lazily with ``module_cls`` and hands out their functions (thread-safe)."""
+
+    def __init__(self, module_cls, options=OPTIONS):
+        self.module_cls = module_cls
+        self.options = tuple(options)
+        self._modules = {}
+        self._functions = {}
+        self._lock = threading.Lock()
+
+    def module(self, fname):
+        mod = self._modules.get(fname)
+        if mod is None:
+            with self._lock:
+                mod = self._modules.get(fname)
+                if mod is None:
+                    text = source(fname)
+                    mod = self.module_cls(code=text, options=self.options, name_expressions=tuple(exports(fname, text)))
+                    self._modules[fname] = mod
+        return mod
+
+    def function(self, fname, kernel):
+        """The callable kernel ``kernel`` (a C name or a name expression) of ``kernels/<fname>``."""
+        key = (fname, kernel)
+        fn = self._functions.get(key)
+        if fn is None:
+            fn = self.module(fname).get_function(kernel)
+            self._functions[key] = fn
+        return fn

@@ -1,0 +1,239 @@
+"""elementwise.cu on the CPU simulator against NumPy: every op code, float32 and float64, awkward sizes (0, 1,
+primes, pack and block boundaries +- 1, more elements than the grid covers), non-contiguous, broadcast and
+0-d operands, scalar operands, in-place outputs and misaligned pointers (the scalar path next to the 128-bit
+one)."""
+import math
+
+import numpy as np
+import pytest
+
+from minitorch_gpu.cuda import launch
+
+SIZES = [0, 1, 3, 4, 5, 31, 255, 257, 1031]
+DTYPES = [np.float32, np.float64]
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _tol(dt):
+    return dict(rtol=3e-6, atol=3e-7) if dt == np.float32 else dict(rtol=1e-12, atol=1e-13)
+
+
+def _values(n, dt, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-3, 3, n)
+    specials = [0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 2.5, np.inf, -np.inf, np.nan]
+    x[:min(n, len(specials))] = specials[:min(n, len(specials))]
+    return x.astype(dt)
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+UNARY_REF = {
+    "neg": np.negative, "abs": np.abs, "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2,
+    "log10": np.log10, "log1p": np.log1p, "expm1": np.expm1, "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x),
+    "sin": np.sin, "cos": np.cos, "tan": np.tan, "tanh": np.tanh, "floor": np.floor, "ceil": np.ceil,
+    "trunc": np.trunc, "rint": np.rint, "frac": lambda x: x - np.trunc(x), "reciprocal": np.reciprocal,
+    "square": np.square, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh,
+    "cosh": np.cosh, "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh, "deg2rad": np.deg2rad,
+    "rad2deg": np.rad2deg, "sign": lambda x: np.where(np.isnan(x), 0, np.sign(x)),
+    "relu": lambda x: np.where(x < 0, 0, x), "sigmoid": _sigmoid, "erf": _erf,
+    "gelu": lambda x: 0.5 * x * (1 + _erf(x / math.sqrt(2))),
+    "gelu_tanh": lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3))),
+    "softplus": lambda x: np.where(x * 2.0 > 3.0, x, np.log1p(np.exp(x * 2.0)) / 2.0),
+    "silu": lambda x: x * _sigmoid(x),
+}
+PRED_REF = {"isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite, "signbit": np.signbit,
+            "logical_not": np.logical_not}
+
+
+def _floor_divide(a, b):
+    return np.floor_divide(a, b)
+
+
+BINARY_REF = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide, "maximum": np.maximum,
+    "minimum": np.minimum, "fmax": np.fmax, "fmin": np.fmin, "pow": np.power, "atan2": np.arctan2,
+    "copysign": np.copysign, "hypot": np.hypot, "logaddexp": np.logaddexp, "fmod": np.fmod,
+    "remainder": np.remainder, "floor_divide": _floor_divide, "trunc_divide": lambda a, b: np.trunc(a / b),
+    "gelu_backward": lambda g, x: g * (0.5 * (1 + _erf(x / math.sqrt(2))) + x * np.exp(-x * x / 2) / math.sqrt(
+        2 * math.pi)),
+    "silu_backward": lambda g, x: g * _sigmoid(x) * (1 + x * (1 - _sigmoid(x))),
+    "sigmoid_backward": lambda g, y: g * y * (1 - y), "tanh_backward": lambda g, y: g * (1 - y * y),
+}
+CMP_REF = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+           "ge": np.greater_equal, "logical_and": np.logical_and, "logical_or": np.logical_or,
+           "logical_xor": np.logical_xor}
+_SMOOTH = {"gelu", "gelu_tanh", "erf", "sigmoid", "silu", "softplus", "gelu_backward", "silu_backward"}
+
+
+def _check(got, want, dt, name=""):
+    with np.errstate(all="ignore"):
+        want = np.asarray(want)
+    assert got.shape == want.shape
+    if want.dtype == bool:
+        np.testing.assert_array_equal(got, want)
+        return
+    tol = _tol(dt)
+    if name in _SMOOTH:  # references computed differently (float64 erf, another formula): looser
+        tol = dict(rtol=1e-5, atol=1e-6) if dt == np.float32 else dict(rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(got, want.astype(dt), equal_nan=True, **tol)
+
+
+def test_every_op_code_has_a_reference():
+    assert set(launch.codes("elementwise.cu", "UnaryOp")) == set(UNARY_REF)
+    assert set(launch.codes("elementwise.cu", "PredicateOp")) == set(PRED_REF)
+    assert set(launch.codes("elementwise.cu", "CompareOp")) == set(CMP_REF)
+    assert set(launch.codes("elementwise.cu", "BinaryOp")) == set(BINARY_REF) | {"gelu_tanh_backward"}
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("name", sorted(UNARY_REF))
+def test_unary_ops(k, name, dt):
+    x = _values(257, dt)
+    p = (2.0, 3.0) if name == "softplus" else (0.0, 0.0)
+    got = k.unary(name, x, None, *p)
+    with np.errstate(all="ignore"):
+        want = UNARY_REF[name](x.astype(np.float64) if name in _SMOOTH else x)
+    _check(got, want, dt, name)
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("name", sorted(PRED_REF))
+def test_predicates(k, name, dt):
+    x = _values(37, dt)
+    got = k.unary(name, x)
+    assert got.dtype == np.bool_
+    _check(got, PRED_REF[name](x), dt)
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("n", SIZES)
+def test_unary_sizes_and_alignment(k, n, dt):
+    # offset 1 element: pointers 4 or 8 bytes off a 16-byte boundary take the scalar path
+    for off in (0, 1):
+        base = _values(n + off, dt, seed=n)
+        x = base[off:]
+        got = k.unary("exp", x)
+        _check(got, np.exp(x), dt)
+        out = np.empty_like(x)
+        assert k.unary("neg", x, out) is out
+        _check(out, -x, dt)
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+def test_unary_layouts(k, dt):
+    a = _values(7 * 11, dt).reshape(7, 11)
+    for x in (a.T, a[::2, 1::3], a[:, ::-1], a[3], a[3, 4:5].reshape(()), np.broadcast_to(a[:1], (5, 11))):
+        got = k.unary("sin", x)
+        _check(got, np.sin(x), dt)
+    t = k.unary("tanh", a.T)
+    assert t.strides == a.T.strides  # a dense permuted input keeps its layout, as NumPy and PyTorch do
+    x = a.copy()
+    k.unary("square", x, x)  # in place
+    _check(x, np.square(a), dt)
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("name", sorted(BINARY_REF))
+def test_binary_ops(k, name, dt):
+    a = _values(257, dt, 1)
+    b = _values(257, dt, 2)[::-1].copy()
+    b[5] = 0.0
+    got = k.binary(name, a, b)
+    with np.errstate(all="ignore"):
+        want = BINARY_REF[name](a.astype(np.float64), b.astype(np.float64)) if name in _SMOOTH else \
+            BINARY_REF[name](a, b)
+    _check(got, want, dt, name)
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("name", sorted(CMP_REF))
+def test_comparisons(k, name, dt):
+    a = _values(65, dt, 1)
+    b = a.copy()
+    b[::3] = _values(65, dt, 2)[::3]
+    for x, y in ((a, b), (a, 0.5), (1.0, b), (a[:, None][:5], b[None, :7])):
+        got = k.binary(name, x, y)
+        assert got.dtype == np.bool_
+        _check(got, CMP_REF[name](x, y), dt)
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("n", SIZES)
+def test_binary_sizes_scalars_and_broadcasting(k, n, dt):
+    a = _values(n, dt, 3)
+    b = _values(n, dt, 4)
+    _check(k.binary("add", a, b), a + b, dt)
+    _check(k.binary("sub", a, 2.5), a - dt(2.5), dt)
+    _check(k.binary("div", 3, b), dt(3) / b, dt)
+    _check(k.binary("mul", a[:, None], b[None, :3]), a[:, None] * b[None, :3], dt)
+    out = a.copy()
+    k.binary("mul", out, b, out)
+    _check(out, a * b, dt)
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+def test_binary_layouts(k, dt):
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((6, 1, 5)).astype(dt)
+    b = rng.standard_normal((4, 1)).astype(dt)
+    c = rng.standard_normal((5, 6)).astype(dt).T
+    for x, y in ((a, b), (c, c), (c, a[:, 0, :]), (a[::2], b[::-1]), (np.asarray(dt(2)), a),
+                 (rng.standard_normal((2, 3, 2, 3, 2, 3, 2, 3, 2)).astype(dt)[..., ::2], 1.5)):
+        _check(k.binary("atan2", x, y), np.arctan2(x, y), dt)
+    # more than 8 dims that do not collapse: the launcher declines (the backend then uses the built-in)
+    big = rng.standard_normal((2,) * 9).astype(dt)
+    assert k.binary("add", big, big.transpose(1, 0, 3, 2, 5, 4, 7, 6, 8)) is None
+    # negative strides in several dims still collapse
+    _check(k.binary("add", big[..., ::-1][::-1], big), big[..., ::-1][::-1] + big, dt)
+
+
+def test_declines_what_it_does_not_handle(k):
+    i = np.arange(5)
+    assert k.unary("exp", i) is None
+    assert k.binary("add", i, 1) is None
+    assert k.binary("add", np.ones(3, np.float32), np.ones(3, np.float64)) is None
+    assert k.binary("add", np.ones(3, np.float32), np.float64(2)) is None  # a NumPy float64 is not weak
+    assert k.unary("no_such_op", np.ones(3)) is None
+    a = np.arange(10.0)
+    assert k.binary("add", a[1:], a[:-1], a[:-1]) is None  # overlapping output
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+def test_ternary_ops(k, dt):
+    rng = np.random.default_rng(7)
+    a = _values(301, dt, 8)
+    b = rng.uniform(-2, 2, 301).astype(dt)
+    c = rng.uniform(-2, 2, 301).astype(dt)
+    _check(k.ternary("clamp", a, -1.0, 1.0), np.minimum(np.maximum(a, dt(-1)), dt(1)), dt)
+    _check(k.ternary("clamp", a, b, c), np.minimum(np.maximum(a, b), c), dt)
+    _check(k.ternary("clamp", a, -np.inf, 0.5), np.minimum(a, dt(0.5)), dt)
+    w = np.where(np.abs(c) < 0.5, c, c)
+    want = np.where(np.abs(w) < 0.5, a + w * (b - a), b - (b - a) * (1 - w))
+    _check(k.ternary("lerp", a, b, w), want, dt)
+    _check(k.ternary("lerp", a, b, 0.25), a + dt(0.25) * (b - a), dt)
+    _check(k.ternary("addcmul", a, b, c, alpha=0.5), a + (b * c) * dt(0.5), dt)
+    _check(k.ternary("addcdiv", a, b, c, alpha=1.0), a + b / c, dt)
+    x = a.reshape(7, 43)[:, ::2]
+    _check(k.ternary("addcmul", x, b[:22], 2.0, alpha=3.0), x + (b[:22] * dt(2)) * dt(3), dt)
+    out = a.copy()
+    k.ternary("addcdiv", out, b, c, alpha=-2.0, out=out)
+    _check(out, a + (b / c) * dt(-2), dt)
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("n", [0, 1, 257, 1031])
+def test_where(k, n, dt):
+    a = _values(n, dt, 9)
+    b = _values(n, dt, 10)
+    cond = a > b
+    _check(k.where(cond, a, b), np.where(cond, a, b), dt)
+    _check(k.where(cond, a, 0.0), np.where(cond, a, dt(0)), dt)
+    _check(k.where(cond, -1.0, b), np.where(cond, dt(-1), b), dt)
+    m = np.arange(12).reshape(3, 4) % 3 == 0
+    x = np.arange(4, dtype=dt)
+    y = np.arange(3, dtype=dt)[:, None]
+    _check(k.where(m, x, y), np.where(m, x, y), dt)
+    _check(k.where(m.T, x[:, None], 7.0), np.where(m.T, x[:, None], dt(7)), dt)

@@ -1,0 +1,148 @@
+"""Device "cuda" on the CPU simulator: switching it on and off, host/device copies, DLPack, the kernel switch
+(MINITORCH_GPU_KERNELS), that tensor ops really reach the kernels, and mt.backends.cuda.matmul.allow_tf32."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from helpers import assert_close, to_np
+
+import minitorch_gpu as mt
+from minitorch_gpu.backends.cuda_backend import SimBackend
+
+
+@pytest.fixture
+def sim():
+    prev = mt.cuda.use_simulator(True)
+    yield
+    mt.cuda.use_simulator(prev)
+
+
+def test_use_simulator_switches_cuda_on_and_off():
+    before = (mt.cuda.is_available(), mt.cuda.device_count())
+    prev = mt.cuda.use_simulator(True)
+    try:
+        assert mt.cuda.is_simulated() and mt.cuda.is_available() and mt.cuda.device_count() == 1
+        assert mt.cuda.current_device() == 0
+        mt.cuda.synchronize()
+        x = mt.ones(2, device="cuda")
+        assert x.is_cuda and x.device == mt.device("cuda", 0) and isinstance(x._be, SimBackend)
+        with pytest.raises(RuntimeError, match="invalid device ordinal"):
+            mt.zeros(1, device="cuda:1")
+    finally:
+        assert mt.cuda.use_simulator(prev) is True
+    assert (mt.cuda.is_available(), mt.cuda.device_count()) == before
+
+
+def test_environment_variable_turns_the_simulator_on():
+    code = "import minitorch_gpu as mt; print(mt.cuda.is_available(), mt.cuda.is_simulated(), mt.cuda.device_count())"
+    env = dict(os.environ, MINITORCH_GPU_SIM="1")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "True", "1"]
+
+
+def test_host_and_device_copies_do_not_share_memory(sim):
+    c = mt.tensor([1.0, 2.0])
+    g = c.cuda()
+    g += 1
+    assert c.tolist() == [1.0, 2.0] and g.tolist() == [2.0, 3.0]
+    back = g.cpu()
+    back += 1
+    assert g.tolist() == [2.0, 3.0] and not back.is_cuda
+    a = np.arange(3.0)
+    t = mt.as_tensor(a, device="cuda")
+    a[0] = 9
+    assert t[0].item() == 0.0
+
+
+def test_bfloat16_is_refused_like_on_a_gpu(sim):
+    with pytest.raises(TypeError, match="bfloat16 is not supported on CUDA"):
+        mt.zeros(2, dtype=mt.bfloat16, device="cuda")
+
+
+def test_dlpack_exports_host_memory(sim):
+    t = mt.arange(4.0, device="cuda")
+    assert t.__dlpack_device__() == (1, 0)
+    a = np.from_dlpack(t)
+    a[0] = 7
+    assert t[0].item() == 7.0
+    u = mt.from_dlpack(t)
+    assert u.device == mt.device("cpu") and u.data_ptr() == t.data_ptr()
+
+
+def test_kernel_switch(monkeypatch):
+    monkeypatch.setenv("MINITORCH_GPU_KERNELS", "0")
+    assert SimBackend(0).k is None
+    monkeypatch.setenv("MINITORCH_GPU_KERNELS", "1")
+    assert SimBackend(0).k is not None
+
+
+def _spy(monkeypatch, be):
+    calls = []
+    orig = be.k.loader.function
+
+    def function(fname, kernel):
+        calls.append((fname, kernel))
+        return orig(fname, kernel)
+
+    monkeypatch.setattr(be.k.loader, "function", function)
+    return calls
+
+
+def test_ops_reach_the_kernels(sim, monkeypatch):
+    x = mt.randn(5, 7, device="cuda")
+    calls = _spy(monkeypatch, x._be)
+    w = mt.randn(7, 3, device="cuda", requires_grad=True)
+    y = (x @ w).relu() * 2 + 1
+    loss = mt.softmax(y, dim=-1).sum() + mt.log_softmax(y, dim=1).mean()
+    loss.backward()
+    mt.optim.Adam([w], lr=0.1, fused=True).step()
+    mt.optim.SGD([w], lr=0.1, momentum=0.9, fused=True).step()
+    used = {c[1].split("<")[0] for c in calls}
+    assert {"matmul_forward", "binary_forward", "unary_forward", "softmax_forward_v1", "softmax_backward_v1",
+            "adam_step", "sgd_step", "normal_forward"} <= used, used
+
+
+def test_results_match_the_cpu(sim):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((33, 65)).astype(np.float32)
+    b = rng.standard_normal((65, 17)).astype(np.float32)
+    xa, xb = mt.tensor(a, device="cuda"), mt.tensor(b, device="cuda")
+    gelu = mt.nn.functional.gelu
+    assert_close(gelu(xa @ xb), gelu(mt.tensor(a) @ mt.tensor(b)), rtol=1e-4, atol=1e-5)
+    assert_close(mt.where(xa > 0, xa, 0.5).clamp(-1, 1), np.clip(np.where(a > 0, a, np.float32(0.5)), -1, 1))
+
+
+def test_random_streams_match_the_cpu(sim):
+    gc = mt.Generator("cpu").manual_seed(11)
+    gg = mt.Generator("cuda").manual_seed(11)
+    np.testing.assert_array_equal(to_np(mt.rand(1001, generator=gc)), to_np(mt.rand(1001, generator=gg, device="cuda")))
+    np.testing.assert_array_equal(to_np(mt.randint(-7, 50, (300,), generator=gc)),
+                                  to_np(mt.randint(-7, 50, (300,), generator=gg, device="cuda")))
+    np.testing.assert_allclose(to_np(mt.randn(999, generator=gc)), to_np(mt.randn(999, generator=gg, device="cuda")),
+                               rtol=1e-7)
+
+
+def test_allow_tf32_flag():
+    flags = mt.backends.cuda.matmul
+    assert flags.allow_tf32 is False
+    flags.allow_tf32 = True
+    try:
+        assert mt.backends.cuda.matmul.allow_tf32 is True
+    finally:
+        flags.allow_tf32 = False
+    with pytest.raises(TypeError, match="must be bool"):
+        flags.allow_tf32 = 1
+    assert flags.allow_tf32 is False
+
+
+def test_allow_tf32_is_ignored_on_the_simulator(sim):
+    a = mt.randn(4, 5, device="cuda")
+    b = mt.randn(5, 3, device="cuda")
+    mt.backends.cuda.matmul.allow_tf32 = True
+    try:
+        r = a @ b
+    finally:
+        mt.backends.cuda.matmul.allow_tf32 = False
+    assert_close(r, to_np(a).astype(np.float64) @ to_np(b).astype(np.float64), rtol=1e-5, atol=1e-6)
