@@ -70,3 +70,15 @@ def test_cnn():
     out = run_example("cnn.py", "--epochs", "2", "--train-size", "480", "--test-size", "150", "--num-workers", "2")
     assert last_number(r"final test accuracy: ([0-9.]+)", out) > 0.9
 
+
+@pytest.mark.parametrize("mode", ["ddp", "horovod", "dp"])
+def test_data_parallel(mode):
+    pytest.importorskip("mpi4py")
+    # ddp and horovod on two processes through the launcher; dp (threads) in one plain process
+    launch = [] if mode == "dp" else ["-m", "minitorch_gpu.distributed.run", "--nproc", "2"]
+    r = subprocess.run([sys.executable, *launch, os.path.join(EXAMPLES, "data_parallel.py"), "--mode", mode,
+                        "--epochs", "8"], capture_output=True, text=True, env=ENV, cwd=ROOT, timeout=120)
+    assert r.returncode == 0, f"data_parallel.py failed:\n{r.stdout}\n{r.stderr}"
+    assert f"{mode}: {1 if mode == 'dp' else 2} process(es)" in r.stdout
+    assert "replicas in sync: True" in r.stdout
+    assert last_number(r"test accuracy: ([0-9.]+)", r.stdout) > 0.9

@@ -1,0 +1,46 @@
+"""``mt.distributed``: PyTorch's ``torch.distributed`` on MPI (CPU) and NCCL (GPU), plus a Horovod-style
+``DistributedOptimizer``.
+
+Launch one process per rank with MPI::
+
+    mpiexec -n 2 python train.py                                  # mpiexec of the mpich wheel, or any MPI
+    python -m minitorch_gpu.distributed.run --nproc 2 train.py    # the same, finding mpiexec for you
+
+and in the script::
+
+    import minitorch_gpu as torch
+    import minitorch_gpu.distributed as dist
+    dist.init_process_group("mpi")            # "nccl" with one GPU per rank
+    model = torch.nn.parallel.DistributedDataParallel(model)
+
+Importing this package does not start MPI; ``init_process_group`` does. With
+``MINITORCH_DISTRIBUTED_DEBUG=DETAIL`` every collective is checked across ranks first (name, dtype, shape,
+sequence number) and a mismatch raises on every rank instead of returning garbage. Every wait has the
+group's deadline (``init_process_group(timeout=...)``): a rank that dies or stops calling collectives makes
+the others raise a RuntimeError naming the collective, and such a process leaves through ``MPI_Abort``.
+
+MPI advances a non-blocking collective only inside MPI calls, so the MPI backend runs a small progress
+thread that polls the pending ones every ``MINITORCH_MPI_PROGRESS_US`` microseconds (default 500; 0 turns it
+off): this is what lets DDP's bucket all-reduces proceed while backward computes.
+
+The NCCL backend (``_nccl_backend``) needs GPUs and has not been exercised by the test suite, which runs on
+CPUs; everything else is tested under ``mpiexec -n 2`` (tests/distributed).
+"""
+from .c10d import (Backend, DebugLevel, GroupMember, ProcessGroup, ReduceOp, Work, all_gather,  # noqa: F401
+                   all_gather_into_tensor, all_gather_object, all_reduce, barrier, broadcast, broadcast_object_list,
+                   default_pg_timeout, destroy_process_group, gather, gather_object, get_backend, get_debug_level,
+                   get_global_rank, get_group_rank, get_process_group_ranks, get_rank, get_world_size, group,
+                   init_process_group, irecv, is_available, is_initialized, is_mpi_available, is_nccl_available,
+                   isend, new_group, recv, reduce, reduce_scatter, reduce_scatter_tensor, scatter,
+                   scatter_object_list, send)
+from .optimizer import (Average, Compression, DistributedOptimizer, Sum, broadcast_optimizer_state,  # noqa: F401
+                        broadcast_parameters)
+
+__all__ = ["Average", "Backend", "Compression", "DebugLevel", "DistributedOptimizer", "GroupMember", "ProcessGroup",
+           "ReduceOp", "Sum", "Work", "all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce",
+           "barrier", "broadcast", "broadcast_object_list", "broadcast_optimizer_state", "broadcast_parameters",
+           "default_pg_timeout", "destroy_process_group", "gather", "gather_object", "get_backend",
+           "get_debug_level", "get_global_rank", "get_group_rank", "get_process_group_ranks", "get_rank",
+           "get_world_size", "group", "init_process_group", "irecv", "is_available", "is_initialized",
+           "is_mpi_available", "is_nccl_available", "isend", "new_group", "recv", "reduce", "reduce_scatter",
+           "reduce_scatter_tensor", "scatter", "scatter_object_list", "send"]
