@@ -21,10 +21,10 @@ SHAPES = [(1024, 512)] * 18 + [(1024, 272)] * 2
 BYTES_PER_PARAM = 28
 
 
-def _arrays(seed=0):
+def _arrays(seed=0, shapes=SHAPES):
     rng = np.random.default_rng(seed)
-    return ([rng.standard_normal(s, dtype=np.float32) * 0.02 for s in SHAPES],
-            [rng.standard_normal(s, dtype=np.float32) * 1e-3 for s in SHAPES])
+    return ([rng.standard_normal(s, dtype=np.float32) * 0.02 for s in shapes],
+            [rng.standard_normal(s, dtype=np.float32) * 1e-3 for s in shapes])
 
 
 def _ours(weights, grads, device, **flags):
@@ -37,10 +37,10 @@ def _ours(weights, grads, device, **flags):
     return opt.step
 
 
-def _torch(torch, weights, grads, **flags):
-    ps = [torch.tensor(w, requires_grad=True) for w in weights]
+def _torch(torch, weights, grads, device="cpu", **flags):
+    ps = [torch.tensor(w, device=device, requires_grad=True) for w in weights]
     for p, g in zip(ps, grads):
-        p.grad = torch.tensor(g)
+        p.grad = torch.tensor(g, device=device)
     opt = torch.optim.AdamW(ps, lr=1e-3, weight_decay=1e-2, **flags)
     opt.step()
     return opt.step

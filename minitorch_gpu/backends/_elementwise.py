@@ -18,6 +18,8 @@ _SQRT1_2 = 0.7071067811865476
 _INV_SQRT_2PI = 0.3989422804014327
 _GELU_TANH_BETA = 0.7978845608028654  # sqrt(2 / pi)
 _GELU_TANH_KAPPA = 0.044715
+# signed integers as wide as each float dtype: bit-level selection
+_INT_OF_SIZE = {2: np.int16, 4: np.int32, 8: np.int64}
 
 
 def _lift_0d(fn):
@@ -98,6 +100,21 @@ class ElementwiseMixin:
     def where(self, cond, a, b):
         return self.xp.asarray(self.xp.where(cond, a, b))
 
+    @_lift_0d
+    def threshold_backward(self, g, x, threshold):
+        """``g`` where ``x > threshold``, else 0: the gradient of relu (``x`` its output, threshold 0)."""
+        xp = self.xp
+        keep = xp.greater(x, threshold)
+        if g.shape != keep.shape or g.dtype.kind not in "fV" or g.dtype.itemsize not in _INT_OF_SIZE:
+            return xp.asarray(xp.where(keep, g, g.dtype.type(0)))
+        # NOTE: where() with a data-dependent mask runs at branch-misprediction speed in NumPy (a random
+        # half-positive mask costs ~15x a multiply); selecting by bit mask is branch-free, and exact where
+        # g * mask is not (an inf or NaN gradient at a masked position must still give 0)
+        bits_t = _INT_OF_SIZE[g.dtype.itemsize]
+        bits = xp.negative(keep.view(np.int8), dtype=bits_t)  # 0, or -1: every bit set
+        xp.bitwise_and(bits, g.view(bits_t), out=bits)
+        return bits.view(g.dtype)
+
     def isclose(self, a, b, rtol, atol, equal_nan):
         """|a - b| <= atol + rtol |b| or a == b (so equal infinities are close); an infinite difference never
         is. Floats narrower than float32 compare in float32, integers in float64; no NumPy warnings for
@@ -127,6 +144,17 @@ class ElementwiseMixin:
 
     def isnan_any(self, x):
         return bool(self.xp.isnan(x).any())
+
+    def isfinite_all(self, x):
+        """Whether no element of ``x`` is inf or NaN."""
+        xp = self.xp
+        # a finite sum proves it in one pass without a temporary; only an inf/NaN sum (or an overflow)
+        # needs the elementwise test
+        with np.errstate(invalid="ignore", over="ignore"):  # inf - inf, or an overflowing sum
+            total = x.sum()
+        if bool(xp.isfinite(total)):
+            return True
+        return bool(xp.isfinite(x).all())
 
     def clamp(self, x, lo, hi):
         """min(max(x, lo), hi): NaN propagates from x and from the bounds, and lo > hi gives hi (PyTorch)."""
@@ -182,7 +210,10 @@ class ElementwiseMixin:
         return self.xp.subtract(x, self.xp.trunc(x), out=out)
 
     def _u_relu(self, x, out=None):
-        # maximum keeps NaN, like PyTorch's relu
+        # clip and maximum keep NaN, like PyTorch's relu. NOTE: NumPy's maximum against a scalar has no SIMD
+        # loop (about 6x slower than clip here); clip also keeps -0.0 as PyTorch does (maximum gives +0.0)
+        if x.dtype.kind == "f":
+            return self.xp.clip(x, x.dtype.type(0), x.dtype.type(np.inf), out=out)
         return self.xp.maximum(x, x.dtype.type(0), out=out)
 
     @_lift_0d
@@ -300,11 +331,12 @@ class ElementwiseMixin:
             inner *= x
             inner *= x.dtype.type(_GELU_TANH_BETA)
             t = xp.tanh(inner, out=inner)
+            t += one
+            t *= x
+            t *= x.dtype.type(0.5)
         else:
-            t = self._erf(x * x.dtype.type(_SQRT1_2))
-        t += one
-        t *= x
-        t *= x.dtype.type(0.5)
+            t = self._gelu_cdf(x)
+            t *= x
         return t.astype(dt) if low else t
 
     @_lift_0d
@@ -340,9 +372,7 @@ class ElementwiseMixin:
             left_d += th
             r = left_d
         else:
-            cdf = self._erf(x * x.dtype.type(_SQRT1_2))
-            cdf += one
-            cdf *= half
+            cdf = self._gelu_cdf(x)
             pdf = x * x
             pdf *= x.dtype.type(-0.5)
             xp.exp(pdf, out=pdf)
@@ -371,6 +401,19 @@ class ElementwiseMixin:
         return r.astype(dt) if low else r
 
     # ---------------------------------------------------------------- erf / erfinv
+    def _gelu_cdf(self, x):
+        """Phi(x) = (1 + erf(x / sqrt 2)) / 2 for a float32 or float64 ``x``, as a new array."""
+        xp = self.xp
+        z = x * x.dtype.type(_SQRT1_2)
+        if xp is np and x.dtype == np.float32:
+            r = _erf_f32(xp, z, half=True, overwrite=True)
+            r += np.float32(0.5)
+            return r
+        r = self._erf(z)
+        r += x.dtype.type(1)
+        r *= x.dtype.type(0.5)
+        return r
+
     def _erf(self, x):
         """erf in x's dtype. float64: piecewise Chebyshev interpolants of erf(x)/x (about 2 ulp); narrower
         floats: a rational minimax fit evaluated in float32 (a few float32 ulp)."""
@@ -480,21 +523,32 @@ _ERF32_Q = (1.0, 8.077729057911256, 29.52968085616319, 62.28917803204715, 77.698
 _ERF32_TOP = 4.0
 
 
-def _erf_f32(xp, x):
+# The same fit in s = x^2: coefficient k divided by 16^k, which saves the pass that scales s. Powers of two
+# scale every rounding step exactly, so the results are bit-identical. The _HALF variant of P gives erf / 2
+# (what Phi(x) = 1/2 + erf(x / sqrt 2) / 2 needs, one pass fewer) exactly as well.
+_ERF32_PS = tuple(np.float32(c / 16.0 ** k) for k, c in enumerate(_ERF32_P))
+_ERF32_PS_HALF = tuple(np.float32(0.5 * c / 16.0 ** k) for k, c in enumerate(_ERF32_P))
+_ERF32_QS = tuple(np.float32(c / 16.0 ** k) for k, c in enumerate(_ERF32_Q))
+
+
+def _horner(s, coefs):
+    """sum(coefs[k] * s**k), as a new array."""
+    r = s * coefs[-1]
+    r += coefs[-2]
+    for c in coefs[-3::-1]:
+        r *= s
+        r += c
+    return r
+
+
+def _erf_f32(xp, x, half=False, overwrite=False):
+    """erf of a float32 array (``half``: erf / 2). ``overwrite`` lets it clip ``x`` in place, saving an
+    allocation when the caller's ``x`` is a temporary."""
     f = np.float32
-    xc = xp.clip(x, f(-_ERF32_TOP), f(_ERF32_TOP))
+    xc = xp.clip(x, f(-_ERF32_TOP), f(_ERF32_TOP), out=x if overwrite else None)
     s = xc * xc
-    s *= f(1.0 / 16.0)
-    p = s * f(_ERF32_P[-1])
-    p += f(_ERF32_P[-2])
-    for c in _ERF32_P[-3::-1]:
-        p *= s
-        p += f(c)
-    q = s * f(_ERF32_Q[-1])
-    q += f(_ERF32_Q[-2])
-    for c in _ERF32_Q[-3::-1]:
-        q *= s
-        q += f(c)
+    p = _horner(s, _ERF32_PS_HALF if half else _ERF32_PS)
+    q = _horner(s, _ERF32_QS)
     p /= q
     p *= xc
     return p

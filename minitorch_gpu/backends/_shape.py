@@ -57,10 +57,73 @@ def view_strides(old_shape, old_strides, new_shape):
     return tuple(out)
 
 
+# a copy whose innermost dims hold at most this many elements is done one trailing position at a time
+_SHORT_TAIL = 16
+# ... when each of those slices has at least this many elements (else the per-slice call costs more)
+_SHORT_TAIL_MIN_SLICE = 4096
+# ... and NumPy's inner loop would cover fewer elements than this
+_SHORT_TAIL_RUN = 8
+
+
+def _short_tail(shape, strides):
+    """How many trailing dims of an array to copy position by position: the most whose product is at most
+    ``_SHORT_TAIL``; 0 when NumPy's own copy is fine (its inner loop, the trailing dims that follow each
+    other in memory, covers at least ``_SHORT_TAIL_RUN`` elements), no tail fits, or the slices are small."""
+    nd = len(shape)
+    run, d = 1, nd - 1
+    while d >= 0 and (d == nd - 1 or strides[d] == strides[d + 1] * shape[d + 1]):
+        run *= shape[d]
+        d -= 1
+    if run >= _SHORT_TAIL_RUN:
+        return 0
+    m, tail = 0, 1
+    for n in reversed(shape):
+        if tail * n > _SHORT_TAIL:
+            break
+        tail *= n
+        m += 1
+    if m == 0 or m == nd or tail < 2:
+        return 0
+    size = 1
+    for n in shape:
+        size *= n
+    return m if size // tail >= _SHORT_TAIL_MIN_SLICE else 0
+
+
+def _resolve_shape(shape, size):
+    """``shape`` (an int or a sequence) as a tuple with a -1 entry worked out from ``size``."""
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if -1 in shape:
+        known = 1
+        for n in shape:
+            if n != -1:
+                known *= n
+        shape = tuple(size // known if n == -1 and known else n for n in shape)
+    return shape
+
+
 class ShapeMixin:
     # ------------------------------------------------------------------ views
     def reshape(self, x, shape):
+        """``x`` with a new shape: a view when one exists, else a C-order copy."""
+        if self.xp is np and not x.flags.c_contiguous:
+            m = _short_tail(x.shape, x.strides)
+            # (no ``v.shape = shape`` probe: NumPy makes the copy before refusing it)
+            if m and view_strides(x.shape, self.strides(x), _resolve_shape(shape, x.size)) is None:
+                return self._copy_short_tail(x, m).reshape(shape)
         return self.xp.reshape(x, shape)
+
+    def _copy_short_tail(self, x, m):
+        """A C-contiguous copy of ``x``, one position of its ``m`` trailing dims at a time.
+
+        NOTE: NumPy copies with the last dim as its inner loop; when that dim is tiny and strided (windows of
+        a pooling or convolution seen through ``as_strided``: 2x2 or 3x3), the per-loop overhead dominates
+        and a whole-array copy runs ~4x slower than these few copies of large, regularly strided slices."""
+        out = np.empty(x.shape, dtype=x.dtype)
+        lead = (Ellipsis,)
+        for pos in np.ndindex(*x.shape[-m:]):
+            out[lead + pos] = x[lead + pos]
+        return out
 
     def reshape_view(self, x, shape):
         """A view with a new shape and PyTorch's strides, or None when PyTorch would need a copy."""
@@ -175,6 +238,25 @@ class ShapeMixin:
     def roll(self, x, shifts, axes):
         """``axes`` None rolls the flattened array and restores the shape."""
         return self.xp.ascontiguousarray(self.xp.roll(x, shifts, axes))
+
+    def tri_mask(self, rows, cols, k, fill=None, np_dtype=None):
+        """A read-only (rows, cols) array that is True on and below diagonal ``k`` and False above (a causal
+        attention mask); with ``fill``, of ``np_dtype``: 0 on and below, ``fill`` above (an additive mask).
+        Cached per shape: attention asks for the same one in every layer of every step."""
+        cache = self.__dict__.setdefault("_tri_masks", {})
+        key = (rows, cols, k, fill, None if np_dtype is None else np.dtype(np_dtype).str)
+        m = cache.get(key)
+        if m is None:
+            xp = self.xp
+            m = xp.tri(rows, cols, k, dtype=bool)
+            if fill is not None:
+                m = xp.where(m, xp.zeros((), np_dtype), xp.asarray(fill, dtype=np_dtype))
+            if xp is np:
+                m.flags.writeable = False
+            if len(cache) >= 64:
+                cache.clear()
+            cache[key] = m
+        return m
 
     def tril(self, x, k):
         """Keep elements on and below diagonal ``k`` of the last two dims, zero the rest."""

@@ -1682,7 +1682,28 @@ class ReluBackward0(_Unary):
         return x._be.unary("relu", x._data)
 
     def backward(self, g):
-        return (where(self.saved_output > 0, g, 0.0),)
+        return (ThresholdBackwardBackward0.apply(g, self.saved_output, threshold=0),)
+
+
+class ThresholdBackwardBackward0(Op):
+    """``g`` where ``y > threshold``, else 0: relu's gradient as one backend primitive (a ``where`` through
+    Tensor ops costs a comparison tensor, a promotion and NumPy's branchy select), still differentiable
+    in ``g`` for double backward; the step function has zero gradient in ``y``."""
+
+    def forward(self, g, y, threshold):
+        self.threshold = threshold
+        if self.needs_input_grad[0]:
+            self.save_for_backward(y)
+        gd, yd = g._data, y._data
+        if gd.dtype != yd.dtype:
+            gd = gd.astype(yd.dtype)
+        return y._be.threshold_backward(gd, yd, threshold)
+
+    def backward(self, gg):
+        if not self.needs_input_grad[0]:
+            return None, None
+        y, = self.saved_tensors
+        return ThresholdBackwardBackward0.apply(gg, y, threshold=self.threshold), None
 
 
 def _unary_fn(cls, name, keeps_self):

@@ -1,8 +1,9 @@
 """Convolutions (1-3 spatial dims), transposed convolutions, and ``unfold`` / ``fold`` (im2col / col2im).
 
-A convolution is im2col + one GEMM: the padded input is viewed as its sliding windows (``as_strided``, no
-copy), the view is materialised as one row per output position, ``(N*L, C*prod(K))``, and multiplied by
-the weight ``(O, C*prod(K))`` in a single 2-D product (one per group for grouped convolutions). The
+A convolution is im2col + one batched GEMM: the padded input is viewed as its sliding windows
+(``as_strided``, no copy), the view is materialised in ``unfold``'s layout, ``(N, C*prod(K), L)``, and the
+weight ``(O, C*prod(K))`` multiplies each sample's columns, which gives the output ``(N, O, L)`` directly
+(one product per group for grouped convolutions). The
 forward runs on backend arrays; the backward is written with Tensor ops around two ops that are each
 other's adjoint — ``Im2ColBackward0`` (windows -> columns) and ``Col2ImBackward0``
 (columns summed back into place) — so gradients of gradients exist for input, weight and bias.
@@ -154,8 +155,13 @@ class Col2ImBackward0(Op):
 # ---------------------------------------------------------------------- convolution
 
 class ConvolutionBackward0(Op):
-    """``conv(x, w) + b`` for x (N, C, *spatial), w (O, C/groups, *kernel): row-layout columns (N*L, C*K)
-    times the weight, one GEMM (one per group for grouped convolutions)."""
+    """``conv(x, w) + b`` for x (N, C, *spatial), w (O, C/groups, *kernel): unfold-layout columns
+    (N, C*K, L) and one batched GEMM, w (G, O/G, C/G*K) @ cols (N, G, C/G*K, L), whose result is already
+    the output's layout (N, O, L)."""
+
+    # NOTE: the unfold layout, not one row per output position: materialising the windows then copies
+    # runs of a whole output row (contiguous in the input) instead of runs of one kernel row (3 elements
+    # for a 3x3 kernel), about 4x faster in NumPy, and the product needs no transpose afterwards.
 
     def forward(self, x, w, b, geom, groups):
         be = x._be
@@ -166,24 +172,16 @@ class ConvolutionBackward0(Op):
         d = x._data
         wd = w._data
         kernel, dilation, pads, stride, spatial, blocks, _ = geom
-        n, c = d.shape[:2]
+        n = d.shape[0]
         o = wd.shape[0]
         self.shapes = (d.shape, wd.shape)
-        cols = _im2col(be, d, kernel, dilation, pads, stride, blocks, True, copy=False)
-        L = cols.shape[1]
-        ckg = cols.shape[2] // groups
-        og = o // groups
-        rows2 = be.reshape(cols, (n * L, groups, ckg))
-        # (G, N*L, C/G*K) @ (G, C/G*K, O/G): a single GEMM when groups == 1
-        prod = be.matmul(rows2.transpose(1, 0, 2), be.reshape(wd, (groups, og, ckg)), transpose_b=True)
-        out = be.empty((n, o) + tuple(blocks), prod.dtype)
-        dst = be.reshape(out, (n, groups, og, L))
-        src = be.reshape(prod, (groups, n, L, og)).transpose(1, 0, 3, 2)
-        if b is None:
-            be.copy_into(dst, src)
-        else:
-            be.binary("add", src, be.reshape(b._data, (groups, og, 1)), out=dst)
-        return out
+        cols = _im2col(be, d, kernel, dilation, pads, stride, blocks, False, copy=False)
+        ckg = cols.shape[1] // groups
+        L = cols.shape[2]
+        out = be.matmul(be.reshape(wd, (groups, o // groups, ckg)), be.reshape(cols, (n, groups, ckg, L)))
+        if b is not None:
+            be.binary("add", out, be.reshape(b._data, (groups, o // groups, 1)), out=out)
+        return be.reshape(out, (n, o) + tuple(blocks))
 
     def backward(self, g):
         x, w = self.saved_tensors
@@ -199,14 +197,15 @@ class ConvolutionBackward0(Op):
         L = _prod(geom[5])
         gx = gw = gb = None
         if need_x or need_w:
-            # (G, N*L, O/G): the output gradient with one row per output position
-            g3 = g.reshape(n, o, L).transpose(1, 2).reshape(n * L, groups, og).transpose(0, 1)
+            g4 = g.reshape(n, groups, og, L)
         if need_x:
-            gcols = g3.matmul(w.reshape(groups, og, ckg)).transpose(0, 1).reshape(n, L, c * kprod)
+            # (G, C/G*K, O/G) @ (N, G, O/G, L): the columns' gradient, summed back into the image
+            gcols = w.reshape(groups, og, ckg).transpose(1, 2).matmul(g4).reshape(n, c * kprod, L)
             gx = Col2ImBackward0.apply(gcols, geom=geom, channels=c)
         if need_w:
-            cols = Im2ColBackward0.apply(x, geom=geom).reshape(n * L, groups, ckg).transpose(0, 1)
-            gw = g3.transpose(1, 2).matmul(cols).reshape(wshape)
+            cols = Im2ColBackward0.apply(x, geom=geom).reshape(n, groups, ckg, L)
+            # as cols @ g^T, transposed at the end (small): OpenBLAS runs this operand order ~1.4x faster
+            gw = cols.matmul(g4.transpose(2, 3)).sum(0).transpose(1, 2).reshape(wshape)
         if need_b:
             gb = g.sum((0,) + tuple(range(2, g.dim())))
         return gx, gw, gb
@@ -314,7 +313,7 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, k, name):
                            f"size: ({' x '.join(map(str, reach))}). Kernel size can't be greater than actual input "
                            f"size")
     blocks = tuple((p - r) // s + 1 for p, r, s in zip(padded, reach, stride))
-    geom = _geometry(kernel, dilation, pads, stride, spatial, blocks, rows=True)
+    geom = _geometry(kernel, dilation, pads, stride, spatial, blocks)
     out = ConvolutionBackward0.apply(x, weight, bias, geom=geom, groups=groups)
     return out.squeeze(0) if unbatched else out
 
