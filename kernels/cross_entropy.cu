@@ -5,12 +5,17 @@
 //                                nll_i    = -w[t_i] * logp[i, t_i]
 //                                smooth_i = -(1 / C) * sum_j w[j] * logp[i, j]
 //                              plus wsum[i] = w[t_i] (0 for ignored rows: the mean's denominator) and
-//                              lse[i] = logsumexp(logits[i]) for the backward. Rows whose target is
-//                              ignore_index give 0 everywhere.
+//                              lse[i] = log(sum_j exp(logits[i, j] - max_i)), the log-sum-exp relative to the
+//                              row maximum, for the backward. Every log-probability is formed as
+//                              (x - max) - lse: adding the maximum back first would round away the digits of
+//                              a small loss (or of all of them, for logits of magnitude 1e4 in float32).
+//                              Rows whose target is ignore_index give 0 everywhere.
 //   cross_entropy_backward<T>  dlogits[i, j] = go_i * ((1 - eps) w[t_i] (p_ij - [j == t_i])
 //                                                     + (eps / C) (p_ij sum_k w[k] - w[j]))
-//                              written directly, with p = exp(logit - lse) and go_i = gout[i * gstride] * scale
-//                              (gstride 0 broadcasts a scalar gradient, scale is 1 / total weight for 'mean').
+//                              written directly, with p = exp((logit - max) - lse) (the row maximum found
+//                              again: one more read of a row that is usually still in cache) and
+//                              go_i = gout[i * gstride] * scale (gstride 0 broadcasts a scalar gradient, scale
+//                              is 1 / total weight for 'mean').
 // Without class weights (has_weight = 0) every w is 1 and `weight` is never read. Targets outside [0, C) that
 // are not ignore_index set `bad[0]` so the host can raise PyTorch's error after the launch.
 #include "common.cuh"
@@ -33,16 +38,17 @@ __global__ void cross_entropy_forward(const T* __restrict__ logits, const i64* _
         T m = -mt_inf<T>();
         for (i64 j = threadIdx.x; j < C; j += blockDim.x) m = mt_max(m, xr[j]);
         m = block_reduce(m, MaxOp(), -mt_inf<T>(), scratch);
+        // wx sums w (x - max), so that sum_j w_j logp_j = wx - l sum_j w_j does not cancel either
         T s = 0, wx = 0, wsum_all = 0;
         for (i64 j = threadIdx.x; j < C; j += blockDim.x) {
-            T x = xr[j];
-            s += mt_exp(x - m);
+            T d = xr[j] - m;
+            s += mt_exp(d);
             T w = has_weight ? weight[j] : (T)1;
-            wx += w * x;
+            wx += w * d;
             wsum_all += w;
         }
         s = block_reduce(s, SumOp(), (T)0, scratch);
-        T l = m + mt_log(s);
+        T l = mt_log(s);
         if (smoothing != (T)0) {
             wx = block_reduce(wx, SumOp(), (T)0, scratch);
             wsum_all = block_reduce(wsum_all, SumOp(), (T)0, scratch);
@@ -54,9 +60,8 @@ __global__ void cross_entropy_forward(const T* __restrict__ logits, const i64* _
                 wsum[row] = 0;
             } else {
                 T wt = has_weight ? weight[t] : (T)1;
-                T nll = -wt * (xr[t] - l);
+                T nll = wt * ((m - xr[t]) + l);
                 T out = ((T)1 - smoothing) * nll;
-                // sum_j w_j logp_j = sum_j w_j x_j - lse * sum_j w_j
                 if (smoothing != (T)0) out += smoothing * (-(wx - l * wsum_all) / (T)C);
                 loss[row] = out;
                 wsum[row] = wt;
@@ -85,13 +90,16 @@ __global__ void cross_entropy_backward(const T* __restrict__ logits, const i64* 
             for (i64 j = threadIdx.x; j < C; j += blockDim.x) acc += weight[j];
             wsum_all = block_reduce(acc, SumOp(), (T)0, scratch);
         }
+        T m = -mt_inf<T>();
+        for (i64 j = threadIdx.x; j < C; j += blockDim.x) m = mt_max(m, xr[j]);
+        m = block_reduce(m, MaxOp(), -mt_inf<T>(), scratch);
         T go = gout[row * gstride] * scale;
         T wt = has_weight ? weight[t] : (T)1;
         T l = lse[row];
         T a = ((T)1 - smoothing) * wt;
         T b = smoothing / (T)C;
         for (i64 j = threadIdx.x; j < C; j += blockDim.x) {
-            T p = mt_exp(xr[j] - l);
+            T p = mt_exp((xr[j] - m) - l);
             T w = has_weight ? weight[j] : (T)1;
             T d = a * (p - (j == t ? (T)1 : (T)0));
             if (smoothing != (T)0) d += b * (p * wsum_all - w);

@@ -12,13 +12,15 @@ from .._dtype import bfloat16
 from ._elementwise import ElementwiseMixin
 from ._index import IndexMixin
 from ._linalg import LinalgMixin
+from ._nn import NNMixin
 from ._optim import OptimMixin
 from ._random import RandomMixin
 from ._reduce import ReduceMixin
 from ._shape import ShapeMixin
 
 
-class Backend(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, LinalgMixin, RandomMixin, OptimMixin):
+class Backend(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, LinalgMixin, RandomMixin, OptimMixin,
+              NNMixin):
     """Array primitives for one device. Subclasses set ``xp`` and ``device``."""
 
     xp = np

@@ -40,6 +40,8 @@ def _on_device(fn):
 
 
 _INF = float("inf")
+# the dtypes the row kernels (cross_entropy.cu, layernorm.cu) are instantiated for
+_KERNEL_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 class CudaBackend(Backend):
@@ -185,6 +187,63 @@ class CudaBackend(Backend):
             if r is not None:
                 return r
         return Backend.log_softmax_backward(self, y, g, axis)
+
+    # ------------------------------------------------------------------ cross-entropy (cross_entropy.cu)
+    # The kernels take 2-D (rows, C) float32/float64 logits; the saved state is the per-row log-sum-exp, and the
+    # backward re-reads the logits. Spatial inputs, 2-byte floats and mismatched weights use the base bodies.
+    def cross_entropy_forward(self, x, target, weight=None, ignore_index=-100, label_smoothing=0.0, *, tidx=None,
+                              mask=None, coef=None):
+        k = self.k
+        if k is not None and x.ndim == 2 and x.dtype in _KERNEL_FLOATS and (weight is None or weight.dtype == x.dtype):
+            r = k.cross_entropy(x, target.reshape(-1), weight, ignore_index, label_smoothing)
+            if r is not None:
+                loss, _, lse = r
+                return loss.reshape(target.shape), {"lse": lse}
+        return Backend.cross_entropy_forward(self, x, target, weight, ignore_index, label_smoothing, tidx=tidx,
+                                             mask=mask, coef=coef)
+
+    def cross_entropy_backward(self, gout, x, target, weight, ignore_index, label_smoothing, saved, denom=None, *,
+                               tidx=None, mask=None):
+        k = self.k
+        lse = saved.get("lse")
+        if k is not None and lse is not None:
+            g = gout.reshape(-1) if gout.ndim else gout.reshape(1)
+            r = k.cross_entropy_backward(x, target.reshape(-1), weight, lse, g, 1.0 / denom if denom else 1.0,
+                                         ignore_index, label_smoothing)
+            if r is not None:
+                return r
+        if lse is not None:
+            # the kernel's state is its own: the base body needs the forward's, computed again
+            _, saved = Backend.cross_entropy_forward(self, x, target, weight, ignore_index, label_smoothing,
+                                                     tidx=tidx, mask=mask)
+        return Backend.cross_entropy_backward(self, gout, x, target, weight, ignore_index, label_smoothing, saved,
+                                              denom, tidx=tidx, mask=mask)
+
+    # ------------------------------------------------------------------ layer norm (layernorm.cu)
+    # The kernels normalise rows of a 2-D float32/float64 array with mean and 1/std saved per row; RMS norm
+    # (center=False) and 2-byte floats use the base bodies.
+    def layer_norm_forward(self, x, weight=None, bias=None, eps=1e-5, center=True, keep=True):
+        k = self.k
+        if k is not None and center and x.ndim == 2 and x.dtype in _KERNEL_FLOATS and \
+                all(p is None or p.dtype == x.dtype for p in (weight, bias)):
+            r = k.layer_norm(x, weight, bias, eps)
+            if r is not None:
+                y, mean, rstd = r
+                # kept dims, so that the base backward can use them too
+                return y, {"mean": mean.reshape(-1, 1), "rstd": rstd.reshape(-1, 1)}
+        return Backend.layer_norm_forward(self, x, weight, bias, eps, center, keep)
+
+    def layer_norm_backward(self, g, x, weight, saved, center=True, needs=(True, True, True)):
+        k = self.k
+        mean = saved.get("mean")
+        if k is not None and center and mean is not None and g.dtype == x.dtype and \
+                (weight is None or weight.dtype == x.dtype):
+            nx, nw, nb = needs
+            r = k.layer_norm_backward(g, x, weight, mean.reshape(-1), saved["rstd"].reshape(-1), nw, nb)
+            if r is not None:
+                dx, dw, db = r
+                return (dx if nx else None), dw, db
+        return Backend.layer_norm_backward(self, g, x, weight, saved, center, needs)
 
     # ------------------------------------------------------------------ matmul (matmul.cu)
     def matmul(self, a, b, transpose_a=False, transpose_b=False):

@@ -426,8 +426,8 @@ class _RowKernels:
         return self.xp.zeros(1, dtype=np.int32)
 
     def cross_entropy(self, logits, target, weight, ignore_index, label_smoothing):
-        """Per-row (loss, weight, logsumexp) of 2-d float logits (rows, C) and int64 targets (rows,);
-        IndexError for a target outside [0, C) that is not ``ignore_index``."""
+        """Per-row (loss, weight, log-sum-exp relative to the row max) of 2-d float logits (rows, C) and int64
+        targets (rows,); IndexError for a target outside [0, C) that is not ``ignore_index``."""
         xp = self.xp
         dt = logits.dtype
         if dt not in _FLOATS or logits.ndim != 2 or target.dtype != np.int64 or target.shape != logits.shape[:1]:

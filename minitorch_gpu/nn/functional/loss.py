@@ -5,12 +5,13 @@ Losses that PyTorch computes with a kernel of its own are ``Op`` subclasses name
 reduction on arrays in a few passes, the backward is written with Tensor ops so that gradients of
 gradients work. Cross-entropy is one fused op (log-softmax and NLL together): its forward never
 materialises the log-probabilities, and its backward writes the gradient of the logits, softmax minus
-the (smoothed, weighted) one-hot target, directly. Losses that PyTorch composes from other ops
+the (smoothed, weighted) one-hot target, directly (the backend's ``cross_entropy_forward`` /
+``cross_entropy_backward`` primitives, fused kernels on CUDA). Losses that PyTorch composes from other ops
 (``l1_loss``, ``margin_ranking_loss``, ``cosine_embedding_loss``, ...) are composed here as well.
 
 2-byte floats are computed in float32 and rounded once at the end, as PyTorch's CPU kernels do.
 """
-import math
+import operator
 import warnings
 
 from ... import _dtype
@@ -27,6 +28,7 @@ __all__ = [
 ]
 
 _F32 = _dtype.float32.np_dtype
+_data_of = operator.attrgetter("_data")
 _I64 = _dtype.int64.np_dtype
 
 
@@ -511,10 +513,11 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 
 class _ClassTargets:
     """A class-index target checked against its input, in the layout both NLL and cross-entropy use: the
-    input viewed as (N, C, *spatial) with classes on axis 1, the target as (N, 1, *spatial) indices (ignored
-    entries pointed at class 0), and per-sample coefficients ``weight[target] * not_ignored``."""
-    __slots__ = ("nshape", "row_shape", "out_shape", "tidx", "mask", "coef", "wd", "wsum", "denom", "cdt", "npd",
-                 "n_classes")
+    input viewed as (N, C, *spatial) with classes on axis 1, the target as (N, 1, *spatial) int64 indices
+    (``target``, and ``tidx`` with ignored entries pointed at class 0), and per-sample coefficients
+    ``weight[target] * not_ignored``."""
+    __slots__ = ("nshape", "row_shape", "out_shape", "target", "ignore_index", "tidx", "mask", "coef", "wd", "denom",
+                 "cdt", "npd", "n_classes")
 
 
 def _class_targets(input, target, weight, ignore_index, kernel):
@@ -573,6 +576,8 @@ def _class_targets(input, target, weight, ignore_index, kernel):
     if t.dtype != _I64:
         t = t.astype(_I64)
     t = t.reshape(row_shape)
+    ct.target = t
+    ct.ignore_index = ignore_index
     mask = None
     n = t.size
     n_valid = n
@@ -591,7 +596,6 @@ def _class_targets(input, target, weight, ignore_index, kernel):
     ct.mask = mask
     if weight is None:
         ct.wd = None
-        ct.wsum = float(c)
         ct.coef = mask
         ct.denom = float(n_valid)
     else:
@@ -599,7 +603,6 @@ def _class_targets(input, target, weight, ignore_index, kernel):
         if wd.dtype != cdt:
             wd = wd.astype(cdt)
         ct.wd = wd
-        ct.wsum = be.sum(wd)
         coef = be.take(wd, t)
         if mask is not None:
             coef = be.binary("mul", coef, mask, out=coef)
@@ -635,35 +638,6 @@ def _row_grad(g, ct, reduction):
         denom = ct.denom
         return g / denom if denom else g
     return g
-
-
-def _row_grad_array(be, g, ct, reduction):
-    """``_row_grad`` on arrays, in the compute dtype (for the fast backward)."""
-    gd = g._data
-    if gd.dtype != ct.cdt:
-        gd = gd.astype(ct.cdt)
-    if reduction == "none":
-        return gd.reshape(ct.row_shape)
-    if reduction == "mean" and ct.denom:
-        return be.binary("div", gd, ct.denom)
-    return gd
-
-
-def _class_sum(be, a, w=None):
-    """Sum over the class axis (1, kept), weighted by the class vector ``w`` when given. For (N, C) it is a
-    BLAS matrix-vector product: NumPy's reductions along rows cost several times the arithmetic."""
-    if a.ndim == 2:
-        if w is None:
-            w = be.ones((a.shape[1],), a.dtype)
-        return be.matmul(a, w).reshape(a.shape[0], 1)
-    if w is not None:
-        a = be.binary("mul", a, w.reshape((1, w.shape[0]) + (1,) * (a.ndim - 2)))
-    return be.sum(a, (1,), True)
-
-
-def _class_weights(ct):
-    """The class weights shaped to broadcast along axis 1 of (N, C, *spatial)."""
-    return ct.wd.reshape((1, ct.n_classes) + (1,) * (len(ct.nshape) - 2))
 
 
 def _target_matrix(be, ct, at_target, smooth):
@@ -720,24 +694,10 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     return NllLossBackward0.apply(input, ct=ct, reduction=reduction)
 
 
-# largest argument whose exp is finite, by itemsize of the compute dtype (float32, float64)
-_EXP_LIMIT = {4: math.log(3.4028234663852886e38), 8: math.log(1.7976931348623157e308)}
-
-
-def _shifted_logits(be, xd, ct):
-    """``x - x[target]`` per sample, or None when some exp of it could overflow (or it holds a NaN).
-
-    Any per-sample shift gives the same softmax; the target's own logit costs a gather where the row maxima
-    cost a reduction along each row, the slowest pass of the array libraries, and it makes -log p[target]
-    simply log(sum(exp(shifted))), without the cancellation of lse - x[target]. The shifted logits must stay
-    below the exp limit less log(C), so that the sums cannot overflow either; the maximum over the whole array,
-    one fast reduction, tells."""
-    e = be.binary("sub", xd, be.gather(xd, 1, ct.tidx))
-    if e.size:
-        top = float(be.to_numpy(be.amax(e)))
-        if not top <= _EXP_LIMIT[e.dtype.itemsize] - math.log(ct.n_classes) - 1.0:
-            return None
-    return e
+def _classes_view(x, ct):
+    """The array of ``x`` viewed as (N, C, *spatial)."""
+    d = x._data
+    return d if d.shape == ct.nshape else d.reshape(ct.nshape)
 
 
 class CrossEntropyLossBackward0(Op):
@@ -746,9 +706,9 @@ class CrossEntropyLossBackward0(Op):
     Per counted sample i with target y (p = softmax(x_i), W = sum of the class weights w, s = label_smoothing):
     loss_i = (1 - s) w_y (-log p_y) + (s / C) sum_c w_c (-log p_c), and its gradient is
     A_i p - B_i with A_i = (1 - s) w_y + (s / C) W and B_i = (1 - s) w_y onehot(y) + (s / C) w.
-    The forward needs log p only at y and summed over classes, which -log p_c = lse - shifted_c gives from the
-    logits shifted per sample (see ``_shifted_logits``). It keeps exp(shifted) and its sums: the backward
-    folds the softmax's division into its own per-sample scale, so the logits' gradient costs one pass.
+    Forward and plain backward are the backend's ``cross_entropy_forward`` / ``cross_entropy_backward`` (fused
+    kernels on CUDA); what the forward keeps for the backward is held as saved tensors, so that the engine
+    frees it after backward.
     """
 
     def forward(self, x, ct=None, ls=0.0, reduction="mean"):
@@ -756,83 +716,36 @@ class CrossEntropyLossBackward0(Op):
         self.ls = ls
         self.reduction = reduction
         be = x._be
-        xd = x._data
-        if xd.dtype != ct.cdt:
-            xd = xd.astype(ct.cdt)
-        xd = xd.reshape(ct.nshape)
-        e = _shifted_logits(be, xd, ct)
-        picked = None
-        if e is None:
-            # a logit far above its sample's target logit, or a NaN / inf: shift by the row maxima instead
-            e = be.binary("sub", xd, be.amax(xd, (1,), True))
-            picked = be.gather(e, 1, ct.tidx)
-        if ls > 0:
-            ssum = _class_sum(be, e, ct.wd)
-        be.unary("exp", e, out=e)
-        se = _class_sum(be, e)
-        lse = be.unary("log", se)
-        if ls > 0:
-            # sum_c w_c (-log p_c) = W lse - sum_c w_c shifted_c
-            smooth = be.binary("sub", be.binary("mul", lse, ct.wsum), ssum, out=ssum)
-        loss = lse if picked is None else be.binary("sub", lse, picked, out=picked)  # -log p[target]
-        if ls > 0:
-            if ct.wd is not None:
-                loss = be.binary("mul", loss, be.take(ct.wd, ct.tidx), out=loss)
-            loss = be.binary("mul", loss, 1.0 - ls, out=loss)
-            loss = be.binary("add", loss, be.binary("mul", smooth, ls / ct.n_classes, out=smooth), out=loss)
-            if ct.mask is not None:
-                loss = be.binary("mul", loss, ct.mask, out=loss)
-        elif ct.coef is not None:
-            loss = be.binary("mul", loss, ct.coef, out=loss)
+        loss, saved = be.cross_entropy_forward(_classes_view(x, ct), ct.target, ct.wd, ct.ignore_index, ls,
+                                               tidx=ct.tidx, mask=ct.mask, coef=ct.coef)
         if reduction == "mean":
             _denominator(be, ct)
         if self.needs_input_grad[0]:
             self.in_shape = x._data.shape
-            # saved tensors, so that the engine frees them after backward
-            self.save_for_backward(x, Tensor._make(e, be), Tensor._make(se, be))
+            self.saved_names = tuple(saved)
+            self.save_for_backward(x, *map(Tensor._make, saved.values(), (be,) * len(saved)))
         return _finish(be, _reduce_rows(be, loss, ct, reduction), ct.npd)
 
     def _coefficients(self, be):
         """(A, B at the target, smoothing per class or None), with ignored samples' A and B zeroed."""
         ct = self.ct
-        ls = self.ls
-        if ct.wd is None:
-            a = 1.0
-            at_target = 1.0 - ls if ls > 0 else 1.0
-        else:
-            wy = be.take(ct.wd, ct.tidx)
-            if ls > 0:
-                at_target = be.binary("mul", wy, 1.0 - ls)
-                a = be.binary("add", at_target, ct.wsum * (ls / ct.n_classes))
-            else:
-                a = at_target = wy
-        smooth = None
-        if ls > 0:
-            smooth = ls / ct.n_classes if ct.wd is None else be.binary("mul", _class_weights(ct), ls / ct.n_classes)
-        if ct.mask is not None:
-            a = be.binary("mul", ct.mask, a)
-            at_target = be.binary("mul", ct.mask, at_target)
-        return a, at_target, smooth
+        return be.cross_entropy_coefficients(ct.wd, ct.tidx, ct.mask, self.ls, ct.nshape)
 
     def backward(self, g):
         ct = self.ct
-        x, e, se = self.saved_tensors
+        x, *arrays = self.saved_tensors
         be = g._be
-        a, at_target, smooth = self._coefficients(be)
         if not _state.grad:
-            # plain backward: exp(x - max) * (A g / sum), then the target entries and the smoothing term
-            gr = _row_grad_array(be, g, ct, self.reduction)
-            rowc = be.binary("div", gr, se._data)
-            if not isinstance(a, float):
-                rowc = be.binary("mul", rowc, a, out=rowc)
-            dl = be.binary("mul", e._data, rowc)
-            cur = be.gather(dl, 1, ct.tidx)
-            be.scatter_into(dl, 1, ct.tidx, be.binary("sub", cur, be.binary("mul", at_target, gr), out=cur))
-            if smooth is not None:
-                rows = gr if ct.mask is None else be.binary("mul", ct.mask, gr)
-                dl = be.binary("sub", dl, be.binary("mul", rows, smooth), out=dl)
+            gd = g._data
+            if self.reduction == "none":
+                gd = gd.reshape(ct.row_shape)
+            saved = dict(zip(self.saved_names, map(_data_of, arrays)))
+            dl = be.cross_entropy_backward(gd, _classes_view(x, ct), ct.target, ct.wd, ct.ignore_index, self.ls,
+                                           saved, ct.denom if self.reduction == "mean" else None, tidx=ct.tidx,
+                                           mask=ct.mask)
             return (Tensor._make(_finish(be, dl.reshape(self.in_shape), ct.npd), be),)
         # create_graph: the same formula in Tensor ops, differentiable again through softmax
+        a, at_target, smooth = self._coefficients(be)
         pt = x.reshape(ct.nshape)
         if pt._data.dtype != ct.cdt:
             pt = pt.to(_dtype.from_numpy_dtype(ct.cdt))

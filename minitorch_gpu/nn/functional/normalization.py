@@ -10,14 +10,18 @@ scaled / shifted by a per-feature weight and bias viewed to broadcast against it
 computed in float32 and rounded once. Batch norm in evaluation mode is an affine map with constants and is
 composed from Tensor ops instead.
 
-Forward keeps the normalised values and the reciprocal standard deviation, so that the ordinary backward is
-a handful of fused passes over arrays. Under ``create_graph`` (grad mode on during backward) the gradients
-are instead rebuilt from the saved input with Tensor ops, so that they carry a graph of their own and
-gradients of gradients come out right. Both paths compute the same formula:
+The array work is the backend's (``layer_norm_forward`` / ``layer_norm_backward`` for the layer-norm layout,
+fused kernels on CUDA; ``norm_forward`` / ``norm_backward`` for the others; ``norm_moments`` for the running
+statistics): the forward keeps what its backward needs (the normalised values and the reciprocal standard
+deviation on the CPU), so that the ordinary backward is a handful of fused passes over arrays. Under
+``create_graph`` (grad mode on during backward) the gradients are instead rebuilt from the saved input with
+Tensor ops, so that they carry a graph of their own and gradients of gradients come out right. Both paths
+compute the same formula:
 
     dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)),   dxhat = dy * weight
 """
 import numbers
+import operator
 
 from ... import _dtype
 from ...autograd.function import Op
@@ -25,6 +29,8 @@ from ...autograd.grad_mode import _state, no_grad
 from ...tensor import Tensor
 
 __all__ = ["layer_norm", "rms_norm", "group_norm", "batch_norm", "instance_norm", "normalize"]
+
+_data_of = operator.attrgetter("_data")
 
 # machine epsilon per float dtype: rms_norm's default eps
 _EPS = {"float16": 0.0009765625, "bfloat16": 0.0078125, "float32": 1.1920928955078125e-07,
@@ -43,25 +49,13 @@ def _compute_dtype(be, npd):
     return be.np_dtype(_dtype.float32) if npd.itemsize == 2 else npd
 
 
-def _moments(be, xv, axes, center):
-    """(mean or None, biased variance, centred values) of ``xv`` over ``axes`` (keepdims), in two passes.
-    The centred values are a new array when ``center`` (the caller may overwrite it), else ``xv`` itself."""
-    n = _prod([xv.shape[a] for a in axes])
-    mean = None
-    xc = xv
-    if center:
-        mean = be.mean(xv, axes, keepdims=True)
-        xc = be.binary("sub", xv, mean)
-    lead = xv.shape[:xv.ndim - len(axes)]
-    vecdot = getattr(be.xp, "vecdot", None)
-    if n and vecdot is not None and axes == tuple(range(len(lead), xv.ndim)) and xc.flags.c_contiguous:
-        # a row-wise dot product needs no squared temporary
-        rows = xc.reshape(-1, n)
-        var = vecdot(rows, rows).reshape(lead + (1,) * len(axes))
-        var /= xv.dtype.type(n)
-    else:
-        var = be.mean(be.binary("mul", xc, xc), axes, keepdims=True)
-    return mean, var, xc
+def _vector(p):
+    """The array of a parameter (or None) as one vector: layer norm's weight and bias span the normalised
+    trailing dims, which the layer-norm primitives see as one."""
+    if p is None:
+        return None
+    d = p._data
+    return d if d.ndim == 1 else d.reshape(-1)
 
 
 class _Normalize(Op):
@@ -70,124 +64,70 @@ class _Normalize(Op):
     ``weight`` / ``bias`` (either may be None) are viewed as ``wshape``, which has ``view``'s rank and
     broadcasts against it. ``center=False`` leaves the mean out (RMS normalisation). ``stats`` passes
     precomputed ``(mean, var)`` arrays (batch norm computes them first to update its running estimates).
+    The layer-norm layout (rows of a 2-D view, parameters along the row) runs on the backend's
+    ``layer_norm_forward`` / ``layer_norm_backward`` (fused kernels on CUDA), the others on ``norm_forward`` /
+    ``norm_backward``.
     """
 
     def forward(self, x, weight, bias, view, axes, wshape, eps, center=True, stats=None):
         be = x._be
         xd = x._data
-        out_npd = xd.dtype
-        cdt = _compute_dtype(be, out_npd)
-        xv = xd.reshape(view)
-        if xv.dtype != cdt:
-            xv = be.astype(xv, cdt)
-        if stats is None:
-            mean, var, xc = _moments(be, xv, axes, center)
-        else:
-            mean, var = stats
-            xc = be.binary("sub", xv, mean) if center else xv
-        var = be.binary("add", var, eps)
-        rstd = be.unary("rsqrt", var, out=var)
-        xhat = be.binary("mul", xc, rstd, out=None if xc is xv else xc)
-        w = b = None
-        if weight is not None:
-            w = weight._data.reshape(wshape)
-            if w.dtype != cdt:
-                w = be.astype(w, cdt)
-        if bias is not None:
-            b = bias._data.reshape(wshape)
-            if b.dtype != cdt:
-                b = be.astype(b, cdt)
+        xv = xd if xd.shape == view else xd.reshape(view)
         recording = False
         for e in self.next_functions:
             if e[0] is not None:
                 recording = True
                 break
-        if w is not None:
-            y = be.binary("mul", xhat, w)
-            if b is not None:
-                be.binary("add", y, b, out=y)
-        elif b is not None:
-            y = be.binary("add", xhat, b)
+        rows = stats is None and len(view) == 2 and axes == (1,) and wshape == (1, view[1])
+        if rows:
+            y, saved = be.layer_norm_forward(xv, _vector(weight), _vector(bias), eps, center, recording)
         else:
-            # the result is the caller's to modify in place, so the saved normalised values must be a copy
-            y = be.copy(xhat) if recording else xhat
+            y, saved = be.norm_forward(xv, axes, None if weight is None else weight._data.reshape(wshape),
+                                       None if bias is None else bias._data.reshape(wshape), eps, center, stats,
+                                       recording)
         if recording:
             # saved like tensors, so that the engine frees them with the rest after backward
-            self.save_for_backward(x, weight, Tensor._make(xhat, be), Tensor._make(rstd, be))
+            self.saved_names = tuple(saved)
+            self.save_for_backward(x, weight, *map(Tensor._make, saved.values(), (be,) * len(saved)))
             self.view, self.axes, self.wshape, self.eps, self.center = view, axes, wshape, eps, center
-            self.n = _prod([view[a] for a in axes])
-            # the layer-norm layout: normalised rows of a 2-D view, parameters along the row
-            self.rows = len(view) == 2 and axes == (1,) and wshape == (1, view[1])
+            self.rows = rows
             p = weight if weight is not None else bias
             if p is not None:
                 self.param_shape, self.param_npd = p._data.shape, p._data.dtype
-        if y.dtype != out_npd:
-            y = be.astype(y, out_npd)
         return y.reshape(xd.shape)
 
     def _param_axes(self):
         """The axes of ``view`` that weight and bias are broadcast over (their gradients sum over them)."""
         return tuple(i for i, s in enumerate(self.wshape) if s == 1)
 
-    def _param_grad(self, be, arr, paxes):
-        r = be.sum(arr, paxes, keepdims=True) if paxes else arr
-        r = r.reshape(self.param_shape)
+    def _param_grad(self, be, r):
+        if r.shape != self.param_shape:
+            r = r.reshape(self.param_shape)
         if r.dtype != self.param_npd:
             r = be.astype(r, self.param_npd)
         return Tensor._make(r, be)
 
     def backward(self, g):
-        x, weight, xhat, rstd = self.saved_tensors
-        cdt = xhat._data.dtype
+        x, weight, *arrays = self.saved_tensors
+        saved = dict(zip(self.saved_names, map(_data_of, arrays)))
         if _state.grad:
-            return self._backward_graph(g, x, weight, cdt)
-        nx, nw, nb = self.needs_input_grad
+            return self._backward_graph(g, x, weight, saved["rstd"].dtype)
+        needs = self.needs_input_grad
         be = g._be
-        xhat, rstd = xhat._data, rstd._data
-        w = None
-        if weight is not None:
-            w = weight._data.reshape(self.wshape)
-            if w.dtype != cdt:
-                w = be.astype(w, cdt)
-        gd = g._data.reshape(self.view)
-        if gd.dtype != cdt:
-            gd = be.astype(gd, cdt)
-        paxes = self._param_axes()
-        gx = gw = gb = None
-        t = be.binary("mul", gd, xhat) if (nw or nx) else None
-        if nw:
-            gw = self._param_grad(be, t, paxes)
-        if nb:
-            gb = self._param_grad(be, gd, paxes)
-        if nx:
-            axes = self.axes
-            inv_n = 1.0 / self.n if self.n else 0.0
-            if w is not None and self.rows:
-                # (rows, features) with a per-feature weight: both row sums of dxhat = dy * w are products
-                # with w (one GEMV each, no scaled copy of t)
-                w1 = w.reshape(-1)
-                c = be.binary("mul", be.matmul(t, w1).reshape(rstd.shape), inv_n)
-                a = be.binary("mul", be.matmul(gd, w1).reshape(rstd.shape), inv_n) if self.center else None
-                gxh = be.binary("mul", gd, w)
-            else:
-                if w is not None:
-                    gxh = be.binary("mul", gd, w)
-                    be.binary("mul", t, w, out=t)  # t = dxhat * xhat
-                else:
-                    gxh = gd
-                c = be.binary("mul", be.sum(t, axes, keepdims=True), inv_n)
-                a = be.binary("mul", be.sum(gxh, axes, keepdims=True), inv_n) if self.center else None
-            be.binary("mul", xhat, c, out=t)
-            # gd belongs to the caller (it may be another node's saved gradient): never write into it
-            gxh = be.binary("sub", gxh, t, out=None if gxh is gd else gxh)
-            if a is not None:
-                be.binary("sub", gxh, a, out=gxh)
-            be.binary("mul", gxh, rstd, out=gxh)
-            xd = x._data
-            if gxh.dtype != xd.dtype:
-                gxh = be.astype(gxh, xd.dtype)
-            gx = Tensor._make(gxh.reshape(xd.shape), be)
-        return gx, gw, gb
+        xd = x._data
+        view = self.view
+        xv = xd if xd.shape == view else xd.reshape(view)
+        gv = g._data
+        if gv.shape != view:
+            gv = gv.reshape(view)
+        if self.rows:
+            gx, gw, gb = be.layer_norm_backward(gv, xv, _vector(weight), saved, self.center, needs)
+        else:
+            gx, gw, gb = be.norm_backward(gv, xv, None if weight is None else weight._data.reshape(self.wshape),
+                                          saved, self.axes, self._param_axes(), self.center, needs)
+        return (None if gx is None else Tensor._make(gx.reshape(xd.shape), be),
+                None if gw is None else self._param_grad(be, gw),
+                None if gb is None else self._param_grad(be, gb))
 
     def _backward_graph(self, g, x, weight, npd):
         """The same gradients from Tensor ops on the saved input, recorded for a further backward."""
@@ -411,7 +351,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         xv = input._data.reshape(view)
         if xv.dtype != cdt:
             xv = be.astype(xv, cdt)
-        mean, var, _ = _moments(be, xv, (0, 2), True)
+        mean, var, _ = be.norm_moments(xv, (0, 2), True)
         stats = (mean, var)
         n = view[0] * view[2]
         _update_running(running_mean, Tensor._make(mean, be), momentum)
@@ -450,7 +390,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         xv = input._data.reshape(view)
         if xv.dtype != cdt:
             xv = be.astype(xv, cdt)
-        mean, var, _ = _moments(be, xv, (2,), True)
+        mean, var, _ = be.norm_moments(xv, (2,), True)
         stats = (mean, var)
         n = view[2]
         _update_running(running_mean, Tensor._make(be.mean(mean, (0,)), be), momentum)

@@ -145,28 +145,6 @@ def _lowest(np_dtype):
     return int(_np.iinfo(np_dtype).min)
 
 
-def _flat_positions(be, choice, kernel, stride, pads, dilation, spatial):
-    """The flat index within the input plane of the element picked at kernel offset ``choice`` (an int
-    array shaped ``(*lead, *blocks)``) of each window."""
-    xp = be.xp
-    k = len(kernel)
-    nlead = choice.ndim - k
-    flat = None
-    for i in range(k):
-        inner = _prod(kernel[i + 1:])
-        offset = (choice // inner) % kernel[i] if inner > 1 else choice % kernel[i]
-        shape = [1] * choice.ndim
-        shape[nlead + i] = choice.shape[nlead + i]
-        start = xp.arange(choice.shape[nlead + i], dtype=_np.int64).reshape(shape) * stride[i] - pads[i][0]
-        pos = start + offset * dilation[i]
-        if pads[i][0]:
-            # a window whose values are all -inf picks its first element, which may be padding; PyTorch
-            # reports the first element inside the input instead
-            pos = xp.maximum(pos, 0)
-        flat = pos if flat is None else flat * spatial[i] + pos
-    return flat
-
-
 def _max_pool_arrays(be, d, kernel, stride, pads, dilation, blocks):
     """(max values, flat input indices) of every window."""
     k = len(kernel)
@@ -175,7 +153,7 @@ def _max_pool_arrays(be, d, kernel, stride, pads, dilation, blocks):
     win = _window_view(be, padded, kernel, stride, dilation, blocks)
     win = be.reshape(win, win.shape[:-k] + (_prod(kernel),))
     vals, choice = be.max_dim(win, -1)
-    return vals, _flat_positions(be, choice, kernel, stride, pads, dilation, spatial)
+    return vals, be.max_pool_positions(choice, kernel, stride, pads, dilation, spatial)
 
 
 class _MaxPoolOp(Op):
@@ -463,37 +441,12 @@ def adaptive_avg_pool3d(input, output_size):
 def _adaptive_max_arrays(be, d, spatial, sizes):
     """(values, flat indices) of adaptive max pooling: each bin read through an index table whose rows
     repeat their last element up to the widest bin (repeats do not change a max)."""
-    xp = be.xp
-    k = len(spatial)
-    nlead = d.ndim - k
     tables = []
-    widths = []
     for n, o in zip(spatial, sizes):
         start, end = _bins(n, o)
         w = int((end - start).max()) if o else 1
-        t = _np.minimum(start[:, None] + _np.arange(w)[None, :], (end - 1)[:, None])
-        tables.append(t)
-        widths.append(w)
-    # advanced indices shaped (o0, w0, o1, w1, ...) broadcast against each other
-    index = []
-    for i, t in enumerate(tables):
-        shape = [1] * (2 * k)
-        shape[2 * i], shape[2 * i + 1] = t.shape
-        index.append(xp.asarray(t.reshape(shape)))
-    gathered = d[(slice(None),) * nlead + tuple(index)]
-    perm = tuple(range(nlead)) + tuple(nlead + 2 * i for i in range(k)) + tuple(nlead + 2 * i + 1 for i in range(k))
-    win = be.reshape(gathered.transpose(perm), d.shape[:nlead] + tuple(sizes) + (_prod(widths),))
-    vals, choice = be.max_dim(win, -1)
-    flat = None
-    for i, t in enumerate(tables):
-        inner = _prod(widths[i + 1:])
-        offset = (choice // inner) % widths[i]
-        rows = [1] * choice.ndim
-        rows[nlead + i] = sizes[i]
-        which = xp.arange(sizes[i], dtype=_np.int64).reshape(rows)
-        pos = xp.asarray(t)[which, offset]
-        flat = pos if flat is None else flat * spatial[i] + pos
-    return vals, flat
+        tables.append(_np.minimum(start[:, None] + _np.arange(w)[None, :], (end - 1)[:, None]))
+    return be.adaptive_max_pool(d, tables)
 
 
 def _adaptive_max(input, output_size, return_indices, k, fn):

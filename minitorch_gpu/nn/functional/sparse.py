@@ -53,7 +53,7 @@ class EmbeddingBackward0(Op):
         flat = self.indices
         scale = None
         if self.scale_grad_by_freq:
-            counts = be.xp.bincount(flat, minlength=self.num_rows)
+            counts = be.bincount(flat, minlength=self.num_rows)
             scale = be.binary("div", 1.0, be.astype(be.index_select(counts, 0, flat), npd))
         if self.padding_idx is not None:
             keep = be.astype(be.binary("ne", flat, self.padding_idx), npd)
