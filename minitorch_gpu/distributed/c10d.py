@@ -324,7 +324,7 @@ class ProcessGroup:
                                    f"{_fp_text(rows[r], show_extra, ref[0])}")
 
     def _exchange_fingerprints(self, fp):
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must gather the debug fingerprints of every rank")
 
     def _abort(self, code):
         pass

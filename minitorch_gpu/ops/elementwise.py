@@ -469,16 +469,21 @@ class RemainderBackward0(Op):
         return (-g * div(self.other, a, rounding_mode="floor"),)
 
 
-class RemainderBackward1(Op):
+class _TensorModBackward(Op):
+    """input mod other for two tensors; d/d other = -(input / other rounded), the rounding being the op's:
+    floor for remainder (the divisor's sign), trunc for fmod (the dividend's sign)."""
+
+    prim = rounding = None
+
     def forward(self, a, b):
         if self.needs_input_grad[1]:
             self.save_for_backward(a, b)
         self.shapes = (a._data.shape, b._data.shape)
         self.cast = _cast_dtypes(a, b)
         ad, bd = _pair(a, b)
-        _refuse_bool(ad, "remainder_cpu")
+        _refuse_bool(ad, self.prim + "_cpu")
         try:
-            return a._be.binary("remainder", ad, bd)
+            return a._be.binary(self.prim, ad, bd)
         except ValueError:
             _broadcast_error(ad, bd)
             raise
@@ -490,8 +495,12 @@ class RemainderBackward1(Op):
         gb = None
         if nb:
             a, b = self.saved_tensors
-            gb = _grad_to(-g * div(a, b, rounding_mode="floor"), self.shapes[1], cast and cast[1])
+            gb = _grad_to(-g * div(a, b, rounding_mode=self.rounding), self.shapes[1], cast and cast[1])
         return ga, gb
+
+
+class RemainderBackward1(_TensorModBackward):
+    prim, rounding = "remainder", "floor"
 
 
 class FmodBackward0(Op):
@@ -505,29 +514,8 @@ class FmodBackward0(Op):
         return (g,)
 
 
-class FmodBackward1(Op):
-    def forward(self, a, b):
-        if self.needs_input_grad[1]:
-            self.save_for_backward(a, b)
-        self.shapes = (a._data.shape, b._data.shape)
-        self.cast = _cast_dtypes(a, b)
-        ad, bd = _pair(a, b)
-        _refuse_bool(ad, "fmod_cpu")
-        try:
-            return a._be.binary("fmod", ad, bd)
-        except ValueError:
-            _broadcast_error(ad, bd)
-            raise
-
-    def backward(self, g):
-        na, nb = self.needs_input_grad
-        cast = self.cast
-        ga = _grad_to(g, self.shapes[0], cast and cast[0]) if na else None
-        gb = None
-        if nb:
-            a, b = self.saved_tensors
-            gb = _grad_to(-g * div(a, b, rounding_mode="trunc"), self.shapes[1], cast and cast[1])
-        return ga, gb
+class FmodBackward1(_TensorModBackward):
+    prim, rounding = "fmod", "trunc"
 
 
 _C_INT = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t"}
