@@ -2310,23 +2310,35 @@ def lerp_(self, end, weight):
     return apply_inplace(self, lerp, end, weight, keeps_self=isinstance(weight, Tensor))
 
 
-class AddcmulBackward0(Op):
+class _AddcBackward(Op):
+    """input + value * (tensor1 <prim> tensor2), for addcmul (prim "mul") and addcdiv (prim "div")."""
+
+    prim = None
+
     def forward(self, x, t1, t2, value=1):
         _, n1, n2 = self.needs_input_grad
-        self.save_for_backward(t1 if n2 else None, t2 if n1 else None)
+        self.save_for_backward(*self._to_save(t1, t2, n1, n2))
         self.value = value
         self.meta = ((x._data.shape, x.dtype), (t1._data.shape, t1.dtype), (t2._data.shape, t2.dtype))
         npd = _dtype.result_type(x, t1, t2).np_dtype
         be = x._be
         xd, ad, bd = (t._data if t._data.dtype == npd else t._data.astype(npd) for t in (x, t1, t2))
         try:
-            prod = be.binary("mul", ad, bd)
+            r = be.binary(self.prim, ad, bd)
             if value != 1:
-                prod = be.binary("mul", prod, _scalar_like(value, prod))
-            return be.binary("add", xd, prod)
+                r = be.binary("mul", r, _scalar_like(value, r))
+            return be.binary("add", xd, r)
         except ValueError:
             _broadcast_error(xd, ad, bd)
             raise
+
+
+class AddcmulBackward0(_AddcBackward):
+    prim = "mul"
+
+    @staticmethod
+    def _to_save(t1, t2, n1, n2):
+        return (t1 if n2 else None, t2 if n1 else None)
 
     def backward(self, g):
         t1, t2 = self.saved_tensors
@@ -2339,23 +2351,12 @@ class AddcmulBackward0(Op):
                 _grad_to(gv * t1, s2, d2) if n2 else None)
 
 
-class AddcdivBackward0(Op):
-    def forward(self, x, t1, t2, value=1):
-        _, n1, n2 = self.needs_input_grad
-        self.save_for_backward(t1 if n2 else None, t2 if n1 or n2 else None)
-        self.value = value
-        self.meta = ((x._data.shape, x.dtype), (t1._data.shape, t1.dtype), (t2._data.shape, t2.dtype))
-        npd = _dtype.result_type(x, t1, t2).np_dtype
-        be = x._be
-        xd, ad, bd = (t._data if t._data.dtype == npd else t._data.astype(npd) for t in (x, t1, t2))
-        try:
-            q = be.binary("div", ad, bd)
-            if value != 1:
-                q = be.binary("mul", q, _scalar_like(value, q))
-            return be.binary("add", xd, q)
-        except ValueError:
-            _broadcast_error(xd, ad, bd)
-            raise
+class AddcdivBackward0(_AddcBackward):
+    prim = "div"
+
+    @staticmethod
+    def _to_save(t1, t2, n1, n2):
+        return (t1 if n2 else None, t2 if n1 or n2 else None)
 
     def backward(self, g):
         t1, t2 = self.saved_tensors

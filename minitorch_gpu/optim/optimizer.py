@@ -215,6 +215,15 @@ class Optimizer:
     def __getstate__(self):
         return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
 
+    def _steps_as_tensors(self):
+        """Old pickles kept per-parameter 'step' as a Python number; it is a 0-d tensor now (as in PyTorch)."""
+        from ..ops.creation import tensor
+        for group in self.param_groups:
+            for p in group["params"]:
+                p_state = self.state.get(p, [])
+                if len(p_state) != 0 and not isinstance(p_state["step"], Tensor):
+                    p_state["step"] = tensor(float(p_state["step"]), dtype=_get_scalar_dtype())
+
     def __setstate__(self, state):
         self.__dict__.update(state)
         for name in ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks", "_optimizer_state_dict_pre_hooks",

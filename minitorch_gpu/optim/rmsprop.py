@@ -1,10 +1,9 @@
 """RMSprop (Hinton's lecture notes; the centered variant of Graves 2013)."""
 from ..autograd.function import bump_version
-from ..ops.creation import tensor as _tensor
 from ..ops.creation import zeros_like
 from ..tensor import Tensor
 from . import _foreach as F
-from .optimizer import (Optimizer, _check_fused_foreach, _device_dtype_check_for_fused, _get_scalar_dtype,
+from .optimizer import (Optimizer, _check_fused_foreach, _device_dtype_check_for_fused,
                         _new_step, _resolve_impl, _to_scalar, _use_grad_for_differentiable)
 
 __all__ = ["RMSprop", "rmsprop"]
@@ -51,10 +50,7 @@ class RMSprop(Optimizer):
             group.setdefault("differentiable", False)
             group.setdefault("capturable", False)
             group.setdefault("fused", None)
-            for p in group["params"]:
-                p_state = self.state.get(p, [])
-                if len(p_state) != 0 and not isinstance(p_state["step"], Tensor):
-                    p_state["step"] = _tensor(float(p_state["step"]), dtype=_get_scalar_dtype())
+        self._steps_as_tensors()
 
     def _init_group(self, group, params_with_grad, grads, square_avgs, momentum_buffer_list, grad_avgs, state_steps):
         for p in group["params"]:
