@@ -13,18 +13,16 @@ Pipeline for one source (one ``SimModule``):
 """
 import bisect
 import ctypes
-import functools
-import hashlib
 import json
 import os
 import platform
 import re
 import shutil
-import subprocess
 import tempfile
 import threading
 from pathlib import Path
 
+from ... import _native
 from .errors import SimCompileError
 
 __all__ = ["cache_dir", "build_module", "runtime_library", "Library", "KernelInfo"]
@@ -38,38 +36,21 @@ _loaded = {}  # content key -> Library
 _runtime = []  # [(path, CDLL)] once built
 
 
+_PURPOSE = "the CUDA simulator"
+
+
 def cache_dir():
-    """Where compiled simulator libraries live: ``$MINITORCH_GPU_CACHE/sim``, else
-    ``~/.cache/minitorch_gpu/sim`` (``$XDG_CACHE_HOME`` respected), else a per-user temporary directory."""
-    root = os.environ.get("MINITORCH_GPU_CACHE")
-    if root:
-        base = Path(root)
-    else:
-        xdg = os.environ.get("XDG_CACHE_HOME")
-        base = (Path(xdg) if xdg else Path.home() / ".cache") / "minitorch_gpu"
-    for d in (base / "sim", Path(tempfile.gettempdir()) / f"minitorch_gpu-{os.getuid()}" / "sim"):
-        try:
-            d.mkdir(parents=True, exist_ok=True)
-            if os.access(d, os.W_OK):
-                return d
-        except OSError:
-            continue
-    raise SimCompileError(f"no writable cache directory for the CUDA simulator (tried {base / 'sim'}); "
-                          "set MINITORCH_GPU_CACHE to a writable directory")
+    """Where compiled simulator libraries live: ``<cache>/sim`` (see ``minitorch_gpu._native.cache_dir``)."""
+    return _native.cache_dir("sim", SimCompileError, _PURPOSE)
 
 
-def _compiler():
-    return os.environ.get("CXX", "g++")
+_compiler = _native.compiler
+_sha = _native.sha
+_atomic_write = _native.atomic_write
 
 
-@functools.lru_cache(maxsize=None)
 def _compiler_id(cxx):
-    try:
-        out = subprocess.run([cxx, "--version"], capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError) as e:
-        raise SimCompileError(f"the CUDA simulator needs a C++20 compiler, but `{cxx} --version` failed ({e}); "
-                              "install g++ (>= 11) or point $CXX at one") from e
-    return out.splitlines()[0] if out else cxx
+    return _native.compiler_id(cxx, SimCompileError, _PURPOSE)
 
 
 def _flags():
@@ -86,32 +67,8 @@ def _includes():
     return [f"-I{_HERE / 'include'}", f"-I{_HERE}"]
 
 
-def _sha(*parts):
-    h = hashlib.sha256()
-    for p in parts:
-        h.update(p if isinstance(p, bytes) else str(p).encode())
-        h.update(b"\0")
-    return h.hexdigest()
-
-
 def _run_compiler(cmd, what):
-    try:
-        r = subprocess.run(cmd, capture_output=True, text=True)
-    except OSError as e:
-        raise SimCompileError(f"could not run the C++ compiler `{cmd[0]}` for the CUDA simulator: {e}; install "
-                              "g++ (>= 11) or point $CXX at one") from e
-    if r.returncode != 0:
-        log = r.stderr.strip()
-        if len(log) > 20000:
-            log = log[:20000] + "\n... (truncated)"
-        raise SimCompileError(f"g++ failed to compile {what} for the CUDA simulator:\n{log}")
-    return r
-
-
-def _atomic_write(path, data):
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    return _native.run_compiler(cmd, what, SimCompileError, _PURPOSE)
 
 
 # ------------------------------------------------------------------------------------------ runtime library
