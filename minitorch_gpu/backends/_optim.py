@@ -15,7 +15,9 @@ through ``out=`` into the parameter, its state, or scratch buffers kept per thre
 float32 arithmetic in float32. A long group is split across a small thread pool (NumPy ufuncs release the
 GIL); the pieces are independent, so results do not depend on the number of threads.
 """
+import functools
 import os
+import re
 import threading
 
 import numpy as np
@@ -35,7 +37,12 @@ def _default_threads():
     env = os.environ.get("MINITORCH_GPU_OPTIM_THREADS")
     if env:
         return max(1, int(env))
-    return max(1, min(os.cpu_count() or 1, 8))
+    return max(1, min(_cpu_count(), 8))
+
+
+@functools.lru_cache(maxsize=None)
+def _cpu_count():
+    return os.cpu_count() or 1  # costs microseconds per call, and is asked on every step
 
 
 def _pool(workers):
@@ -213,6 +220,19 @@ class OptimMixin:
         return lambda v: np.asarray(v, dtype=cdt)
 
     # ------------------------------------------------------------------ fused optimizer steps
+    # Each method describes its step as a FusedStep and offers it to ``_fused_step`` (one compiled pass: a
+    # kernel launch on a GPU, native code on the CPU); when that declines, the array-module body below runs the
+    # same operations in the same order with the same scalars.
+    def _fused_step(self, step):
+        """Run ``step`` (a FusedStep) natively and return True, or return False to have the caller's body run."""
+        return False
+
+    def _body_scalars(self, step):
+        """The step's group scalars by name, and its per-tensor scalars, as the array-module body passes them."""
+        c = self._scalar_fn(step.roles[0])
+        return ({k: c(v) for k, v in step.scalars.items()},
+                [tuple(c(x) for x in ts) for ts in step.tensor_scalars or ()])
+
     def fused_adam(self, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, lr, beta1, beta2, eps,
                    weight_decay, amsgrad, maximize, decoupled):
         """One Adam (``decoupled=False``) or AdamW step over a group, in place.
@@ -222,19 +242,25 @@ class OptimMixin:
         ``p -= (lr / bc1) * m / (sqrt(v) / sqrt(bc2) + eps)`` computed as
         ``p += (-(lr / bc1) * sqrt(bc2)) * m / (sqrt(v) + eps * sqrt(bc2))``.
         """
-        xp = self.xp
-        mul, add, sub = xp.multiply, xp.add, xp.subtract
-        n = len(params)
         coupled = weight_decay != 0 and not decoupled
-        c = self._scalar_fn(params)
-        decay = c(1.0 - lr * weight_decay) if (weight_decay != 0 and decoupled) else None
-        g_scale = c(-(1.0 - beta1) if (maximize and not coupled) else (1.0 - beta1))
-        consts = []
+        tensor_scalars = []
         for st in steps:
             bc1 = 1.0 - beta1 ** st
             bc2_sqrt = (1.0 - beta2 ** st) ** 0.5
-            consts.append((c(eps * bc2_sqrt), c(-(lr / bc1) * bc2_sqrt)))
-        beta1, beta2, one_minus_b2, weight_decay = c(beta1), c(beta2), c(1.0 - beta2), c(weight_decay)
+            tensor_scalars.append((eps * bc2_sqrt, -(lr / bc1) * bc2_sqrt))
+        step = FusedStep(
+            "adam", [params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs if amsgrad else None],
+            dict(beta1=beta1, beta2=beta2, one_minus_beta2=1.0 - beta2,
+                 g_scale=-(1.0 - beta1) if (maximize and not coupled) else (1.0 - beta1),
+                 weight_decay=weight_decay, decay=1.0 - lr * weight_decay if decoupled else 1.0,
+                 gsign=-1.0 if maximize else 1.0),
+            dict(amsgrad=amsgrad, coupled=coupled), tensor_scalars=tensor_scalars)
+        if self._fused_step(step):
+            return
+        xp = self.xp
+        mul, add = xp.multiply, xp.add
+        s, consts = self._body_scalars(step)
+        decay = s["decay"] if (weight_decay != 0 and decoupled) else None
 
         def body(a, t, i):
             p, g, m, v, vmax = a
@@ -242,15 +268,15 @@ class OptimMixin:
             if decay is not None:
                 mul(p, decay, out=p)
             if coupled:
-                mul(p, weight_decay, out=B)
-                (sub if maximize else add)(B, g, out=B)
+                mul(p, s["weight_decay"], out=B)
+                (xp.subtract if maximize else add)(B, g, out=B)
                 g = B
-            mul(g, g_scale, out=A)
-            mul(m, beta1, out=m)
+            mul(g, s["g_scale"], out=A)
+            mul(m, s["beta1"], out=m)
             add(m, A, out=m)
             mul(g, g, out=A)
-            mul(A, one_minus_b2, out=A)
-            mul(v, beta2, out=v)
+            mul(A, s["one_minus_beta2"], out=A)
+            mul(v, s["beta2"], out=v)
             add(v, A, out=v)
             if amsgrad:
                 xp.maximum(vmax, v, out=vmax)
@@ -262,157 +288,242 @@ class OptimMixin:
             mul(A, step_scale, out=A)
             add(p, A, out=p)
 
-        vmaxs = max_exp_avg_sqs if amsgrad else [None] * n
-        self._fused_run(body, (params, grads, exp_avgs, exp_avg_sqs, vmaxs), (0, 2, 3, 4), 2)
+        self._fused_run(body, step.roles_or_none(), (0, 2, 3, 4), 2)
 
     def fused_sgd(self, params, grads, momentum_buffers, first_steps, lr, weight_decay, momentum, dampening,
                   nesterov, maximize):
         """One SGD step over a group, in place. ``momentum_buffers`` are used when ``momentum != 0``;
         ``first_steps[i]`` says buffer ``i`` is new and takes the (decayed) gradient as it is."""
-        xp = self.xp
-        mul, add, sub = xp.multiply, xp.add, xp.subtract
-        n = len(params)
         use_mom = momentum != 0
         use_wd = weight_decay != 0
-        c = self._scalar_fn(params)
-        lr, weight_decay, momentum, one_minus_damp = c(lr), c(weight_decay), c(momentum), c(1.0 - dampening)
+        step = FusedStep(
+            "sgd", [params, grads, momentum_buffers if use_mom else None],
+            dict(lr=lr, weight_decay=weight_decay, momentum=momentum, one_minus_dampening=1.0 - dampening,
+                 gsign=-1.0 if maximize else 1.0),
+            dict(weight_decay=use_wd, momentum=use_mom, nesterov=nesterov and use_mom),
+            tensor_flags=[{"first": bool(f)} for f in first_steps] if use_mom else None)
+        if self._fused_step(step):
+            return
+        xp = self.xp
+        mul, add, sub = xp.multiply, xp.add, xp.subtract
+        s, _ = self._body_scalars(step)
 
         def body(a, t, i):
             p, g, buf = a
             A, B = t
-            if use_wd:
-                mul(p, weight_decay, out=A)
-                (sub if maximize else add)(A, g, out=A)
-                g = A
-            elif maximize:
-                xp.negative(g, out=A)
-                g = A
+            g = self._decayed_grad(p, g, A, use_wd, s["weight_decay"], maximize)
             if use_mom:
                 if first_steps[i]:
                     xp.copyto(buf, g)
                 else:
-                    mul(buf, momentum, out=buf)
+                    mul(buf, s["momentum"], out=buf)
                     if dampening != 0:
-                        mul(g, one_minus_damp, out=B)
+                        mul(g, s["one_minus_dampening"], out=B)
                         add(buf, B, out=buf)
                     else:
                         add(buf, g, out=buf)
                 if nesterov:
-                    mul(buf, momentum, out=B)
+                    mul(buf, s["momentum"], out=B)
                     add(B, g, out=B)
                     g = B
                 else:
                     g = buf
-            mul(g, lr, out=B)
+            mul(g, s["lr"], out=B)
             sub(p, B, out=p)
 
-        bufs = momentum_buffers if use_mom else [None] * n
-        self._fused_run(body, (params, grads, bufs), (0, 2), 2)
+        self._fused_run(body, step.roles_or_none(), (0, 2), 2)
+
+    def _decayed_grad(self, p, g, out, use_wd, weight_decay, maximize):
+        """``p * wd + g`` (``- g`` when maximizing) or ``-g`` into ``out``, or ``g`` itself when neither applies:
+        the gradient every fused body but Adam's starts from."""
+        xp = self.xp
+        if use_wd:
+            xp.multiply(p, weight_decay, out=out)
+            (xp.subtract if maximize else xp.add)(out, g, out=out)
+            return out
+        if maximize:
+            return xp.negative(g, out=out)
+        return g
 
     def fused_rmsprop(self, params, grads, square_avgs, grad_avgs, momentum_buffers, lr, alpha, eps, weight_decay,
                       momentum, centered, maximize):
         """One RMSprop step over a group, in place (``grad_avgs`` used when centered, ``momentum_buffers`` when
         ``momentum > 0``)."""
-        xp = self.xp
-        mul, add, sub = xp.multiply, xp.add, xp.subtract
-        n = len(params)
         use_mom = momentum > 0
         use_wd = weight_decay != 0
-        c = self._scalar_fn(params)
-        one_minus_alpha = c(1.0 - alpha)
-        lr, alpha, eps, weight_decay, momentum = c(lr), c(alpha), c(eps), c(weight_decay), c(momentum)
+        step = FusedStep(
+            "rmsprop", [params, grads, square_avgs, grad_avgs if centered else None,
+                        momentum_buffers if use_mom else None],
+            dict(lr=lr, alpha=alpha, one_minus_alpha=1.0 - alpha, eps=eps, weight_decay=weight_decay,
+                 momentum=momentum, gsign=-1.0 if maximize else 1.0),
+            dict(weight_decay=use_wd, centered=centered, momentum=use_mom))
+        if self._fused_step(step):
+            return
+        xp = self.xp
+        mul, add, sub = xp.multiply, xp.add, xp.subtract
+        s, _ = self._body_scalars(step)
 
         def body(a, t, i):
             p, g, sq, gavg, buf = a
             A, B, C = t
-            if use_wd:
-                mul(p, weight_decay, out=A)
-                (sub if maximize else add)(A, g, out=A)
-                g = A
-            elif maximize:
-                xp.negative(g, out=A)
-                g = A
+            g = self._decayed_grad(p, g, A, use_wd, s["weight_decay"], maximize)
             mul(g, g, out=B)
-            mul(B, one_minus_alpha, out=B)
-            mul(sq, alpha, out=sq)
+            mul(B, s["one_minus_alpha"], out=B)
+            mul(sq, s["alpha"], out=sq)
             add(sq, B, out=sq)
             if centered:
-                mul(g, one_minus_alpha, out=B)
-                mul(gavg, alpha, out=gavg)
+                mul(g, s["one_minus_alpha"], out=B)
+                mul(gavg, s["alpha"], out=gavg)
                 add(gavg, B, out=gavg)
                 mul(gavg, gavg, out=B)
                 sub(sq, B, out=B)
                 xp.sqrt(B, out=B)
             else:
                 xp.sqrt(sq, out=B)
-            add(B, eps, out=B)
+            add(B, s["eps"], out=B)
+            xp.divide(g, B, out=C)
             if use_mom:
-                xp.divide(g, B, out=C)
-                mul(buf, momentum, out=buf)
+                mul(buf, s["momentum"], out=buf)
                 add(buf, C, out=buf)
-                mul(buf, lr, out=C)
+                mul(buf, s["lr"], out=C)
             else:
-                xp.divide(g, B, out=C)
-                mul(C, lr, out=C)
+                mul(C, s["lr"], out=C)
             sub(p, C, out=p)
 
-        gavgs = grad_avgs if centered else [None] * n
-        bufs = momentum_buffers if use_mom else [None] * n
-        self._fused_run(body, (params, grads, square_avgs, gavgs, bufs), (0, 2, 3, 4), 3)
+        self._fused_run(body, step.roles_or_none(), (0, 2, 3, 4), 3)
 
     def fused_adagrad(self, params, grads, state_sums, steps, lr, lr_decay, weight_decay, eps, maximize):
         """One Adagrad step over a group, in place; ``steps`` as in :meth:`fused_adam`."""
-        xp = self.xp
-        mul, add, sub = xp.multiply, xp.add, xp.subtract
-        c = self._scalar_fn(params)
-        clrs = [c(lr / (1.0 + (st - 1.0) * lr_decay)) for st in steps]
         use_wd = weight_decay != 0
-        weight_decay, eps = c(weight_decay), c(eps)
+        step = FusedStep("adagrad", [params, grads, state_sums],
+                         dict(weight_decay=weight_decay, eps=eps, gsign=-1.0 if maximize else 1.0),
+                         dict(weight_decay=use_wd),
+                         tensor_scalars=[(lr / (1.0 + (st - 1.0) * lr_decay),) for st in steps])
+        if self._fused_step(step):
+            return
+        xp = self.xp
+        mul, add = xp.multiply, xp.add
+        s, consts = self._body_scalars(step)
 
         def body(a, t, i):
-            p, g, s = a
+            p, g, ssum = a
             A, B = t
-            if use_wd:
-                mul(p, weight_decay, out=A)
-                (sub if maximize else add)(A, g, out=A)
-                g = A
-            elif maximize:
-                xp.negative(g, out=A)
-                g = A
+            g = self._decayed_grad(p, g, A, use_wd, s["weight_decay"], maximize)
             mul(g, g, out=B)
-            add(s, B, out=s)
-            xp.sqrt(s, out=B)
-            add(B, eps, out=B)
+            add(ssum, B, out=ssum)
+            xp.sqrt(ssum, out=B)
+            add(B, s["eps"], out=B)
             xp.divide(g, B, out=B)
-            mul(B, clrs[i], out=B)
-            sub(p, B, out=p)
+            mul(B, consts[i][0], out=B)
+            xp.subtract(p, B, out=p)
 
-        self._fused_run(body, (params, grads, state_sums), (0, 2), 2)
+        self._fused_run(body, step.roles_or_none(), (0, 2), 2)
 
     def fused_lion(self, params, grads, exp_avgs, lr, beta1, beta2, weight_decay, maximize):
         """One Lion step over a group, in place: ``c = b1 m + (1 - b1) g``; ``p *= 1 - lr wd``;
         ``p -= lr sign(c)``; ``m = b2 m + (1 - b2) g``."""
+        sgn = -1.0 if maximize else 1.0
+        step = FusedStep("lion", [params, grads, exp_avgs],
+                         dict(beta1=beta1, beta2=beta2, g1=sgn * (1.0 - beta1), g2=sgn * (1.0 - beta2), neg_lr=-lr,
+                              decay=1.0 - lr * weight_decay), {})
+        if self._fused_step(step):
+            return
         xp = self.xp
         mul, add = xp.multiply, xp.add
-        sgn = -1.0 if maximize else 1.0
-        c = self._scalar_fn(params)
-        decay = c(1.0 - lr * weight_decay) if weight_decay != 0 else None
-        g1, g2, neg_lr = c(sgn * (1.0 - beta1)), c(sgn * (1.0 - beta2)), c(-lr)
-        beta1, beta2 = c(beta1), c(beta2)
+        s, _ = self._body_scalars(step)
+        decay = s["decay"] if weight_decay != 0 else None
 
         def body(a, t, i):
             p, g, m = a
             A, B = t
-            mul(m, beta1, out=A)
-            mul(g, g1, out=B)
+            mul(m, s["beta1"], out=A)
+            mul(g, s["g1"], out=B)
             add(A, B, out=A)
             xp.sign(A, out=A)
             if decay is not None:
                 mul(p, decay, out=p)
-            mul(A, neg_lr, out=A)
+            mul(A, s["neg_lr"], out=A)
             add(p, A, out=p)
-            mul(m, beta2, out=m)
-            mul(g, g2, out=B)
+            mul(m, s["beta2"], out=m)
+            mul(g, s["g2"], out=B)
             add(m, B, out=m)
 
-        self._fused_run(body, (params, grads, exp_avgs), (0, 2), 2)
+        self._fused_run(body, step.roles_or_none(), (0, 2), 2)
+
+
+# ---------------------------------------------------------------------- one fused step, described
+_KERNEL_ENUM = {"adam": "Adam", "sgd": "Sgd", "rmsprop": "Rmsprop", "adagrad": "Adagrad", "lion": "Lion"}
+
+
+@functools.lru_cache(maxsize=None)
+def _codes(kind, what):
+    """{name: code} of kernels/optim_math.cuh's ``<Kind><what>`` enum (what: Scalar or Flag)."""
+    from ..cuda.loader import enum_codes
+    return enum_codes("optim_math.cuh", _KERNEL_ENUM[kind] + what)
+
+
+@functools.lru_cache(maxsize=None)
+def _group_scalar_count():
+    from ..cuda.loader import kernel_dir
+    with open(os.path.join(kernel_dir(), "optim_math.cuh"), encoding="utf-8") as f:
+        m = re.search(r"#define\s+MT_OPTIM_GROUP_SCALARS\s+(\d+)", f.read())
+    return int(m.group(1))
+
+
+class FusedStep:
+    """One fused optimizer step over a group, in the terms of kernels/optim_math.cuh, for whichever
+    implementation runs it.
+
+    ``roles``: the parameters, the gradients and each state in the kernel's order (None for a state the options
+    leave unused). ``scalars`` and ``flags`` are the group's, by their names in the kernel's enums;
+    ``tensor_scalars`` (up to two numbers) and ``tensor_flags`` (a dict of flags) are per tensor.
+    """
+    __slots__ = ("kind", "roles", "scalars", "flags", "tensor_scalars", "tensor_flags")
+
+    def __init__(self, kind, roles, scalars, flags, tensor_scalars=None, tensor_flags=None):
+        self.kind, self.roles, self.scalars, self.flags = kind, list(roles), scalars, flags
+        self.tensor_scalars, self.tensor_flags = tensor_scalars, tensor_flags
+
+    def roles_or_none(self):
+        """The roles with a list of Nones for each unused state (the array-module bodies' layout)."""
+        n = len(self.roles[0])
+        return [r if r is not None else [None] * n for r in self.roles]
+
+    def flag_bits(self):
+        codes = _codes(self.kind, "Flag")
+        return sum(1 << codes[k] for k, on in self.flags.items() if on)
+
+    def consts(self):
+        """[group scalars | per tensor: extra flag bits, t0, t1] as floats: the kernels' ``consts`` argument
+        (float64)."""
+        n = len(self.roles[0])
+        g = _group_scalar_count()
+        out = [0.0] * (g + 3 * n)
+        codes = _codes(self.kind, "Scalar")
+        for k, v in self.scalars.items():
+            out[codes[k]] = float(v)
+        if self.tensor_flags is not None:
+            fcodes = _codes(self.kind, "Flag")
+            for i, tf in enumerate(self.tensor_flags):
+                out[g + 3 * i] = float(sum(1 << fcodes[k] for k, on in tf.items() if on))
+        if self.tensor_scalars is not None:
+            for i, ts in enumerate(self.tensor_scalars):
+                out[g + 3 * i + 1:g + 3 * i + 1 + len(ts)] = map(float, ts)
+        return out
+
+
+def fused_group_sizes(step, array_type, dt, writeable=False):
+    """Element counts of the group's tensors when every array of every used role is a C-contiguous
+    ``array_type`` of dtype ``dt`` with its parameter's size (and, with ``writeable``, every role but the
+    gradients writeable): what a compiled step needs. Else None."""
+    sizes = []
+    for arrs in zip(*[r for r in step.roles if r is not None]):
+        n = arrs[0].size
+        for j, a in enumerate(arrs):
+            if type(a) is not array_type or (a.dtype is not dt and a.dtype != dt) or a.size != n:
+                return None
+            fl = a.flags
+            if not fl.c_contiguous or (writeable and j != 1 and not fl.writeable):
+                return None
+        sizes.append(n)
+    return sizes

@@ -265,23 +265,9 @@ class CudaBackend(Backend):
         return Backend.matmul(self, a, b)
 
     # ------------------------------------------------------------------ fused optimizers (optim.cu)
-    def fused_adam(self, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, lr, beta1, beta2, eps,
-                   weight_decay, amsgrad, maximize, decoupled):
+    def _fused_step(self, step):
         k = self.k
-        if k is not None and k.adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, lr, beta1, beta2,
-                                    eps, weight_decay, amsgrad, maximize, decoupled):
-            return
-        Backend.fused_adam(self, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, lr, beta1, beta2, eps,
-                           weight_decay, amsgrad, maximize, decoupled)
-
-    def fused_sgd(self, params, grads, momentum_buffers, first_steps, lr, weight_decay, momentum, dampening,
-                  nesterov, maximize):
-        k = self.k
-        if k is not None and k.sgd(params, grads, momentum_buffers, first_steps, lr, weight_decay, momentum,
-                                   dampening, nesterov, maximize):
-            return
-        Backend.fused_sgd(self, params, grads, momentum_buffers, first_steps, lr, weight_decay, momentum, dampening,
-                          nesterov, maximize)
+        return k is not None and k.optim_step(step)
 
     # ------------------------------------------------------------------ random streams (random.cu)
     def philox4x32_10(self, counter, key, n):

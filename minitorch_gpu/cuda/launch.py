@@ -13,6 +13,7 @@ library's built-in for that call.
 """
 import numpy as np
 
+from ..backends._optim import fused_group_sizes
 from . import loader as _loader
 
 __all__ = ["Launcher", "THREADS"]
@@ -607,83 +608,36 @@ class _StepKernels:
     # elements per chunk of a tensor: one block's share of the fused optimizer work
     OPTIM_CHUNK = 65536
 
-    def _group_tables(self, lists, dt):
-        """Pointer tables (u64, one per role; None for absent roles), sizes and chunk tables for a group, or
-        None when a tensor is not a contiguous array of ``dt``."""
-        n = len(lists[0])
-        for role in lists:
-            if role is None:
-                continue
-            for a in role:
-                if not isinstance(a, self.xp.ndarray) or a.dtype != dt or not a.flags.c_contiguous:
-                    return None
-        sizes = np.array([a.size for a in lists[0]], dtype=np.int64)
-        for role in lists[1:]:
-            if role is not None and any(r.size != s for r, s in zip(role, sizes)):
-                return None
+    def optim_step(self, step):
+        """One fused optimizer step (a backends._optim.FusedStep) in one launch; False when a tensor does not
+        fit (not a contiguous float32/float64 array of the group's dtype)."""
+        roles = step.roles
+        if not roles[0]:
+            return True
+        dt = roles[0][0].dtype
+        if dt not in _FLOATS:
+            return False
+        sizes = fused_group_sizes(step, self.xp.ndarray, dt)
+        if sizes is None:
+            return False
+        sizes = np.asarray(sizes, dtype=np.int64)
         chunk = self.OPTIM_CHUNK
         counts = (sizes + chunk - 1) // chunk
-        chunks = np.empty((int(counts.sum()), 2), dtype=np.int64)
-        chunks[:, 0] = np.repeat(np.arange(n, dtype=np.int64), counts)
-        starts = np.arange(chunks.shape[0], dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+        n_chunks = int(counts.sum())
+        if n_chunks == 0:
+            return True
+        chunks = np.empty((n_chunks, 2), dtype=np.int64)
+        chunks[:, 0] = np.repeat(np.arange(len(sizes), dtype=np.int64), counts)
+        starts = np.arange(n_chunks, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
         chunks[:, 1] = starts * chunk
         tabs = [None if role is None else self.upload(np.array([self.ptr(a) for a in role], dtype=np.uint64))
-                for role in lists]
-        return tabs, self.upload(sizes), self.upload(chunks.reshape(-1)), chunks.shape[0]
-
-    def adam(self, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, lr, beta1, beta2, eps,
-             weight_decay, amsgrad, maximize, decoupled):
-        """One fused Adam/AdamW step (see OptimMixin.fused_adam); False when a tensor does not fit."""
-        if not params:
-            return True
-        dt = params[0].dtype
-        if dt not in _FLOATS:
-            return False
-        got = self._group_tables([params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs if amsgrad else None], dt)
-        if got is None:
-            return False
-        (tp, tg, tm, tv, tvmax), sizes, chunks, n_chunks = got
-        if n_chunks == 0:
-            return True
-        coupled = weight_decay != 0 and not decoupled
-        consts = np.empty((len(params), 2), dtype=np.float64)
-        for i, st in enumerate(steps):
-            bc1 = 1.0 - beta1 ** st
-            bc2_sqrt = (1.0 - beta2 ** st) ** 0.5
-            consts[i] = (eps * bc2_sqrt, -(lr / bc1) * bc2_sqrt)
-        t = dt.type
-        g_scale = -(1.0 - beta1) if (maximize and not coupled) else (1.0 - beta1)
-        decay = (1.0 - lr * weight_decay) if (weight_decay != 0 and decoupled) else 1.0
-        self.fn("optim.cu", f"adam_step<{_TNAME[dt]}>")(
+                for role in roles]
+        # a role the options leave unused still needs a valid table argument; the kernel never reads through it
+        tabs = [t if t is not None else tabs[0] for t in tabs] + [tabs[0]] * (5 - len(tabs))
+        self.fn("optim.cu", f"{step.kind}_step<{_TNAME[dt]}>")(
             (min(n_chunks, self.max_blocks),), (THREADS,),
-            (tp, tg, tm, tv, tvmax if tvmax is not None else tp, sizes, chunks, self.upload(consts.reshape(-1)),
-             _i64(n_chunks), _i64(self.OPTIM_CHUNK), t(beta1), t(beta2), t(1.0 - beta2), t(g_scale), t(weight_decay),
-             t(decay), _i32(coupled), _i32(weight_decay != 0 and decoupled), _i32(amsgrad), _i32(maximize)))
-        return True
-
-    def sgd(self, params, grads, momentum_buffers, first_steps, lr, weight_decay, momentum, dampening, nesterov,
-            maximize):
-        """One fused SGD step (see OptimMixin.fused_sgd); False when a tensor does not fit."""
-        if not params:
-            return True
-        dt = params[0].dtype
-        if dt not in _FLOATS:
-            return False
-        use_mom = momentum != 0
-        got = self._group_tables([params, grads, momentum_buffers if use_mom else None], dt)
-        if got is None:
-            return False
-        (tp, tg, tb), sizes, chunks, n_chunks = got
-        if n_chunks == 0:
-            return True
-        firsts = self.upload(np.array([bool(f) for f in first_steps] if use_mom else [0] * len(params),
-                                      dtype=np.int64))
-        t = dt.type
-        self.fn("optim.cu", f"sgd_step<{_TNAME[dt]}>")(
-            (min(n_chunks, self.max_blocks),), (THREADS,),
-            (tp, tg, tb if tb is not None else tp, sizes, chunks, firsts, _i64(n_chunks), _i64(self.OPTIM_CHUNK),
-             t(lr), t(weight_decay), t(momentum), t(1.0 - dampening), _i32(weight_decay != 0), _i32(use_mom),
-             _i32(dampening != 0), _i32(nesterov), _i32(maximize)))
+            (*tabs, self.upload(sizes), self.upload(chunks.reshape(-1)), self.upload(np.asarray(step.consts(), dtype=np.float64)), _i64(n_chunks),
+             _i64(chunk), _i32(step.flag_bits())))
         return True
 
     @staticmethod

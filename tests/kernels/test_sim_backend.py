@@ -99,9 +99,12 @@ def test_ops_reach_the_kernels(sim, monkeypatch):
     loss.backward()
     mt.optim.Adam([w], lr=0.1, fused=True).step()
     mt.optim.SGD([w], lr=0.1, momentum=0.9, fused=True).step()
+    mt.optim.RMSprop([w], lr=0.1, fused=True).step()
+    mt.optim.Adagrad([w], lr=0.1, fused=True).step()
+    mt.optim.Lion([w], lr=0.1, fused=True).step()
     used = {c[1].split("<")[0] for c in calls}
     assert {"matmul_forward", "binary_forward", "unary_forward", "softmax_forward_v1", "softmax_backward_v1",
-            "adam_step", "sgd_step", "normal_forward"} <= used, used
+            "adam_step", "sgd_step", "rmsprop_step", "adagrad_step", "lion_step", "normal_forward"} <= used, used
 
 
 def test_results_match_the_cpu(sim):

@@ -1,12 +1,14 @@
-"""optim.cu, random.cu and embedding.cu on the CPU simulator: the fused multi-tensor optimizer steps against
-backends/_optim.py's bodies (groups of awkward sizes, tensors longer than a chunk, every option); Philox
-streams bit-identical with backends/_random.py; embedding backward against np.add.at."""
+"""optim.cu, random.cu and embedding.cu on the CPU simulator: the fused multi-tensor optimizer steps of every
+optimizer against backends/_optim.py's NumPy bodies (groups of awkward sizes, tensors longer than a chunk, every
+option bit); Philox streams bit-identical with backends/_random.py; embedding backward against np.add.at."""
 import numpy as np
 import pytest
+from fused_cases import CASE_IDS, CASES, assert_states_equal, copy_state, make_state, run_step
 
 from minitorch_gpu.backends.numpy_backend import NumpyBackend
 
 REF = NumpyBackend()
+REF.native_optim = False  # the NumPy bodies: the reference both compiled paths are held to
 SHAPES = [(1,), (7,), (3, 5), (257,), (0,), (64, 33)]
 
 
@@ -16,60 +18,31 @@ def _group(dt, seed, shapes=SHAPES):
 
 
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
-@pytest.mark.parametrize("amsgrad", [False, True])
-@pytest.mark.parametrize("maximize", [False, True])
-@pytest.mark.parametrize("wd,decoupled", [(0.0, False), (0.1, False), (0.1, True)])
-def test_adam_matches_reference(k, dt, amsgrad, maximize, wd, decoupled):
-    params = _group(dt, 1)
-    grads = _group(dt, 2)
-    ms = [np.abs(x) * 0.1 for x in _group(dt, 3)]
-    vs = [np.abs(x) * 0.01 for x in _group(dt, 4)]
-    vmax = [v * 1.5 for v in vs]
-    state = [params, grads, ms, vs, vmax]
-    ref = [[a.copy() for a in role] for role in state]
-    k.OPTIM_CHUNK = 100  # tensors longer than a chunk are split across blocks
-    try:
-        for step in (1.0, 2.0, 3.0):
-            steps = [step] * len(params)
-            args = dict(lr=1e-2, beta1=0.9, beta2=0.99, eps=1e-8, weight_decay=wd, amsgrad=amsgrad,
-                        maximize=maximize, decoupled=decoupled)
-            assert k.adam(*state, steps, **args)
-            REF.fused_adam(*ref, steps, **args)
-    finally:
-        del k.OPTIM_CHUNK
+@pytest.mark.parametrize("kind,opts", CASES, ids=CASE_IDS)
+def test_fused_step_kernel_matches_reference(sim_backend, k, monkeypatch, dt, kind, opts):
+    state = make_state(kind, dt, SHAPES, seed=1)
+    ref = copy_state(state)
+    taken = []
+    real = type(sim_backend)._fused_step
+    monkeypatch.setattr(sim_backend, "_fused_step", lambda step: taken.append(real(sim_backend, step)) or taken[-1])
+    monkeypatch.setattr(k, "OPTIM_CHUNK", 100)  # tensors longer than a chunk are split across blocks
+    for step in (1, 2, 3):
+        run_step(sim_backend, kind, state, step, opts)
+        run_step(REF, kind, ref, step, opts)
+    assert taken == [True] * 3  # one kernel launch per step, not the array-module body
     tol = dict(rtol=2e-6, atol=1e-7) if dt == np.float32 else dict(rtol=1e-13, atol=1e-15)
-    for got_role, ref_role in zip(state, ref):
-        for g, r in zip(got_role, ref_role):
-            np.testing.assert_allclose(g, r, **tol)
+    assert_states_equal(state, ref, **tol)
 
 
-@pytest.mark.parametrize("dt", [np.float32, np.float64])
-@pytest.mark.parametrize("opts", [dict(momentum=0.0), dict(momentum=0.9, dampening=0.2, weight_decay=0.01),
-                                  dict(momentum=0.9, nesterov=True, maximize=True),
-                                  dict(momentum=0.0, weight_decay=0.1, maximize=True)])
-def test_sgd_matches_reference(k, dt, opts):
-    params = _group(dt, 5)
-    grads = _group(dt, 6)
-    bufs = [np.zeros_like(p) for p in params]
-    ref = [[a.copy() for a in role] for role in (params, grads, bufs)]
-    full = dict(lr=0.05, weight_decay=0.0, momentum=0.0, dampening=0.0, nesterov=False, maximize=False)
-    full.update(opts)
-    for first in (True, False, False):
-        firsts = [first] * len(params)
-        assert k.sgd(params, grads, bufs, firsts, **full)
-        REF.fused_sgd(*ref, firsts, **full)
-    tol = dict(rtol=2e-6, atol=1e-7) if dt == np.float32 else dict(rtol=1e-13, atol=1e-15)
-    for got_role, ref_role in zip((params, grads, bufs), ref):
-        for g, r in zip(got_role, ref_role):
-            np.testing.assert_allclose(g, r, **tol)
-
-
-def test_optimizer_declines_mixed_or_strided_groups(k):
+def test_optimizer_declines_mixed_or_strided_groups(sim_backend, k):
+    from minitorch_gpu.backends._optim import FusedStep
     p = [np.ones(4, np.float32), np.ones((4, 4), np.float32).T]
-    assert not k.sgd(p, [np.ones_like(x) for x in p], [None, None], [True, True], lr=0.1, weight_decay=0.0,
-                     momentum=0.0, dampening=0.0, nesterov=False, maximize=False)
+    step = FusedStep("sgd", [p, [np.ones_like(x) for x in p], None], dict(lr=0.1), {})
+    assert not k.optim_step(step)
     p = [np.ones(4, np.float16)]
-    assert not k.adam(p, p, p, p, p, [1.0], 1e-3, 0.9, 0.99, 1e-8, 0.0, False, False, False)
+    assert not k.optim_step(FusedStep("adam", [p, p, p, p, None], {}, {}))
+    p = [np.ones(4, np.float32), np.ones(4, np.float64)]
+    assert not k.optim_step(FusedStep("lion", [p, p, p], {}, {}))
 
 
 SEEDS = [0, 1, 0x123456789ABCDEF0, (1 << 64) - 1]
