@@ -60,5 +60,14 @@ class NumpyBackend(Backend):
     xp = np
     name = "numpy"
 
+    # the compiled fused optimizer step (_optim_native.py); False keeps every step on the NumPy bodies
+    native_optim = True
+
     def __init__(self):
         self.device = device("cpu")
+
+    def _fused_step(self, step):
+        if not self.native_optim:
+            return False
+        from . import _optim_native
+        return _optim_native.run(step, self._optim_threads())

@@ -140,8 +140,10 @@ def test_mixed_dtypes_in_one_group(device):
 
 
 def test_fused_pieces_split_across_threads(monkeypatch):
-    """The CPU fused driver hands pieces to a thread pool for long groups; the result must not depend on it."""
+    """The NumPy fused driver hands pieces to a thread pool for long groups; the result must not depend on it.
+    (The native loop's split is tested in tests/backends/test_optim_native.py.)"""
     be = mt.zeros(1)._be
+    monkeypatch.setattr(be, "native_optim", False)
     name, kwargs = "AdamW", dict(lr=1e-2, amsgrad=True)
     serial = _run(name, kwargs, dict(fused=True), [(5000,), (3001,), (17,)], "cpu", mt.float32)
     monkeypatch.setattr(optim_backend, "_PARALLEL_MIN_ELEMENTS", 0)
@@ -151,9 +153,12 @@ def test_fused_pieces_split_across_threads(monkeypatch):
     _compare(serial, threaded, rtol=0, atol=0)
 
 
-def test_fused_step_makes_no_temporaries_on_cpu():
-    """The fused CPU path works through preallocated scratch: a second step allocates nothing large."""
+@pytest.mark.parametrize("native", [True, False], ids=["native", "numpy"])
+def test_fused_step_makes_no_temporaries_on_cpu(monkeypatch, native):
+    """The fused CPU paths allocate nothing large on a second step: the native loop works in place, the NumPy
+    body through preallocated scratch."""
     import tracemalloc
+    monkeypatch.setattr(mt.zeros(1)._be, "native_optim", native)
     p = mt.randn(200_000, requires_grad=True)
     opt = mt.optim.AdamW([p], lr=1e-3, fused=True)
     p.grad = mt.randn(200_000)

@@ -1,0 +1,222 @@
+"""The CPU backend's compiled fused optimizer step: kernels/optim_cpu.cpp, built with the host C++ compiler on
+first use, cached on disk, and called through ctypes.
+
+NumPy needs about a dozen passes over memory for one Adam step (one per ufunc), where a compiled loop needs one,
+so this is what brings the fused CPU step to the speed of PyTorch's. The per-element math is
+kernels/optim_math.cuh's, shared with the GPU kernels, compiled with floating-point contraction off, so the
+results are bit-identical to the NumPy bodies in ``_optim.py`` (which run whenever this path declines a group:
+no compiler, half precision, strided or overlapping arrays).
+
+``MINITORCH_GPU_NATIVE_OPTIM=0`` switches it off. A build failure is reported once as a warning and the NumPy
+path is used from then on.
+"""
+import ctypes
+import os
+import platform
+import shutil
+import tempfile
+import threading
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from .. import _native
+from ._optim import _pool, fused_group_sizes
+
+__all__ = ["available", "unavailable_reason", "run"]
+
+_ABI = "1"
+_PURPOSE = "the native CPU optimizer step"
+# below this many elements, handing pieces to threads costs more than it saves (a compiled step moves about
+# 1 element per ns per thread, a hand-off costs tens of microseconds)
+_PARALLEL_MIN_ELEMENTS = 1 << 18
+_DTYPES = {np.dtype(np.float32): 0, np.dtype(np.float64): 1}
+_ROLES = 5  # param, grad and up to three states: optim_cpu.cpp's kRoles
+
+_lock = threading.Lock()
+_state = {"lib": None, "tried": False, "reason": None}
+
+
+class NativeBuildError(RuntimeError):
+    """The native optimizer library could not be built."""
+
+
+def _sources():
+    from ..cuda.loader import kernel_dir
+    d = Path(kernel_dir())
+    return d, [d / "optim_cpu.cpp", d / "optim_math.cuh"]
+
+
+def _cpu_signature():
+    """What ``-march=native`` depends on: the cache key must change when the same home directory is used from a
+    different kind of CPU."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith(("flags", "Features", "model name", "CPU part")):
+                    return line.strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _flags(native):
+    # contraction off keeps every product and sum rounded on its own, as NumPy's ufuncs do (bit-identical
+    # results); errno/trapping off lets sqrt and the selects vectorise
+    flags = ["-std=c++17", "-O3", "-ffp-contract=off", "-fno-math-errno", "-fno-trapping-math", "-fPIC", "-shared"]
+    return flags + (["-march=native"] if native else [])
+
+
+def _data_offset():
+    """Where a NumPy array object keeps its data pointer (right after the object header in every NumPy), found
+    and checked on arrays of several kinds, or -1 (then Python passes data addresses itself)."""
+    if ctypes.sizeof(ctypes.c_void_p) != 8:
+        return -1
+    probes = [np.empty(3, np.float32), np.zeros((4, 5))[1:], np.arange(9.0)[::2], np.ones((2, 3), np.float32).T]
+    want = [a.__array_interface__["data"][0] for a in probes]
+    for off in range(8, 72, 8):
+        if all(ctypes.c_uint64.from_address(id(a) + off).value == w for a, w in zip(probes, want)):
+            return off
+    return -1
+
+
+class _Library:
+    """The loaded library's two entry points, typed."""
+
+    def __init__(self, path):
+        lib = ctypes.CDLL(str(path))
+        i64, ptr = ctypes.c_longlong, ctypes.c_void_p
+        self.step = lib.mt_optim_cpu_step
+        self.step.restype = ctypes.c_int
+        self.step.argtypes = [ctypes.c_int, ctypes.c_int, i64, ptr, i64, ptr, i64, i64, ptr, ctypes.c_int]
+        self.disjoint = lib.mt_optim_cpu_disjoint
+        self.disjoint.restype = ctypes.c_int
+        self.disjoint.argtypes = [i64, ptr, i64, ptr, ctypes.c_int]
+        from ._optim import _group_scalar_count
+        if lib.mt_optim_cpu_group_scalars() != _group_scalar_count():
+            raise NativeBuildError(f"{path} disagrees with optim_math.cuh on the number of group scalars")
+        self.data_offset = _data_offset()
+
+
+def _build():
+    kdir, srcs = _sources()
+    cxx = _native.compiler()
+    cid = _native.compiler_id(cxx, NativeBuildError, _PURPOSE)
+    texts = [p.read_bytes() for p in srcs]
+    d = _native.cache_dir("cpu", NativeBuildError, _PURPOSE)
+    last = None
+    # -march=native where the compiler knows it (vector width is most of the speed), else the baseline target
+    for native in (True, False):
+        key = _native.sha(_ABI, cid, _flags(native), _cpu_signature(), *texts)[:24]
+        path = d / f"liboptim_cpu-{key}.so"
+        if not path.exists():
+            tmp = Path(tempfile.mkdtemp(prefix="build-", dir=d))
+            try:
+                out = tmp / path.name
+                _native.run_compiler([cxx, *_flags(native), f"-I{kdir}", str(srcs[0]), "-o", str(out)],
+                                     "kernels/optim_cpu.cpp", NativeBuildError, _PURPOSE)
+                os.replace(out, path)
+            except NativeBuildError as e:
+                last = e
+                continue
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+        return _Library(path)
+    raise last
+
+
+def _library():
+    """The step function, building the library on first use; None when switched off or unbuildable."""
+    if _state["tried"]:
+        return _state["lib"]
+    with _lock:
+        if not _state["tried"]:
+            if os.environ.get("MINITORCH_GPU_NATIVE_OPTIM", "1") == "0":
+                _state["reason"] = "switched off by MINITORCH_GPU_NATIVE_OPTIM=0"
+            else:
+                try:
+                    _state["lib"] = _build()
+                except (NativeBuildError, OSError, FileNotFoundError) as e:
+                    _state["reason"] = str(e)
+                    warnings.warn(f"minitorch_gpu: {_PURPOSE} is unavailable, fused CPU optimizers use the slower "
+                                  f"NumPy path ({e}). Set MINITORCH_GPU_NATIVE_OPTIM=0 to skip the build.",
+                                  RuntimeWarning, stacklevel=2)
+            _state["tried"] = True
+    return _state["lib"]
+
+
+def available():
+    """Whether the compiled CPU step can run here (builds it on the first call)."""
+    return _library() is not None
+
+
+def unavailable_reason():
+    """Why :func:`available` is False (None when it is True)."""
+    _library()
+    return _state["reason"]
+
+
+def run(step, threads):
+    """Run a FusedStep on NumPy arrays with the compiled loop, over up to ``threads`` threads for long groups;
+    False (nothing touched) when the library is unavailable or the group does not fit it: a dtype other than
+    float32/float64, a strided or read-only array, or two roles of a tensor sharing memory."""
+    roles = step.roles
+    if not roles[0]:
+        return True
+    lib = _library()
+    if lib is None:
+        return False
+    dt = roles[0][0].dtype
+    code = _DTYPES.get(dt)
+    if code is None:
+        return False
+    sizes = fused_group_sizes(step, np.ndarray, dt, writeable=True)
+    if sizes is None:
+        return False
+    n = len(sizes)
+    off = lib.data_offset
+    table = []
+    for role in roles:
+        if role is None:
+            table += [0] * n
+        else:
+            table += [id(a) for a in role] if off >= 0 else [a.__array_interface__["data"][0] for a in role]
+    table += [0] * (n * (_ROLES - len(roles)))  # the library reads five roles
+    table = (ctypes.c_uint64 * len(table))(*table)
+    total = sum(sizes)
+    sizes = (ctypes.c_longlong * n)(*sizes)
+    if not lib.disjoint(n, table, off, sizes, dt.itemsize):
+        return False
+    consts = step.consts()
+    args = (step_kind_code(step.kind), code, n, table, off, sizes)
+    tail = ((ctypes.c_double * len(consts))(*consts), step.flag_bits())
+    workers = max(1, min(int(threads), total // _PARALLEL_MIN_ELEMENTS))
+
+    def call(k):
+        rc = lib.step(*args, total * k // workers, total * (k + 1) // workers, *tail)
+        if rc != 0:
+            raise RuntimeError(f"{_PURPOSE} rejected its arguments (code {rc})")
+
+    # each worker takes an equal contiguous span of the group's elements (results cannot depend on the split);
+    # this thread takes the first rather than sitting idle
+    futures = [_pool(int(threads)).submit(call, k) for k in range(1, workers)]
+    try:
+        call(0)
+    finally:
+        for f in futures:
+            f.result()
+    return True
+
+
+_KINDS = {}
+
+
+def step_kind_code(kind):
+    """kernels/optim_cpu.cpp's OptimKind code for a step kind."""
+    code = _KINDS.get(kind)
+    if code is None:
+        from ..cuda.loader import enum_codes
+        _KINDS.update(enum_codes("optim_cpu.cpp", "OptimKind"))
+        code = _KINDS[kind]
+    return code
