@@ -20,6 +20,7 @@ import numpy as np
 # 18 x 1024x512 + 2 x 1024x272: 9.99M parameters in 20 tensors, like a small transformer's weight matrices
 SHAPES = [(1024, 512)] * 18 + [(1024, 272)] * 2
 BYTES_PER_PARAM = 28
+_SETTLE_S = 0.02
 
 
 def _arrays(seed=0, shapes=SHAPES):
@@ -95,6 +96,9 @@ def run_cpu(rounds=15, threads=None, slow=True):
     samples = {k: [] for k in variants}
     for _ in range(rounds):
         for name, step in variants.items():
+            # every variant starts on idle cores: PyTorch's OpenMP workers spin for milliseconds after a parallel
+            # region and would hold a core the next variant's threads need
+            time.sleep(_SETTLE_S)
             samples[name].append(_time(step))
     med = {k: statistics.median(v) for k, v in samples.items()}
     res = {"device": "cpu", "threads": n_threads, "native": native, "params": sum(int(np.prod(s)) for s in SHAPES),

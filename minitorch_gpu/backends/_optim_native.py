@@ -31,6 +31,8 @@ _PURPOSE = "the native CPU optimizer step"
 # below this many elements, handing pieces to threads costs more than it saves (a compiled step moves about
 # 1 element per ns per thread, a hand-off costs tens of microseconds)
 _PARALLEL_MIN_ELEMENTS = 1 << 18
+# elements per piece of work handed out to the threads (1 MiB of each float32 array)
+_CHUNK = 1 << 18
 _DTYPES = {np.dtype(np.float32): 0, np.dtype(np.float64): 1}
 _ROLES = 5  # param, grad and up to three states: optim_cpu.cpp's kRoles
 
@@ -65,7 +67,14 @@ def _flags(native):
     # contraction off keeps every product and sum rounded on its own, as NumPy's ufuncs do (bit-identical
     # results); errno/trapping off lets sqrt and the selects vectorise
     flags = ["-std=c++17", "-O3", "-ffp-contract=off", "-fno-math-errno", "-fno-trapping-math", "-fPIC", "-shared"]
-    return flags + (["-march=native"] if native else [])
+    if not native:
+        return flags
+    flags.append("-march=native")
+    if platform.machine() in ("x86_64", "AMD64"):
+        # where AVX-512 exists, full-width vectors take about 3% off a step (measured on AMD EPYC); the
+        # compiler's default tuning prefers 256 bits
+        flags.append("-mprefer-vector-width=512")
+    return flags
 
 
 def _data_offset():
@@ -89,7 +98,7 @@ class _Library:
         i64, ptr = ctypes.c_longlong, ctypes.c_void_p
         self.step = lib.mt_optim_cpu_step
         self.step.restype = ctypes.c_int
-        self.step.argtypes = [ctypes.c_int, ctypes.c_int, i64, ptr, i64, ptr, i64, i64, ptr, ctypes.c_int]
+        self.step.argtypes = [ctypes.c_int, ctypes.c_int, i64, ptr, i64, ptr, i64, ptr, ptr, ctypes.c_int]
         self.disjoint = lib.mt_optim_cpu_disjoint
         self.disjoint.restype = ctypes.c_int
         self.disjoint.argtypes = [i64, ptr, i64, ptr, ctypes.c_int]
@@ -192,17 +201,19 @@ def run(step, threads):
     args = (step_kind_code(step.kind), code, n, table, off, sizes)
     tail = ((ctypes.c_double * len(consts))(*consts), step.flag_bits())
     workers = max(1, min(int(threads), total // _PARALLEL_MIN_ELEMENTS))
+    next_chunk = ctypes.c_longlong(0)
+    counter = ctypes.addressof(next_chunk)
 
-    def call(k):
-        rc = lib.step(*args, total * k // workers, total * (k + 1) // workers, *tail)
+    def call():
+        rc = lib.step(*args, _CHUNK, counter, *tail)
         if rc != 0:
             raise RuntimeError(f"{_PURPOSE} rejected its arguments (code {rc})")
 
-    # each worker takes an equal contiguous span of the group's elements (results cannot depend on the split);
-    # this thread takes the first rather than sitting idle
-    futures = [_pool(int(threads)).submit(call, k) for k in range(1, workers)]
+    # the threads share the pieces through the counter (elementwise work: results cannot depend on who did
+    # which), and this thread works too rather than waiting
+    futures = [_pool(int(threads)).submit(call) for _ in range(1, workers)]
     try:
-        call(0)
+        call()
     finally:
         for f in futures:
             f.result()

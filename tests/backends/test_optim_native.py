@@ -62,7 +62,8 @@ def test_bit_identical_with_numpy_bodies(lib, monkeypatch, dt, kind, opts):
 @pytest.mark.parametrize("threads", [2, 3, 5])
 @pytest.mark.parametrize("kind,opts", [CASES[1], CASES[6], CASES[9]], ids=[CASE_IDS[1], CASE_IDS[6], CASE_IDS[9]])
 def test_thread_split_does_not_change_results(lib, monkeypatch, threads, kind, opts):
-    monkeypatch.setattr(native, "_PARALLEL_MIN_ELEMENTS", 1000)  # every worker gets a share, cut mid-tensor
+    monkeypatch.setattr(native, "_PARALLEL_MIN_ELEMENTS", 1000)  # every thread works on this group
+    monkeypatch.setattr(native, "_CHUNK", 997)  # in pieces that start and end mid-tensor
     state = make_state(kind, np.float32, SHAPES, seed=4)
     ref = copy_state(state)
     for step in (1, 2):
