@@ -5,12 +5,14 @@ Two families, both on lists of arrays (one entry per parameter of a parameter gr
 * ``foreach_*``: one elementwise operation over every array of a list, the building blocks of the
   ``_multi_tensor_*`` optimizer implementations (PyTorch's ``torch._foreach_*``). A CUDA backend can replace
   each with one multi-tensor kernel launch.
-* ``fused_<optimizer>``: a whole optimizer step for a group in one call. The body here is written against
-  ``self.xp`` so it serves NumPy and CuPy alike; a CUDA backend overrides it with one kernel launch through a
-  pointer table, which is why every argument is a list of arrays or a scalar (per-tensor step counts arrive
-  as Python floats, already incremented).
+* ``fused_<optimizer>``: a whole optimizer step for a group in one call. Each describes its step as a
+  ``FusedStep`` in the terms of kernels/optim_math.cuh and offers it to ``_fused_step``: the CUDA backend runs
+  it as one kernel launch through pointer tables (optim.cu), the CPU backend as one compiled pass
+  (optim_cpu.cpp, see ``_optim_native``). What they decline runs through the body here, written against
+  ``self.xp`` so it serves NumPy and CuPy alike, with the same operations in the same order. Every argument is
+  a list of arrays or a scalar (per-tensor step counts arrive as Python floats, already incremented).
 
-The CPU bodies never allocate per step: each tensor is walked in cache-sized pieces, every operation writes
+The NumPy bodies never allocate per step: each tensor is walked in cache-sized pieces, every operation writes
 through ``out=`` into the parameter, its state, or scratch buffers kept per thread, and Python floats keep
 float32 arithmetic in float32. A long group is split across a small thread pool (NumPy ufuncs release the
 GIL); the pieces are independent, so results do not depend on the number of threads.

@@ -22,7 +22,8 @@ __all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_
 _global_optimizer_pre_hooks = OrderedDict()
 _global_optimizer_post_hooks = OrderedDict()
 
-# the devices with a fused primitive (every backend has one, written once against its array module)
+# the devices with a fused primitive: one kernel launch per group on a GPU, one compiled pass on the CPU (each
+# falling back to the backend's array-module body for what the compiled code does not take)
 _FUSED_DEVICES = ["cpu", "cuda"]
 
 
