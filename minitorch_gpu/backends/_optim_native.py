@@ -136,7 +136,7 @@ def _build():
 
 
 def _library():
-    """The step function, building the library on first use; None when switched off or unbuildable."""
+    """The loaded library, built on first use; None when switched off or unbuildable."""
     if _state["tried"]:
         return _state["lib"]
     with _lock:
