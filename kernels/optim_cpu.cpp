@@ -43,9 +43,8 @@ void run_range(idx n, T* __restrict__ p, const T* __restrict__ g, T* __restrict_
                T* __restrict__ s2, const T* scalars, const T* tensor_scalars) {
     T s[MT_OPTIM_GROUP_SCALARS], t[2] = {tensor_scalars[0], tensor_scalars[1]};
     for (int k = 0; k < MT_OPTIM_GROUP_SCALARS; ++k) s[k] = scalars[k];
-    // the first few elements on their own, so that the main loop starts on a cache-line boundary of p: arrays
-    // from malloc are usually misaligned alike (16 bytes past one), and then no vector access straddles two
-    // lines (about 3% of a step that is bound by memory bandwidth)
+    // the first few elements on their own, so that the main loop starts on a cache-line boundary of p and its
+    // full-width stores never straddle two lines (arrays from malloc are only 16-byte aligned)
     idx head = (idx)(((uintptr_t)0 - (uintptr_t)p) % 64 / sizeof(T));
     if (head > n) head = n;
     for (idx i = 0; i < head; ++i) Op::template apply<T>(i, p, g, s0, s1, s2, s, t, F);
