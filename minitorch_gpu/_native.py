@@ -7,12 +7,13 @@ written to a temporary name and renamed into place, so concurrent processes neve
 import functools
 import hashlib
 import os
+import shutil
 import subprocess
 import tempfile
 import threading
 from pathlib import Path
 
-__all__ = ["cache_dir", "compiler", "compiler_id", "sha", "run_compiler", "atomic_write"]
+__all__ = ["cache_dir", "compiler", "compiler_id", "sha", "run_compiler", "build_library", "atomic_write"]
 
 
 def cache_dir(sub, error=RuntimeError, purpose="minitorch_gpu"):
@@ -77,6 +78,21 @@ def run_compiler(cmd, what, error=RuntimeError, purpose="minitorch_gpu"):
             log = log[:20000] + "\n... (truncated)"
         raise error(f"{Path(cmd[0]).name} failed to compile {what} for {purpose}:\n{log}")
     return r
+
+
+def build_library(path, cmd, what, error=RuntimeError, purpose="minitorch_gpu"):
+    """Compile ``cmd + ["-o", <temporary>]`` and rename the result to ``path``, unless ``path`` exists already
+    (a library cached under its content key)."""
+    if path.exists():
+        return path
+    tmp = Path(tempfile.mkdtemp(prefix="build-", dir=path.parent))
+    try:
+        out = tmp / path.name
+        run_compiler([*cmd, "-o", str(out)], what, error, purpose)
+        os.replace(out, path)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return path
 
 
 def atomic_write(path, data):

@@ -84,15 +84,9 @@ def runtime_library():
         d = cache_dir()
         name = f"libcuda_sim_rt-{key}.so"
         path = d / name
-        if not path.exists():
-            tmp = Path(tempfile.mkdtemp(prefix="build-", dir=d))
-            try:
-                out = tmp / name
-                _run_compiler([cxx, *_flags(), *extra, "-shared", f"-I{_HERE}", str(_RUNTIME_SRC), "-o", str(out),
-                               f"-Wl,-soname,{name}"], "the simulator runtime (runtime.cpp)")
-                os.replace(out, path)
-            finally:
-                shutil.rmtree(tmp, ignore_errors=True)
+        _native.build_library(path, [cxx, *_flags(), *extra, "-shared", f"-I{_HERE}", str(_RUNTIME_SRC),
+                                     f"-Wl,-soname,{name}"], "the simulator runtime (runtime.cpp)", SimCompileError,
+                              _PURPOSE)
         _runtime.append((path, ctypes.CDLL(str(path))))
         return _runtime[0]
 
