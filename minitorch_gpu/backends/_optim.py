@@ -458,10 +458,21 @@ _KERNEL_ENUM = {"adam": "Adam", "sgd": "Sgd", "rmsprop": "Rmsprop", "adagrad": "
 
 
 @functools.lru_cache(maxsize=None)
+def enum_codes(fname, enum):
+    """{name: code} of an enum in a kernels/ file (read once per process)."""
+    from ..cuda.loader import enum_codes as read
+    return read(fname, enum)
+
+
 def _codes(kind, what):
     """{name: code} of kernels/optim_math.cuh's ``<Kind><what>`` enum (what: Scalar or Flag)."""
-    from ..cuda.loader import enum_codes
     return enum_codes("optim_math.cuh", _KERNEL_ENUM[kind] + what)
+
+
+def _bits(kind, flags):
+    """The option bits of a {flag name: bool} dict."""
+    codes = _codes(kind, "Flag")
+    return sum(1 << codes[k] for k, on in flags.items() if on)
 
 
 @functools.lru_cache(maxsize=None)
@@ -492,8 +503,7 @@ class FusedStep:
         return [r if r is not None else [None] * n for r in self.roles]
 
     def flag_bits(self):
-        codes = _codes(self.kind, "Flag")
-        return sum(1 << codes[k] for k, on in self.flags.items() if on)
+        return _bits(self.kind, self.flags)
 
     def consts(self):
         """[group scalars | per tensor: extra flag bits, t0, t1] as floats: the kernels' ``consts`` argument
@@ -505,9 +515,8 @@ class FusedStep:
         for k, v in self.scalars.items():
             out[codes[k]] = float(v)
         if self.tensor_flags is not None:
-            fcodes = _codes(self.kind, "Flag")
             for i, tf in enumerate(self.tensor_flags):
-                out[g + 3 * i] = float(sum(1 << fcodes[k] for k, on in tf.items() if on))
+                out[g + 3 * i] = float(_bits(self.kind, tf))
         if self.tensor_scalars is not None:
             for i, ts in enumerate(self.tensor_scalars):
                 out[g + 3 * i + 1:g + 3 * i + 1 + len(ts)] = map(float, ts)

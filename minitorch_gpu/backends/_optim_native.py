@@ -13,8 +13,6 @@ path is used from then on.
 import ctypes
 import os
 import platform
-import shutil
-import tempfile
 import threading
 import warnings
 from pathlib import Path
@@ -22,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import _native
-from ._optim import _pool, fused_group_sizes
+from ._optim import _pool, enum_codes, fused_group_sizes
 
 __all__ = ["available", "unavailable_reason", "run"]
 
@@ -118,19 +116,13 @@ def _build():
     # -march=native where the compiler knows it (vector width is most of the speed), else the baseline target
     for native in (True, False):
         key = _native.sha(_ABI, cid, _flags(native), _cpu_signature(), *texts)[:24]
-        path = d / f"liboptim_cpu-{key}.so"
-        if not path.exists():
-            tmp = Path(tempfile.mkdtemp(prefix="build-", dir=d))
-            try:
-                out = tmp / path.name
-                _native.run_compiler([cxx, *_flags(native), f"-I{kdir}", str(srcs[0]), "-o", str(out)],
-                                     "kernels/optim_cpu.cpp", NativeBuildError, _PURPOSE)
-                os.replace(out, path)
-            except NativeBuildError as e:
-                last = e
-                continue
-            finally:
-                shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            path = _native.build_library(d / f"liboptim_cpu-{key}.so",
+                                         [cxx, *_flags(native), f"-I{kdir}", str(srcs[0])],
+                                         "kernels/optim_cpu.cpp", NativeBuildError, _PURPOSE)
+        except NativeBuildError as e:
+            last = e
+            continue
         return _Library(path)
     raise last
 
@@ -198,7 +190,7 @@ def run(step, threads):
     if not lib.disjoint(n, table, off, sizes, dt.itemsize):
         return False
     consts = step.consts()
-    args = (step_kind_code(step.kind), code, n, table, off, sizes)
+    args = (enum_codes("optim_cpu.cpp", "OptimKind")[step.kind], code, n, table, off, sizes)
     tail = ((ctypes.c_double * len(consts))(*consts), step.flag_bits())
     workers = max(1, min(int(threads), total // _PARALLEL_MIN_ELEMENTS))
     next_chunk = ctypes.c_longlong(0)
@@ -218,16 +210,3 @@ def run(step, threads):
         for f in futures:
             f.result()
     return True
-
-
-_KINDS = {}
-
-
-def step_kind_code(kind):
-    """kernels/optim_cpu.cpp's OptimKind code for a step kind."""
-    code = _KINDS.get(kind)
-    if code is None:
-        from ..cuda.loader import enum_codes
-        _KINDS.update(enum_codes("optim_cpu.cpp", "OptimKind"))
-        code = _KINDS[kind]
-    return code

@@ -12,11 +12,6 @@ REF.native_optim = False  # the NumPy bodies: the reference both compiled paths 
 SHAPES = [(1,), (7,), (3, 5), (257,), (0,), (64, 33)]
 
 
-def _group(dt, seed, shapes=SHAPES):
-    rng = np.random.default_rng(seed)
-    return [rng.standard_normal(s).astype(dt) for s in shapes]
-
-
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
 @pytest.mark.parametrize("kind,opts", CASES, ids=CASE_IDS)
 def test_fused_step_kernel_matches_reference(sim_backend, k, monkeypatch, dt, kind, opts):
