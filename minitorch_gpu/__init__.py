@@ -6,10 +6,12 @@ from . import _dtype
 from ._device import device, get_default_device, set_default_device
 from ._dtype import (bfloat16, bool, double, dtype, float, float16, float32, float64, get_default_dtype, half,
                      int, int8, int16, int32, int64, long, promote_types, set_default_dtype, short, uint8)
-from ._tensor_str import get_printoptions, printoptions, set_printoptions
 from .tensor import Size, Tensor
-from . import ops  # noqa: E402  (binds Tensor methods)
-from . import autograd, cuda  # noqa: E402
+# the layers above Tensor bind their methods onto it as they are imported
+from . import autograd  # backward, grad_fn edges
+from . import ops  # every op method
+from ._tensor_str import get_printoptions, printoptions, set_printoptions  # __repr__
+from . import cuda
 from .autograd import enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, \
     set_grad_enabled  # noqa: E402
 from .ops.conversion import *  # noqa: E402,F401,F403

@@ -15,6 +15,10 @@ import math
 
 import numpy as np
 
+from . import _dtype
+from ._device import get_default_device
+from .tensor import Tensor, register_methods
+
 __all__ = ["set_printoptions", "get_printoptions", "printoptions", "tensor_repr"]
 
 
@@ -216,9 +220,6 @@ def _add_suffixes(body, suffixes, indent):
 
 def tensor_repr(t, tensor_contents=None):
     """``repr(t)``: ``tensor([...], <suffixes>)``; ``tensor_contents`` replaces the element listing."""
-    from . import _dtype
-    from ._device import get_default_device
-    from .tensor import Tensor
     prefix = "tensor(" if type(t) is Tensor or t._is_param else f"{type(t).__name__}("
     indent = len(prefix)
     suffixes = []
@@ -256,3 +257,10 @@ def tensor_repr(t, tensor_contents=None):
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
     return _add_suffixes(prefix + body, suffixes, indent)
+
+
+def _tensor_repr_method(self, *, tensor_contents=None):
+    return tensor_repr(self, tensor_contents=tensor_contents)
+
+
+register_methods({"__repr__": _tensor_repr_method})

@@ -6,17 +6,31 @@ seen by its base for free. Autograd metadata follows PyTorch: ``requires_grad``,
 and for views the root ``_base`` plus a function that replays the view from it (used to rewrite the graph
 when a view is modified in place).
 
-Methods that are ops live in ``ops/`` and are bound onto Tensor from each op module's ``METHODS`` table.
+This module sits below autograd and the ops and imports neither. Methods defined in the layers above are
+bound onto Tensor through ``register_methods``: each op module's ``METHODS`` table, autograd's
+``backward`` and edges, the printing layer's ``__repr__``, the legacy ``Tensor(...)`` constructor.
 """
+import copy
 import weakref
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from . import _dtype
-from .autograd import function as _function
-from .autograd.engine import AccumulateGrad
-from .autograd.function import VersionCounter, edge_of
-from .autograd.grad_mode import _state
+from ._mode import _state
+from ._shapes import wrap_dim
+from .backends import get_backend
+from .utils.hooks import RemovableHandle
 
-__all__ = ["Tensor", "Size"]
+__all__ = ["Tensor", "Size", "register_methods"]
+
+
+class VersionCounter:
+    """Shared by a tensor and all its views; every in-place write bumps it."""
+    __slots__ = ("value", "write_trace")
+
+    def __init__(self) -> None:
+        self.value = 0
+        self.write_trace: str | None = None
 
 
 class Size(tuple):
@@ -57,10 +71,7 @@ class Tensor:
     # "custom_function" (PyTorch's CreationMeta); None for ordinary views and non-views
     _view_meta = None
 
-    def __new__(cls, *args, **kwargs):
-        from .ops import creation
-        return creation._legacy_tensor_new(cls, *args, **kwargs)
-
+    # ``Tensor(...)`` (the legacy constructor) is bound by ops.creation; ``_make`` is the internal one
     def __init__(self, *args, **kwargs):
         pass
 
@@ -87,7 +98,6 @@ class Tensor:
     def size(self, dim=None):
         if dim is None:
             return Size(self._data.shape)
-        from .ops._util import wrap_dim
         return self._data.shape[wrap_dim(dim, self._data.ndim)]
 
     def dim(self):
@@ -140,18 +150,10 @@ class Tensor:
     def nbytes(self):
         return int(self._data.nbytes)
 
-    def is_contiguous(self, memory_format=None):
-        if memory_format is not None:
-            from .ops.conversion import _is_channels_last, channels_last
-            if memory_format is channels_last:
-                return _is_channels_last(self._data)
-        return self._be.is_contiguous(self._data)
-
     def stride(self, dim=None):
         s = self._be.strides(self._data)
         if dim is None:
             return s
-        from .ops._util import wrap_dim
         return s[wrap_dim(dim, self._data.ndim)]
 
     def data_ptr(self):
@@ -238,10 +240,6 @@ class Tensor:
         self._scalar_check("complex")
         return complex(self.item())
 
-    def __repr__(self, *, tensor_contents=None):
-        from ._tensor_str import tensor_repr
-        return tensor_repr(self, tensor_contents=tensor_contents)
-
     def __format__(self, spec):
         if self._data.ndim == 0 and spec:
             return format(self.item(), spec)
@@ -265,7 +263,6 @@ class Tensor:
                                "https://github.com/pytorch/pytorch/pull/103001")
         if id(self) in memo:
             return memo[id(self)]
-        import copy
         new = type(self)._make(self._be.copy(self._data), self._be, self._requires_grad)
         if self._grad is not None:
             new._grad = copy.deepcopy(self._grad, memo)
@@ -382,18 +379,6 @@ class Tensor:
         self._data = value._data
         self._be = value._be
 
-    def _edge(self):
-        """(node, output_nr) that gradients for this tensor flow into; (None, 0) when there is none."""
-        return edge_of(self)
-
-    def _accumulate_node(self):
-        ref = self._acc_ref
-        node = ref() if ref is not None else None
-        if node is None:
-            node = AccumulateGrad(self)
-            self._acc_ref = weakref.ref(node)
-        return node
-
     def retain_grad(self):
         """Keep ``.grad`` for this non-leaf after backward (a no-op on leaves)."""
         if not self.requires_grad:
@@ -410,7 +395,6 @@ class Tensor:
 
     def register_hook(self, hook):
         """``hook(grad)`` runs when this tensor's gradient is computed; it may return a replacement."""
-        from .utils.hooks import RemovableHandle
         if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         fn = self.grad_fn
@@ -424,7 +408,6 @@ class Tensor:
 
     def register_post_accumulate_grad_hook(self, hook):
         """``hook(tensor)`` runs on a leaf after its ``.grad`` has been accumulated."""
-        from .utils.hooks import RemovableHandle
         if not self.is_leaf:
             raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
         if not self.requires_grad:
@@ -434,11 +417,6 @@ class Tensor:
         h = RemovableHandle(self._post_acc_hooks)
         self._post_acc_hooks[h.id] = hook
         return h
-
-    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        """Accumulate the gradient of this tensor into the ``.grad`` of the leaves it depends on."""
-        from . import autograd
-        autograd.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def detach(self):
         """A tensor sharing data (and version counter) with this one, with no history."""
@@ -500,11 +478,9 @@ def _move_retain(t, old_fn, old_nr):
 
 
 def _rebuild(cls, arr, dev, requires_grad, state):
-    from .ops.creation import tensor as _tensor
-    t = _tensor(arr, device=dev)
-    if cls is not Tensor:
-        t2 = cls._make(t._data, t._be)
-        t = t2
+    """Unpickle a tensor (``__reduce_ex__``): the NumPy copy goes back onto its device."""
+    be = get_backend(dev)
+    t = cls._make(be.asarray(arr), be)
     t._requires_grad = requires_grad
     if state:
         t.__dict__.update(state)
@@ -526,5 +502,9 @@ def _new_tensor(data, be, _new=object.__new__, _cls=Tensor, _st=_state):
     return t
 
 
-_function._TensorCls[0] = Tensor
-_function._make = _new_tensor
+
+def register_methods(methods: Mapping[str, Callable[..., Any] | Any]) -> None:
+    """Bind methods defined in a layer above this one onto Tensor (``staticmethod``/``property`` objects
+    included). The single way upper layers extend Tensor, so that this module imports none of them."""
+    for name, fn in methods.items():
+        setattr(Tensor, name, fn)

@@ -5,18 +5,12 @@ object whose class attributes give every new thread the default mode without any
 """
 import functools
 import inspect
-import threading
 
 __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
            "is_inference_mode_enabled"]
 
 
-class _State(threading.local):
-    grad = True
-    inference = False
-
-
-_state = _State()
+from .._mode import _state
 
 
 def is_grad_enabled():

@@ -6,6 +6,12 @@ evaluated with grad mode on: gradgradcheck's function itself runs a backward pas
 under no_grad would silently check nothing.
 """
 
+import numpy as np
+
+from ..tensor import Tensor
+from ._api import grad as autograd_grad
+from .grad_mode import enable_grad
+
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
 
 
@@ -14,26 +20,20 @@ class GradcheckError(RuntimeError):
 
 
 def _as_tuple(x):
-    from ..tensor import Tensor
     return (x,) if isinstance(x, Tensor) else tuple(x)
 
 
 def _outputs(fn, inputs):
-    from ..tensor import Tensor
     outs = _as_tuple(fn(*inputs))
     return [o for o in outs if isinstance(o, Tensor) and o.dtype.is_floating_point]
 
 
 def _flat_values(outs):
-    import numpy as np
     return [o._be.to_numpy(o._data).astype(np.float64).reshape(-1) for o in outs]
 
 
 def _numerical_jacobian(fn, inputs, diff_idx, eps):
     """jac[k][i]: array (n_in_i, n_out_k) of d out_k / d in_i by central differences."""
-    import numpy as np
-
-    from .grad_mode import enable_grad
     with enable_grad():
         outs = _outputs(fn, inputs)
         jac = [[None] * len(inputs) for _ in outs]
@@ -60,10 +60,6 @@ def _numerical_jacobian(fn, inputs, diff_idx, eps):
 
 
 def _analytical_jacobian(fn, inputs, diff_idx):
-    import numpy as np
-
-    from . import grad as autograd_grad
-    from .grad_mode import enable_grad
     with enable_grad():
         outs = _outputs(fn, inputs)
         jac = [[None] * len(inputs) for _ in outs]
@@ -92,9 +88,6 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     """True when ``func``'s analytical gradients match finite differences for every differentiable input."""
     import warnings
 
-    import numpy as np
-
-    from ..tensor import Tensor
     inputs = _as_tuple(inputs)
     diff_idx = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
     if not diff_idx:
@@ -129,13 +122,11 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
                   masked=False):
     """gradcheck of the gradient: checks second derivatives through ``create_graph=True``, with random
     (or the given) output gradients treated as extra differentiable inputs."""
-    from . import grad as autograd_grad
-    from ..tensor import Tensor
     inputs = _as_tuple(inputs)
     outs = _outputs(func, inputs)
     if grad_outputs is None:
-        from ..ops.random import randn_like
-        grad_outputs = tuple(randn_like(o, dtype=o.dtype).requires_grad_() for o in outs)
+        # the Tensor methods are bound by ops (above this package): same draws as randn_like
+        grad_outputs = tuple(o.detach().new_empty(o._data.shape).normal_().requires_grad_() for o in outs)
     else:
         grad_outputs = _as_tuple(grad_outputs)
     n_in = len(inputs)

@@ -4,11 +4,13 @@ import builtins
 
 from .. import _dtype
 from .._device import device as _device_cls
-from ..autograd.function import Op, bump_version
+from ..autograd.node import Op, bump_version
 from ..autograd.grad_mode import _state
 from ..backends import get_backend
 from ..tensor import Tensor
-from ._inplace import apply_inplace
+from ..autograd._inplace import apply_inplace
+from ._util import sum_to
+from .creation import zeros_like
 
 __all__ = ["clone", "memory_format", "contiguous_format", "preserve_format", "channels_last"]
 
@@ -268,8 +270,6 @@ class CopyBackwards(Op):
         return be.astype(data, dst._data.dtype, copy=True)
 
     def backward(self, g):
-        from ._util import sum_to
-        from .creation import zeros_like
         ndst, nsrc = self.needs_input_grad
         gdst = zeros_like(g) if ndst else None
         gsrc = None
@@ -310,7 +310,15 @@ def copy_(self, src, non_blocking=False):
     return apply_inplace(self, _copy, src, keeps_self=False)
 
 
+def is_contiguous(self, memory_format=None):
+    """Whether the elements are laid out densely in row-major order (or in ``memory_format``'s order)."""
+    if memory_format is channels_last:
+        return _is_channels_last(self._data)
+    return self._be.is_contiguous(self._data)
+
+
 METHODS = {
+    "is_contiguous": is_contiguous,
     "clone": clone, "to": to, "type": type_, "type_as": type_as, "cpu": cpu, "cuda": cuda,
     "contiguous": contiguous, "copy_": copy_,
     "float": _caster(_dtype.float32), "double": _caster(_dtype.float64), "half": _caster(_dtype.float16),

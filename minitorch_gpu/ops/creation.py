@@ -9,11 +9,11 @@ import numpy as np  # host-side only: parsing Python data into an array before i
 
 from .. import _dtype
 from .._device import _default_device
-from ..autograd.function import Op, bump_version
+from ..autograd.node import Op, bump_version
 from ..autograd.grad_mode import _state
 from ..backends import get_backend
 from ..tensor import Size, Tensor
-from ._inplace import apply_inplace
+from ..autograd._inplace import apply_inplace
 
 __all__ = ["tensor", "asarray", "zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like",
            "full_like", "arange", "linspace", "logspace", "eye", "tril_indices", "triu_indices", "scalar_tensor"]
@@ -753,6 +753,7 @@ def zero_(self):
 
 
 METHODS = {
+    "__new__": staticmethod(_legacy_tensor_new),
     "new_tensor": new_tensor, "new_zeros": _new_factory("zeros"), "new_ones": _new_factory("ones"),
     "new_empty": _new_factory("empty"), "new_full": new_full, "fill_": fill_, "zero_": zero_,
 }

@@ -12,6 +12,12 @@ untouched.
 import ctypes
 import enum
 
+import numpy as np
+
+from .. import _dtype
+from .._device import device as _device_cls
+from ..backends import get_backend
+from ..tensor import Tensor
 
 __all__ = ["from_dlpack"]
 
@@ -200,9 +206,6 @@ class _LegacyOwner:
 
 
 def _host_dtype(code, bits):
-    import numpy as np
-
-    from .. import _dtype
     kinds = {0: "int", 1: "uint", 2: "float"}
     if code == _KDL_BFLOAT and bits == 16 and _dtype.bfloat16.np_dtype is not None:
         return _dtype.bfloat16.np_dtype
@@ -222,7 +225,6 @@ def _import_legacy_host(capsule, addr):
     NumPy imports legacy capsules read-only (they cannot say whether the producer allows writes), while
     PyTorch treats them as writable; this reads the DLTensor itself so imports behave as in PyTorch.
     """
-    import numpy as np
     rd = ctypes.c_void_p.from_address
     data = rd(addr).value or 0
     ndim = ctypes.c_int32.from_address(addr + 16).value
@@ -257,7 +259,6 @@ def _import_legacy_host(capsule, addr):
 
 
 def _import_capsule(be, capsule, dev):
-    from .. import _dtype
     addr = _dltensor_address(capsule)
     if be.device.type == "cpu" and _api.PyCapsule_IsValid(capsule, b"dltensor"):
         return _import_legacy_host(capsule, addr)
@@ -293,9 +294,6 @@ def from_dlpack(ext_tensor, *, device=None, copy=None):
     Its device is the producer's. ``device`` moves the result (a copy, refused with ``copy=False``);
     ``copy=True`` always copies.
     """
-    from .._device import device as _device_cls
-    from ..backends import get_backend
-    from ..tensor import Tensor
     if _is_capsule(ext_tensor):
         if device is not None or copy is not None:
             raise ValueError("device and copy kwargs not supported when ext_tensor is already a DLPack capsule.")

@@ -17,11 +17,12 @@ import math
 import numpy as _np  # host-side only: recognising NumPy scalars and dtype metadata
 
 from .. import _dtype
-from ..autograd.function import Op, bump_version
+from ..autograd.node import Op, bump_version
 from ..autograd.grad_mode import _state
 from ..tensor import Tensor
-from ._inplace import apply_inplace, write_result
+from ..autograd._inplace import apply_inplace, write_result
 from ._util import broadcast_shapes, sum_to
+from .creation import zeros_like
 
 __all__ = [
     # arithmetic
@@ -202,7 +203,6 @@ def _unsupported(name, other):
 
 
 def _zeros(g):
-    from .creation import zeros_like
     return zeros_like(g)
 
 

@@ -20,11 +20,13 @@ import warnings
 import numpy as _np  # host-side only: turning Python lists / NumPy arrays used as indices into arrays
 
 from .. import _dtype
-from ..autograd.function import Op, bump_version
+from ..autograd.node import Op, bump_version
 from ..autograd.grad_mode import _state
 from ..tensor import Tensor
-from ._inplace import apply_inplace, make_view
+from ..autograd._inplace import apply_inplace, make_view, write_result
 from ._util import broadcast_shapes, is_expandable_to, scalar_for, sum_to, wrap_dim
+from .reduction import _return_type as _make_return_type
+from .reduction import return_types
 
 __all__ = ["masked_fill", "masked_select", "masked_scatter", "gather", "scatter", "scatter_add", "scatter_reduce",
            "index_select", "index_add", "index_copy", "index_fill", "index_put", "take", "take_along_dim", "nonzero",
@@ -48,10 +50,8 @@ _C_NAME = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfl
 
 
 def _return_type(name):
-    from .reduction import _return_type as make
-    from .reduction import return_types
     cls = getattr(return_types, name, None)
-    return cls if cls is not None else make(name, ("values", "indices"))
+    return cls if cls is not None else _make_return_type(name, ("values", "indices"))
 
 
 _topk_result = _return_type("topk")
@@ -736,7 +736,6 @@ def gather(input, dim, index, *, sparse_grad=False, out=None):
 def _out(r, out):
     if out is None:
         return r
-    from ._inplace import write_result
     if tuple(out.shape) != tuple(r.shape):
         out._data = out._be.empty(r._data.shape, out._data.dtype)
     write_result(out, r)

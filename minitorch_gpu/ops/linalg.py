@@ -12,11 +12,11 @@ import functools
 import warnings
 
 from .. import _dtype
-from ..autograd.function import Op
+from ..autograd.node import Op
 from ..autograd.grad_mode import _state
 from ..tensor import Tensor
-from ._inplace import apply_inplace, write_result
-from ._util import scalar_for, sum_to
+from ..autograd._inplace import apply_inplace, write_result
+from ._util import scalar_for, sum_to, wrap_dims
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "inner", "outer", "ger", "addmm", "baddbmm",
            "tensordot", "einsum"]
@@ -614,7 +614,6 @@ class EinsumBackward0(Op):
         return tuple(self._grad(i, g, tensors) if need[i] else None for i in range(len(tensors)))
 
     def _grad(self, i, g, tensors):
-        from ..tensor import Tensor
         subs, out = self.subs, self.out
         x = tensors[i]
         shape = x._data.shape
@@ -871,7 +870,6 @@ def tensordot(a, b, dims=2, out=None):
         raise RuntimeError("both dimension lists should have same length")
     if a._data.dtype != b._data.dtype:
         raise RuntimeError("both inputs should have same dtype")
-    from ._util import wrap_dims
     wa = wrap_dims(dims_a, a._data.ndim)
     wb = wrap_dims(dims_b, b._data.ndim)
     sa, sb = a._data.shape, b._data.shape

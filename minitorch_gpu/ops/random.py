@@ -16,13 +16,13 @@ import threading
 
 from .. import _dtype
 from .._device import device as _device_cls
-from ..autograd.function import Op, bump_version
+from ..autograd.node import Op, bump_version
 from ..autograd.grad_mode import _state
 from ..backends import get_backend
 from ..tensor import Tensor
-from ._inplace import apply_inplace
+from ..autograd._inplace import apply_inplace
 from ._util import broadcast_shapes, is_expandable_to
-from .creation import _out_defaults, _resolve, size_arg, write_out
+from .creation import _C_NAMES, _out_defaults, _resolve, size_arg, tensor, write_out
 
 __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed", "get_rng_state",
            "set_rng_state", "fork_rng", "rand", "randn", "randint", "randperm", "normal", "bernoulli",
@@ -89,7 +89,6 @@ class Generator:
 
     def get_state(self):
         """The state as a CPU uint8 tensor (seed and offset) for ``set_state``."""
-        from .creation import tensor
         with self._lock:
             raw = struct.pack("<QQ", self._seed, self._offset)
         return tensor(list(raw), dtype=_dtype.uint8, device="cpu")
@@ -434,7 +433,6 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
     dtype, device = _out_defaults(out, dtype, device)
     be, dt = _resolve(dtype, device)
     if not dt.is_floating_point and n > 0 and n - 1 > _INT_RANGE[dt.name][1]:
-        from .creation import _C_NAMES
         raise RuntimeError(f"value cannot be converted to type {_C_NAMES[dt.name]} without overflow")
     _check_grad_dtype(dt, requires_grad)
     npd = be.np_dtype(dt)

@@ -13,9 +13,10 @@ import types
 import warnings
 
 from .. import _dtype
-from ..autograd.function import Op
+from ..autograd.node import Op
 from ..autograd.grad_mode import _state
-from ._inplace import apply_inplace, write_result
+from ..autograd._inplace import apply_inplace, write_result
+from ..tensor import Tensor
 from ._util import wrap_dim, wrap_dims
 
 __all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std", "var_mean",
@@ -92,7 +93,6 @@ def _restore(g, in_shape, axes, keepdim):
 
 
 def _tensor(arr, be):
-    from ..tensor import Tensor
     return Tensor._make(arr, be)
 
 
@@ -448,7 +448,6 @@ class MinBackward0(MaxBackward0):
 
 
 def _extreme(name, input, dim, keepdim, out, full_op, dim_op, result_cls):
-    from ..tensor import Tensor
     if isinstance(dim, Tensor):
         return getattr(input, "maximum" if name == "max" else "minimum")(dim)
     if dim is None:

@@ -11,9 +11,11 @@ import builtins
 import warnings
 
 from .. import _dtype
-from ..autograd.function import Op, bump_version, collect_edges
+from ..autograd._inplace import apply_inplace, make_view, write_result
 from ..autograd.grad_mode import _state
-from ._inplace import make_view
+from ..autograd.node import Op, bump_version, collect_edges
+from ..tensor import Size, Tensor
+from .._shapes import broadcast_shapes as _broadcast_shapes
 from ._util import sum_to, wrap_dim, wrap_dims
 
 __all__ = [
@@ -27,17 +29,6 @@ __all__ = [
 
 
 # ---------------------------------------------------------------------- argument helpers
-
-_TENSOR = []
-
-
-def _tensor_cls():
-    # tensor.py imports the op modules, so Tensor is looked up on first use and kept
-    if not _TENSOR:
-        from ..tensor import Tensor
-        _TENSOR.append(Tensor)
-    return _TENSOR[0]
-
 
 def _int(v, what="size"):
     if isinstance(v, builtins.bool) or not hasattr(v, "__index__"):
@@ -90,7 +81,7 @@ def _shape_arg(shape):
 
 def _zeros(shape, like):
     """A constant zero tensor of ``shape`` with ``like``'s dtype and device (no history)."""
-    return _tensor_cls()._make(like._be.zeros(tuple(shape), like._data.dtype), like._be)
+    return Tensor._make(like._be.zeros(tuple(shape), like._data.dtype), like._be)
 
 
 def _cast_grad(g, np_dtype):
@@ -113,7 +104,6 @@ def _multi_view(op_cls, x, replays, name, **params):
     """Apply an op whose outputs are several views of ``x`` with one backward node (unbind, split):
     the node's ``forward`` returns a list of arrays, its ``backward`` gets one gradient per output
     (None for outputs that received none)."""
-    Tensor = _tensor_cls()
     node = op_cls.__new__(op_cls)
     arrays = node.forward(x, **params)
     be = x._be
@@ -135,7 +125,6 @@ def _write_out(res, out):
     """Store ``res`` in the ``out=`` tensor (resized when its shape differs, as PyTorch does)."""
     if out is None:
         return res
-    from ._inplace import write_result
     if res.requires_grad and _state.grad:
         raise RuntimeError(f"{res.grad_fn.name()[:-9].lower()}(): functions with out=... arguments don't support "
                            "automatic differentiation, but one of the arguments requires grad.")
@@ -336,14 +325,12 @@ def broadcast_tensors(*tensors):
     """Views of the tensors expanded to their common broadcast shape."""
     if len(tensors) == 1 and isinstance(tensors[0], (tuple, list)):
         tensors = tuple(tensors[0])
-    from ._util import broadcast_shapes
-    shape = broadcast_shapes(*(t._data.shape for t in tensors))
+    shape = _broadcast_shapes(*(t._data.shape for t in tensors))
     return tuple(expand(t, shape) for t in tensors)
 
 
 def broadcast_shapes(*shapes):
     """The shape that tensors of ``shapes`` (ints or sequences) broadcast to, as a ``Size``."""
-    from ..tensor import Size
     norm = []
     for s in shapes:
         t = (s,) if not isinstance(s, (tuple, list)) else tuple(s)
@@ -390,7 +377,6 @@ def atleast_3d(*tensors):
 
 
 def _atleast(tensors, fn):
-    Tensor = _tensor_cls()
     if len(tensors) == 1 and isinstance(tensors[0], Tensor):
         return fn(tensors[0])
     if len(tensors) == 1:
@@ -973,7 +959,6 @@ def chunk(input, chunks, dim=0):
 def tensor_split(input, indices_or_sections, dim=0):
     """Views split along ``dim`` into ``sections`` nearly equal pieces (the first ones one larger), or
     at the given ``indices``."""
-    Tensor = _tensor_cls()
     shape = input._data.shape
     if not shape:
         raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims")
@@ -1011,7 +996,7 @@ def _xsplit(name, input, ios, dim, min_dims):
     if input.ndim < min_dims:
         raise RuntimeError(f"torch.{name} requires a tensor with at least {min_dims} dimension, but got a tensor with "
                            f"{input.ndim} dimensions!")
-    if not isinstance(ios, (tuple, list)) and not isinstance(ios, _tensor_cls()):
+    if not isinstance(ios, (tuple, list)) and not isinstance(ios, Tensor):
         n = _int(ios, "sections")
         size = input._data.shape[dim]
         if n == 0 or size % n:
@@ -1079,7 +1064,6 @@ def transpose_(self, dim0, dim1):
 # ---------------------------------------------------------------------- cat / stack
 
 def _check_tensor_list(tensors, fname):
-    Tensor = _tensor_cls()
     if isinstance(tensors, Tensor):
         raise TypeError(f"{fname}(): argument 'tensors' (position 1) must be tuple of Tensors, not Tensor")
     tensors = list(tensors)
@@ -1373,14 +1357,12 @@ def triu(input, diagonal=0, *, out=None):
 
 
 def tril_(self, diagonal=0):
-    from ._inplace import apply_inplace
     if self._data.ndim < 2:
         raise RuntimeError("tril: input tensor must have at least 2 dimensions")
     return apply_inplace(self, tril, diagonal, keeps_self=False)
 
 
 def triu_(self, diagonal=0):
-    from ._inplace import apply_inplace
     if self._data.ndim < 2:
         raise RuntimeError("triu: input tensor must have at least 2 dimensions")
     return apply_inplace(self, triu, diagonal, keeps_self=False)
@@ -1467,7 +1449,6 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     """Each element repeated ``repeats`` times along ``dim`` (the flattened tensor when dim is None);
     ``repeats`` is an int or a tensor with one count per element. ``repeat_interleave(counts)`` gives
     the indices ``0..n-1`` each repeated ``counts[i]`` times."""
-    Tensor = _tensor_cls()
     if repeats is None:
         counts = input
         if counts.ndim != 1:

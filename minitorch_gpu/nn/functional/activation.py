@@ -9,10 +9,10 @@ few that PyTorch itself composes from other ops (softsign, tanhshrink, glu, prel
 """
 import warnings
 
-from ...autograd.function import Op
+from ...autograd.node import Op
 from ...ops import elementwise as _E
 from ...ops import reduction as _R
-from ...ops._inplace import apply_inplace
+from ...autograd._inplace import apply_inplace
 from ...ops._util import wrap_dim
 from ...tensor import Tensor
 

@@ -11,7 +11,7 @@ A transposed convolution is the same GEMM followed by col2im, composed from thos
 """
 import itertools
 
-from ...autograd.function import Op
+from ...autograd.node import Op
 from ...tensor import Tensor
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",

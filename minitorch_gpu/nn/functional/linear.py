@@ -8,7 +8,7 @@ backward is two more GEMMs and a column sum, written with the matmul ops so that
 again. Everything else (a 1-D weight, a bias that merely broadcasts) goes through ``matmul`` and ``+``.
 Shape and dtype errors carry PyTorch's messages.
 """
-from ...autograd.function import Op
+from ...autograd.node import Op
 from ...ops import linalg as _L
 from ...tensor import Tensor
 

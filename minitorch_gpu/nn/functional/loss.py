@@ -15,7 +15,7 @@ import operator
 import warnings
 
 from ... import _dtype
-from ...autograd.function import Op
+from ...autograd.node import Op
 from ...autograd.grad_mode import _state
 from ...ops._util import broadcast_shapes, sum_to
 from ...ops.elementwise import where

@@ -24,7 +24,7 @@ import numbers
 import operator
 
 from ... import _dtype
-from ...autograd.function import Op
+from ...autograd.node import Op
 from ...autograd.grad_mode import _state, no_grad
 from ...tensor import Tensor
 

@@ -7,7 +7,7 @@ computed index per output position, applied as ``index_select`` one dim at a tim
 """
 import numpy as _np  # host-side only: the index tables of the non-constant modes
 
-from ...autograd.function import Op
+from ...autograd.node import Op
 from ...ops.indexing import IndexSelectBackward0
 from ...tensor import Tensor
 

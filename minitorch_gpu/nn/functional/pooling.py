@@ -15,7 +15,7 @@ import warnings
 import numpy as _np  # host-side only: divisor and bin tables, dtype limits
 
 from ... import _dtype
-from ...autograd.function import Op
+from ...autograd.node import Op
 from ...ops.indexing import IndexSelectBackward0, ScatterAddBackward0, ScatterBackward0
 from ...tensor import Tensor
 from .conv import Col2ImBackward0, _geometry, _prod

@@ -9,7 +9,7 @@ adds one element, up to a few hundred rows), else as a scatter-add. Under ``crea
 ``index_add`` node, so gradients of the gradient work too.
 """
 from ... import _dtype
-from ...autograd.function import Op
+from ...autograd.node import Op
 from ...autograd.grad_mode import _state, no_grad
 from ...ops.elementwise import where
 from ...ops.indexing import IndexAddBackward0, one_hot

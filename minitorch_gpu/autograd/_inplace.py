@@ -9,9 +9,11 @@ regenerated from the base on next use. This is the graph rewrite PyTorch's autog
 describe; because each piece is an ordinary op, gradients of gradients stay right.
 """
 from .. import _dtype
-from ..autograd import anomaly
-from ..autograd.function import Node, VersionCounter, _next_seq, bump_version, edge_of
-from ..autograd.grad_mode import _state, no_grad
+from .._shapes import is_expandable_to
+from ..tensor import VersionCounter, _move_retain
+from . import anomaly
+from .grad_mode import _state, no_grad
+from .node import Node, _next_seq, bump_version, edge_of, sum_to
 
 __all__ = ["apply_inplace", "make_view", "write_result", "rebase_view", "CopySlices"]
 
@@ -40,7 +42,6 @@ def write_result(self, res):
         raise RuntimeError(f"result type {res.dtype._tensor_name[:-6]} can't be cast to the desired output type "
                            f"{self.dtype._tensor_name[:-6]}")
     if res._data.shape != self._data.shape:
-        from ._util import is_expandable_to
         if not is_expandable_to(res._data.shape, self._data.shape):
             raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
                                f"{list(res._data.shape)}")
@@ -115,7 +116,6 @@ def apply_inplace(self, fn, *args, keeps_self=True, **kwargs):
         self._output_nr = res._output_nr
         self._requires_grad = res._requires_grad
         if self._retains_grad:
-            from ..tensor import _move_retain
             _move_retain(self, old_fn, old_nr)
         return self
 
@@ -139,7 +139,6 @@ def rebase_view(view, src):
     base._output_nr = 0
     base._requires_grad = True
     if base._retains_grad:
-        from ..tensor import _move_retain
         _move_retain(base, old_fn, old_nr)
     view._regenerate_view_grad_fn()
 
@@ -161,7 +160,6 @@ class CopySlices(Node):
         return "CopySlices"
 
     def _run(self, grads):
-        from ._util import sum_to
         g = grads[0]
         grad_base = grad_src = None
         if self.next_functions[0][0] is not None:
