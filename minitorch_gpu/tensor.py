@@ -10,16 +10,22 @@ This module sits below autograd and the ops and imports neither. Methods defined
 bound onto Tensor through ``register_methods``: each op module's ``METHODS`` table, autograd's
 ``backward`` and edges, the printing layer's ``__repr__``, the legacy ``Tensor(...)`` constructor.
 """
+from __future__ import annotations
+
 import copy
 import weakref
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _dtype
 from ._mode import _state
 from ._shapes import wrap_dim
 from .backends import get_backend
 from .utils.hooks import RemovableHandle
+
+if TYPE_CHECKING:
+    from .backends._types import Array
+    from .backends.base import Backend
 
 __all__ = ["Tensor", "Size", "register_methods"]
 
@@ -58,6 +64,20 @@ class Tensor:
 
     __slots__ = ("_data", "_be", "_requires_grad", "_grad_fn", "_output_nr", "_grad", "_vc", "_base",
                  "_inference", "__weakref__", "__dict__")
+
+    if TYPE_CHECKING:
+        _data: Array
+        _be: Backend
+        _requires_grad: bool
+        _grad_fn: Any  # autograd's Node (a layer above): typed there
+        _output_nr: int
+        _grad: Tensor | None
+        _vc: VersionCounter | None
+        _base: Tensor | None
+        _inference: bool
+
+        # the op methods (``t.sum()``, ``t + u``) are bound at import time by the layers above
+        def __getattr__(self, name: str) -> Any: ...
 
     # rarely-set metadata lives in the instance dict; these are the defaults
     _view_fn = None

@@ -11,6 +11,7 @@ from ._api import backward, grad
 from .anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from .engine import queue_callback
 from .function import Function, FunctionCtx, InplaceFunction, Node, once_differentiable
+from .gradcheck import gradcheck, gradgradcheck
 from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
                         set_grad_enabled)
 
@@ -38,5 +39,3 @@ class graph:
     """``mt.autograd.graph``: the Node type, for ``isinstance`` checks on grad_fn."""
     Node = Node
 
-
-from .gradcheck import gradcheck, gradgradcheck

@@ -10,8 +10,14 @@ Recording is on the hot path of every op, so ``Op.apply`` does the least it can:
 ``__init__`` (class attributes are the defaults), edges are plain tuples, and all hook bookkeeping hides
 behind one ``_hooked`` flag that the engine tests once per node.
 """
+from __future__ import annotations
+
 import itertools
 import threading
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, ClassVar, cast
+
+from ..backends._types import Array
 
 from .._dtype import _BY_NP
 from .._mode import _state
@@ -47,7 +53,7 @@ _FREED_MSG = (
     "you need to access saved tensors after calling backward.")
 
 
-def bump_version(t):
+def bump_version(t: Tensor) -> None:
     vc = t._vc
     if vc is None:
         vc = t._vc = VersionCounter()
@@ -92,7 +98,11 @@ def _saved_versions(saved):
     return tuple(versions)
 
 
-def edge_of(t):
+Edge = tuple["Node | None", int]
+"""Where a gradient flows: (the node that consumes it, which of that node's outputs it is for)."""
+
+
+def edge_of(t: Tensor) -> Edge:
     """The (node, output_nr) that gradients for tensor ``t`` flow into, or ``(None, 0)``."""
     if t._base is None:
         fn = t._grad_fn
@@ -111,7 +121,7 @@ def edge_of(t):
     return NO_EDGE
 
 
-def collect_edges(tensors):
+def collect_edges(tensors: Iterable[Tensor | None]) -> tuple[Edge, ...] | None:
     """Edges for ``tensors`` (None entries allowed), or None when none of them requires grad."""
     for t in tensors:
         if t is not None and (t._requires_grad or (t._base is not None and t.requires_grad)):
@@ -125,21 +135,21 @@ class Node:
     """A backward function. ``next_functions`` holds ``(node, output_nr)`` per input, ``(None, 0)`` for
     inputs that need no gradient."""
 
-    next_functions = ()
+    next_functions: tuple[Edge, ...] = ()
     _seq_nr = 0
-    _saved = None
-    _saved_versions = None
+    _saved: tuple[Any, ...] | None = None
+    _saved_versions: tuple[int | None, ...] | None = None
     _released = False
     _hooked = False
-    _pre_hooks = None
-    _post_hooks = None
-    _tensor_hooks = None
-    _retain_hooks = None
+    _pre_hooks: dict[int, Callable[..., Any]] | None = None
+    _post_hooks: dict[int, Callable[..., Any]] | None = None
+    _tensor_hooks: dict[int, dict[int, Callable[..., Any]]] | None = None
+    _retain_hooks: dict[int, Any] | None = None
     _trace = None
     _n_outputs = 1
     _metadata = None
 
-    def name(self):
+    def name(self) -> str:
         return type(self).__name__
 
     def __repr__(self):
@@ -149,7 +159,7 @@ class Node:
         # only reached by the engine's heap when two nodes share a sequence number
         return id(self) < id(other)
 
-    def __call__(self, *grads):
+    def __call__(self, *grads: Tensor | None) -> Any:
         """Run this node's backward on output gradients, as ``grad_fn(grad)`` does in PyTorch."""
         return self._run(list(grads))
 
@@ -163,20 +173,20 @@ class Node:
         return self._seq_nr
 
     # ------------------------------------------------------------------ saved tensors
-    def save_for_backward(self, *tensors):
+    def save_for_backward(self, *tensors: Tensor | None) -> None:
         """Keep tensors for backward; their versions are taken when the node is recorded and checked
         when they are read back."""
         self._saved = tensors
 
     @property
-    def saved_tensors(self):
+    def saved_tensors(self) -> tuple[Tensor | None, ...]:
         saved = self._saved
         if saved is None:
             if self._released:
                 raise RuntimeError(_FREED_MSG)
             return ()
-        out = []
-        for t, v in zip(saved, self._saved_versions):
+        out: list[Tensor | None] = []
+        for t, v in zip(saved, cast(tuple[int, ...], self._saved_versions)):
             if t is None:
                 out.append(None)
             elif t.__class__ is _OutputRef:
@@ -225,7 +235,7 @@ class Node:
             self._released = True
 
     # ------------------------------------------------------------------ hooks
-    def register_hook(self, fn):
+    def register_hook(self, fn: Callable[..., Any]) -> RemovableHandle:
         """``fn(grad_inputs, grad_outputs)`` runs after this node; it may return new grad_inputs."""
         if self._post_hooks is None:
             self._post_hooks = {}
@@ -234,7 +244,7 @@ class Node:
         self._hooked = True
         return h
 
-    def register_prehook(self, fn):
+    def register_prehook(self, fn: Callable[..., Any]) -> RemovableHandle:
         """``fn(grad_outputs)`` runs before this node; it may return new grad_outputs."""
         if self._pre_hooks is None:
             self._pre_hooks = {}
@@ -274,11 +284,11 @@ class Node:
         if _anomaly_mode["enabled"]:
             self._trace = anomaly._stack()
 
-    def _run(self, grads):
+    def _run(self, grads: list[Tensor | None]) -> Any:
         """Input gradients from output gradients (a list with one entry per output)."""
         return self.backward(*grads)
 
-    def backward(self, *grads):
+    def backward(self, *grads: Any) -> Any:
         raise RuntimeError(f"{self.name()} has no backward")
 
 
@@ -294,14 +304,22 @@ class Op(Node):
     needed (it reads ``c``) would reject ``b = a * c; a.add_(1); b.backward()``, which PyTorch accepts.
     """
 
-    save_output = False
+    save_output: ClassVar[bool] = False
+
+    # the two halves every op defines; the signatures are open because each op names its own params
+    def forward(self, *inputs: Any, **params: Any) -> Array:
+        raise NotImplementedError(f"{type(self).__name__} must define forward")
+
+    def backward(self, *grads: Any) -> Any:
+        """One gradient (a Tensor or None) per tensor input: a tuple, or the gradient alone for one input."""
+        raise NotImplementedError(f"{type(self).__name__} must define backward")
 
     @property
-    def needs_input_grad(self):
+    def needs_input_grad(self) -> tuple[bool, ...]:
         return tuple([e[0] is not None for e in self.next_functions])
 
     @classmethod
-    def apply(cls, *inputs, **params):
+    def apply(cls, *inputs: Any, **params: Any) -> Tensor:
         node = _new(cls)
         recording = False
         if _state.grad:
@@ -355,7 +373,7 @@ def _is_tensor(x):
     return isinstance(x, Tensor)
 
 
-def sum_to(grad, shape):
+def sum_to(grad: Tensor, shape: Sequence[int]) -> Tensor:
     """Reduce a broadcast gradient back to ``shape`` (the backward of broadcasting)."""
     shape = tuple(shape)
     gshape = grad._data.shape

@@ -14,7 +14,8 @@ import itertools
 import warnings
 import weakref
 from collections import OrderedDict, namedtuple
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from ..autograd.function import Function
 from ..cuda import nvtx as _nvtx
@@ -28,12 +29,12 @@ __all__ = ["Module"]
 _EXTRA_STATE_KEY_SUFFIX = "_extra_state"
 
 # hooks that apply to every module (register_module_forward_hook & co.)
-_global_forward_pre_hooks = OrderedDict()
-_global_forward_hooks = OrderedDict()
-_global_forward_hooks_with_kwargs = OrderedDict()
-_global_forward_hooks_always_called = OrderedDict()
-_global_backward_pre_hooks = OrderedDict()
-_global_backward_hooks = OrderedDict()
+_global_forward_pre_hooks: OrderedDict[int, Callable[..., Any]] = OrderedDict()
+_global_forward_hooks: OrderedDict[int, Callable[..., Any]] = OrderedDict()
+_global_forward_hooks_with_kwargs: OrderedDict[int, bool] = OrderedDict()
+_global_forward_hooks_always_called: OrderedDict[int, bool] = OrderedDict()
+_global_backward_pre_hooks: OrderedDict[int, Callable[..., Any]] = OrderedDict()
+_global_backward_hooks: OrderedDict[int, Callable[..., Any]] = OrderedDict()
 _global_is_full_backward_hook = None
 
 

@@ -151,7 +151,7 @@ def _rebuild_generator(device, seed, offset):
 
 
 default_generator = Generator("cpu")
-_cuda_generators = {}
+_cuda_generators: dict[int, Generator] = {}
 # the seed last given to every CUDA generator; default generators created later start from it
 _cuda_seed = [None]
 

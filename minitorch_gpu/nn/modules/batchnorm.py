@@ -126,8 +126,9 @@ class BatchNorm3d(_BatchNorm):
 
 
 class _InstanceNorm(_NormBase):
-    _no_batch_dim = None
-    _dims = None
+    # set by each subclass: the input rank without a batch dim, and the dims statistics reduce over
+    _no_batch_dim: int | None = None
+    _dims: tuple[int, ...] | None = None
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False,
                  device=None, dtype=None, *, bias=True):

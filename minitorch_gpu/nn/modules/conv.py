@@ -1,5 +1,7 @@
 """Convolution layers: ``Conv1d/2d/3d`` and ``ConvTranspose1d/2d/3d``."""
 import math
+from collections.abc import Callable
+from typing import Any
 
 from .. import functional as F
 from .. import init
@@ -115,7 +117,7 @@ class _ConvNd(Module):
 
 class _ConvBase(_ConvNd):
     _ndim = 2
-    _fn = None
+    _fn: Callable[..., Any] | None = None  # the functional form, set by each subclass
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
                  padding_mode="zeros", device=None, dtype=None):
@@ -157,7 +159,7 @@ class Conv3d(_ConvBase):
 
 class _ConvTransposeNd(_ConvNd):
     _ndim = 2
-    _fn = None
+    _fn: Callable[..., Any] | None = None  # the functional form, set by each subclass
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
                  bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):

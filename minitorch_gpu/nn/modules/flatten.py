@@ -1,18 +1,7 @@
-"""Shape-only layers: Flatten, Unflatten, and Identity (a placeholder layer that returns its input)."""
+"""Shape-only layers: Flatten and Unflatten (Identity lives with Linear, as in PyTorch)."""
 from ..module import Module
 
-__all__ = ["Flatten", "Unflatten", "Identity"]
-
-
-class Identity(Module):
-    """Returns its input unchanged; accepts and ignores any constructor arguments (handy for swapping a layer
-    out without changing the code that builds the model)."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__()
-
-    def forward(self, input):
-        return input
+__all__ = ["Flatten", "Unflatten"]
 
 
 class Flatten(Module):

@@ -1,4 +1,7 @@
 """Pooling layers (max, average, adaptive and power-average pooling in 1-3 dims) and upsampling layers."""
+from collections.abc import Callable
+from typing import Any
+
 from .. import functional as F
 from ..module import Module
 
@@ -208,11 +211,13 @@ class LPPool3d(_LPPoolNd):
 
 class _MaxUnpoolNd(Module):
     _ndim = 2
-    _fn = None
+    _fn: Callable[..., Any] | None = None  # the functional form, set by each subclass
 
     def __init__(self, kernel_size, stride=None, padding=0):
         super().__init__()
-        tup = (lambda x: tuple(x) if isinstance(x, (tuple, list)) else (x,) * self._ndim)
+        def tup(x):
+            return tuple(x) if isinstance(x, (tuple, list)) else (x,) * self._ndim
+
         self.kernel_size = tup(kernel_size)
         self.stride = tup(stride if stride is not None else kernel_size)
         self.padding = tup(padding)
