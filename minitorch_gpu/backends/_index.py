@@ -175,29 +175,19 @@ class IndexMixin(PrimitiveHost):
                 out.append(xp.arange(index.shape[d], dtype=_np.int64).reshape(shape))
         return tuple(out)
 
-    def gather(self, x: Array, dim: int, index: Array) -> Array:
-        # a 0-d input or index reads as one element along dim 0
-        shape = index.shape
+    def _along_dim(self, x: Array, dim: int, index: Array) -> tuple[Array, Array, tuple[Array, ...]]:
+        """(x, index, the advanced index of ``x`` that ``index`` addresses along ``dim``); a 0-d ``x`` or
+        ``index`` reads as one element along dim 0."""
         if x.ndim == 0:
             x = x.reshape(1)
         if index.ndim == 0:
             index = index.reshape(1)
-        return x[self.along_dim_index(index, dim)].reshape(shape)
+        return x, index, self.along_dim_index(index, dim)
 
-    def _along_dim(self, out: Array, dim: int, index: Array,
-                   src: Operand) -> tuple[Array, Array, Operand, tuple[Array, ...]]:
-        """(out, index, src, the advanced index of the targets) of a write of ``src`` into ``out`` along ``dim``:
-        0-d arrays read as one element along dim 0, and an array ``src`` is cut to ``index``'s extent (PyTorch
-        reads only that corner of it)."""
-        if out.ndim == 0:
-            out = out.reshape(1)
-        if index.ndim == 0:
-            index = index.reshape(1)
-        if getattr(src, "ndim", 1) == 0:
-            src = src.reshape(1)
-        if hasattr(src, "ndim") and src.ndim:
-            src = src[tuple(slice(0, n) for n in index.shape)]
-        return out, index, src, self.along_dim_index(index, dim)
+    def gather(self, x: Array, dim: int, index: Array) -> Array:
+        shape = index.shape
+        x, _, where = self._along_dim(x, dim, index)
+        return x[where].reshape(shape)
 
     def _combine_at(self, op: AtUfunc, a: Array, index: Any, values: Operand) -> None:
         """a[index] = op(a[index], values) with every repeated index applied."""
@@ -209,7 +199,8 @@ class IndexMixin(PrimitiveHost):
     def scatter_into(self, out: Array, dim: int, index: Array, src: Operand,
                      reduce: ScatterMode | None = None) -> None:
         """out[... index ...] = src (or op= for ``reduce`` in 'add', 'multiply'), in place."""
-        out, index, src, where = self._along_dim(out, dim, index, src)
+        out, index, where = self._along_dim(out, dim, index)
+        src = _cropped(src, index)
         if reduce is None:
             out[where] = src
         else:
@@ -221,7 +212,8 @@ class IndexMixin(PrimitiveHost):
         (sum, prod, mean, amax, amin); without ``include_self`` the targeted elements start from the
         reduction's identity instead of their own value."""
         xp = self.xp
-        out, index, src, where = self._along_dim(out, dim, index, src)
+        out, index, where = self._along_dim(out, dim, index)
+        src = _cropped(src, index)
         if not include_self:
             out[where] = self._reduce_identity(reduce, out.dtype)
         self._combine_at(SCATTER_REDUCE_UFUNC[reduce], out, where, src)
@@ -394,6 +386,16 @@ class IndexMixin(PrimitiveHost):
         if x.size:
             self.scatter_into(out, x.ndim, x[..., None], 1)
         return out
+
+
+def _cropped(src: Operand, index: Array) -> Operand:
+    """An array ``src`` cut to ``index``'s extent (a scatter reads only that corner of it; 0-d reads as one
+    element); a Python number as it is."""
+    if getattr(src, "ndim", 1) == 0:
+        src = src.reshape(1)
+    if hasattr(src, "ndim") and src.ndim:
+        src = src[tuple(slice(0, n) for n in index.shape)]
+    return src
 
 
 def _flat_positions(a: Array, index: Any) -> Array | None:

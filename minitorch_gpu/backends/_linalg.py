@@ -122,14 +122,8 @@ class LinalgMixin(PrimitiveHost):
         """Contract two operands (distinct letters within each) keeping letters in ``keep``."""
         xp = self.xp
         # letters of one operand only that nobody needs any more are summed out first
-        a_only = [c for c in sa if c not in sb and c not in keep]
-        if a_only:
-            a = a.sum(axis=tuple(sa.index(c) for c in a_only))
-            sa = "".join(c for c in sa if c not in a_only)
-        b_only = [c for c in sb if c not in sa and c not in keep]
-        if b_only:
-            b = b.sum(axis=tuple(sb.index(c) for c in b_only))
-            sb = "".join(c for c in sb if c not in b_only)
+        sa, a = self._einsum_reduce_single(sa, a, keep | set(sb))
+        sb, b = self._einsum_reduce_single(sb, b, keep | set(sa))
         batch = [c for c in sa if c in sb and c in keep]
         contr = [c for c in sa if c in sb and c not in keep]
         left = [c for c in sa if c not in sb]

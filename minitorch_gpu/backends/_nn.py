@@ -60,13 +60,9 @@ class NNMixin(PrimitiveHost):
 
         Returns ``(loss, saved)``: loss (N, 1, *spatial) in the compute dtype (float32 for 2-byte floats).
         """
-        cdt = x.dtype
-        if cdt.itemsize == 2:
-            cdt = _F32
+        cdt, wd = self._ce_compute(x.dtype, weight)
+        if x.dtype != cdt:
             x = x.astype(cdt)
-        wd = weight
-        if wd is not None and wd.dtype != cdt:
-            wd = wd.astype(cdt)
         if tidx is None:
             tidx, mask = self._ce_targets(target, ignore_index, cdt)
             coef = None
@@ -124,10 +120,7 @@ class NNMixin(PrimitiveHost):
         non-zero ('mean'). The other arguments are the forward's. The gradient of a counted sample is
         go (A p - B) with A = (1 - s) w_y + (s / C) W, B = (1 - s) w_y onehot(y) + (s / C) w (W = sum of w).
         """
-        cdt = _F32 if x.dtype.itemsize == 2 else x.dtype
-        wd = weight
-        if wd is not None and wd.dtype != cdt:
-            wd = wd.astype(cdt)
+        cdt, wd = self._ce_compute(x.dtype, weight)
         if tidx is None:
             tidx, mask = self._ce_targets(target, ignore_index, cdt)
         gr = gout if gout.dtype == cdt else gout.astype(cdt)
@@ -152,6 +145,13 @@ class NNMixin(PrimitiveHost):
             rows = gr if mask is None else self.binary("mul", mask, gr)
             dl = self.binary("sub", dl, self.binary("mul", rows, smooth), out=dl)
         return dl
+
+    def _ce_compute(self, x_dtype: NpDtype, weight: Array | None) -> tuple[NpDtype, Array | None]:
+        """(the compute dtype of logits of ``x_dtype``, the class weights in it or None)."""
+        cdt = _F32 if x_dtype.itemsize == 2 else x_dtype
+        if weight is not None and weight.dtype != cdt:
+            weight = weight.astype(cdt)
+        return cdt, weight
 
     def _ce_targets(self, target: Array, ignore_index: int, cdt: NpDtype) -> tuple[Array, Array | None]:
         """(target with ignored entries pointed at class 0, 0/1 mask of counted entries or None)."""

@@ -377,6 +377,16 @@ class ReduceMixin(PrimitiveHost):
         return (i == k).astype(np_dtype), (i != k).astype(np_dtype), inc.astype(np_dtype)
 
     # ---------------------------------------------------------------- softmax family
+    def _shifted(self, x: Array, axis: int) -> tuple[Array, NpDtype]:
+        """(x - its maximum along ``axis``, x's dtype) for a non-empty ``x`` of at least one dim: a new C-contiguous
+        array (the softmax family's results are contiguous, as PyTorch's are), in float32 for half inputs."""
+        if not x.flags.c_contiguous:
+            x = self.xp.ascontiguousarray(x)
+        out_dtype = x.dtype
+        if _is_half(out_dtype):
+            x = x.astype(np.float32)
+        return x - x.max(axis=axis, keepdims=True), out_dtype
+
     def softmax_forward(self, x: Array, axis: int) -> Array:
         """exp(x - max) / sum(exp(x - max)) along ``axis`` (None for a 0-d array)."""
         xp = self.xp
@@ -384,12 +394,7 @@ class ReduceMixin(PrimitiveHost):
             return xp.empty_like(x)
         if x.ndim == 0:
             return self.softmax_forward(x.reshape(1), 0).reshape(())
-        if not x.flags.c_contiguous:
-            x = xp.ascontiguousarray(x)  # a contiguous result, as PyTorch gives
-        out_dtype = x.dtype
-        if _is_half(x.dtype):
-            x = x.astype(np.float32)
-        e = x - x.max(axis=axis, keepdims=True)
+        e, out_dtype = self._shifted(x, axis)
         xp.exp(e, out=e)
         e /= self.sum(e, axis=axis, keepdims=True)
         return e.astype(out_dtype, copy=False)
@@ -414,12 +419,7 @@ class ReduceMixin(PrimitiveHost):
             return xp.empty_like(x)
         if x.ndim == 0:
             return self.log_softmax_forward(x.reshape(1), 0).reshape(())
-        if not x.flags.c_contiguous:
-            x = xp.ascontiguousarray(x)  # a contiguous result, as PyTorch gives
-        out_dtype = x.dtype
-        if _is_half(x.dtype):
-            x = x.astype(np.float32)
-        d = x - x.max(axis=axis, keepdims=True)
+        d, out_dtype = self._shifted(x, axis)
         lse = xp.log(self.sum(xp.exp(d), axis=axis, keepdims=True))
         d -= lse
         return d.astype(out_dtype, copy=False)

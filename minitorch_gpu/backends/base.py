@@ -68,14 +68,7 @@ class Backend(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, LinalgMixin
         """``n`` values ``start + i * step``: in int64 for integral results (exact for large values), else in
         float64 and rounded once (PyTorch's CPU arange accumulates in double too)."""
         xp = self.xp
-        if integral:
-            r = xp.arange(n, dtype=xp.int64)
-            if step != 1:
-                r *= step
-            if start:
-                r += start
-            return r.astype(np_dtype, copy=False)
-        r = xp.arange(n, dtype=xp.float64)
+        r = xp.arange(n, dtype=xp.int64 if integral else xp.float64)
         if step != 1:
             r *= step
         if start:
