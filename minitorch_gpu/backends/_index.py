@@ -5,27 +5,53 @@ Every body is written against ``self.xp`` (NumPy or CuPy). Accumulating writes (
 ``a[idx] += v``, which keeps only one contribution per repeated index: NumPy's ``ufunc.at`` and CuPy's
 ``scatter_add`` sum every contribution.
 """
+from __future__ import annotations
+
+import math
+from typing import Any, Literal, TypeAlias
+
 import numpy as _np
 
+from ._types import Array, NpDtype, Operand, PrimitiveHost, Scalar, Shape
 
-class IndexMixin:
+AtReduce = Literal["multiply", "maximum", "minimum"]
+"""The ufuncs ``reduce_at`` applies with every repeated index (``ufunc.at``)."""
+
+AtUfunc = Literal["add", AtReduce]
+"""Every ufunc a scatter may combine with: ``add`` goes through ``add_at``, the others through ``reduce_at``."""
+
+ScatterMode = Literal["add", "multiply"]
+"""``scatter_``'s ``reduce=`` (PyTorch's older spelling): the ufunc names themselves."""
+
+ScatterReduce = Literal["sum", "prod", "mean", "amax", "amin"]
+"""``scatter_reduce``'s reductions."""
+
+SCATTER_REDUCE_UFUNC: dict[ScatterReduce, AtUfunc] = {
+    "sum": "add", "mean": "add", "prod": "multiply", "amax": "maximum", "amin": "minimum"}
+"""The ufunc that combines each ``scatter_reduce`` contribution (mean divides by the counts afterwards)."""
+
+Unique: TypeAlias = "tuple[Array, Array | None, Array | None]"
+"""(values, inverse indices or None, counts or None) of the ``unique`` primitives."""
+
+
+class IndexMixin(PrimitiveHost):
     # ---------------------------------------------------------------- plain indexing
-    def getitem(self, x, index):
+    def getitem(self, x: Array, index: Any) -> Array:
         return x[index]
 
-    def setitem(self, x, index, value):
+    def setitem(self, x: Array, index: Any, value: Operand) -> None:
         x[index] = value
 
-    def basic_index(self, x, index):
+    def basic_index(self, x: Array, index: tuple[Any, ...]) -> Array:
         """A view for an index of ints, slices and None. The trailing Ellipsis keeps a full integer index
         from collapsing to a NumPy scalar (a scalar is not a view)."""
         return x[index + (Ellipsis,)]
 
-    def writable(self, x):
+    def writable(self, x: Array) -> bool:
         """False for arrays whose elements overlap in memory (broadcast views), which must not be written."""
         return getattr(x.flags, "writeable", True)
 
-    def index_range(self, idx):
+    def index_range(self, idx: Array) -> tuple[int, int]:
         """(min, max) of a non-empty integer array as Python ints, in one device-to-host transfer."""
         xp = self.xp
         if xp is _np:
@@ -33,32 +59,32 @@ class IndexMixin:
         mm = self.to_numpy(xp.stack([idx.min(), idx.max()]))
         return int(mm[0]), int(mm[1])
 
-    def first_outside(self, idx, lo, hi):
+    def first_outside(self, idx: Array, lo: int, hi: int) -> int:
         """The first element of ``idx`` outside ``[lo, hi)`` (only called once one is known to exist)."""
         bad = (idx < lo) | (idx >= hi)
         return int(idx.reshape(-1)[int(bad.reshape(-1).argmax())])
 
-    def nonzero_tuple(self, x):
+    def nonzero_tuple(self, x: Array) -> tuple[Array, ...]:
         """One int64 array per dim with the coordinates of the nonzero elements, in row-major order."""
         xp = self.xp
         if x.ndim == 0:
             return (xp.zeros(int(bool(x)), dtype=_np.int64),)
         return tuple(i.astype(_np.int64, copy=False) for i in xp.nonzero(x))
 
-    def argwhere(self, x):
+    def argwhere(self, x: Array) -> Array:
         xp = self.xp
         if x.ndim == 0:
             return xp.zeros((int(bool(x)), 0), dtype=_np.int64)
         return xp.stack(self.nonzero_tuple(x), axis=1) if x.size else xp.zeros((0, x.ndim), dtype=_np.int64)
 
-    def count_nonzero(self, x):
+    def count_nonzero(self, x: Array) -> int:
         return int(self.xp.count_nonzero(x))
 
-    def arange_index(self, n):
+    def arange_index(self, n: int) -> Array:
         return self.xp.arange(n, dtype=_np.int64)
 
     # ---------------------------------------------------------------- writes with repeated indices
-    def add_at(self, a, index, values):
+    def add_at(self, a: Array, index: Any, values: Operand) -> None:
         """a[index] += values where every repeated index adds its own contribution."""
         if self.xp is _np:
             pos = _flat_positions(a, index)
@@ -78,7 +104,7 @@ class IndexMixin:
         else:
             self._add_at_device(a, index, values)
 
-    def _add_at_device(self, a, index, values):
+    def _add_at_device(self, a: Array, index: Any, values: Operand) -> None:
         # CuPy's scatter_add uses atomicAdd, which exists for float32/float64/int32/uint32/uint64. Other
         # dtypes go through a supported buffer: int64 as uint64 is the same two's-complement addition,
         # float16 / small ints / bool through float32 / int64.
@@ -96,7 +122,7 @@ class IndexMixin:
             self._add_at_device(buf, index, values.astype(buf_dt))
             a[...] = buf.astype(dt)
 
-    def reduce_at(self, op, a, index, values):
+    def reduce_at(self, op: AtReduce, a: Array, index: Any, values: Operand) -> None:
         """a[index] = op(a[index], values) with repeated indices all applied; ``op`` is 'multiply',
         'maximum' or 'minimum'."""
         xp = self.xp
@@ -106,7 +132,7 @@ class IndexMixin:
             return
         self._reduce_at_rounds(ufunc, a, index, values)
 
-    def _reduce_at_rounds(self, ufunc, a, index, values):
+    def _reduce_at_rounds(self, ufunc: Any, a: Array, index: Any, values: Operand) -> None:
         # without ufunc.at: apply the contributions in rounds, each round taking one contribution per
         # target element, so no element is written twice in one assignment
         xp = self.xp
@@ -127,14 +153,14 @@ class IndexMixin:
         if not a.flags.c_contiguous:
             a[...] = flat.reshape(a.shape)
 
-    def index_put(self, a, index, values, accumulate):
+    def index_put(self, a: Array, index: Any, values: Operand, accumulate: bool) -> None:
         if accumulate:
             self.add_at(a, index, values)
         else:
             a[index] = values
 
     # ---------------------------------------------------------------- along one dim
-    def along_dim_index(self, index, dim):
+    def along_dim_index(self, index: Array, dim: int) -> tuple[Array, ...]:
         """The advanced-index tuple addressing ``out[i][index[i][j][k]][k]`` (for dim 1): the index array
         at ``dim`` and broadcastable aranges over every other dim of ``index``."""
         xp = self.xp
@@ -149,63 +175,58 @@ class IndexMixin:
                 out.append(xp.arange(index.shape[d], dtype=_np.int64).reshape(shape))
         return tuple(out)
 
-    def gather(self, x, dim, index):
-        # a 0-d input or index reads as one element along dim 0
-        shape = index.shape
+    def _along_dim(self, x: Array, dim: int, index: Array) -> tuple[Array, Array, tuple[Array, ...]]:
+        """(x, index, the advanced index of ``x`` that ``index`` addresses along ``dim``); a 0-d ``x`` or
+        ``index`` reads as one element along dim 0."""
         if x.ndim == 0:
             x = x.reshape(1)
         if index.ndim == 0:
             index = index.reshape(1)
-        return x[self.along_dim_index(index, dim)].reshape(shape)
+        return x, index, self.along_dim_index(index, dim)
 
-    def scatter_into(self, out, dim, index, src, reduce=None):
+    def gather(self, x: Array, dim: int, index: Array) -> Array:
+        shape = index.shape
+        x, _, where = self._along_dim(x, dim, index)
+        return x[where].reshape(shape)
+
+    def _combine_at(self, op: AtUfunc, a: Array, index: Any, values: Operand) -> None:
+        """a[index] = op(a[index], values) with every repeated index applied."""
+        if op == "add":
+            self.add_at(a, index, values)
+        else:
+            self.reduce_at(op, a, index, values)
+
+    def scatter_into(self, out: Array, dim: int, index: Array, src: Operand,
+                     reduce: ScatterMode | None = None) -> None:
         """out[... index ...] = src (or op= for ``reduce`` in 'add', 'multiply'), in place."""
-        if out.ndim == 0:
-            out = out.reshape(1)
-        if index.ndim == 0:
-            index = index.reshape(1)
-        if getattr(src, "ndim", 1) == 0:
-            src = src.reshape(1)
-        if hasattr(src, "ndim") and src.ndim:
-            src = src[tuple(slice(0, n) for n in index.shape)]
-        where = self.along_dim_index(index, dim)
+        out, index, where = self._along_dim(out, dim, index)
+        src = _cropped(src, index)
         if reduce is None:
             out[where] = src
-        elif reduce == "add":
-            self.add_at(out, where, src)
         else:
-            self.reduce_at("multiply", out, where, src)
+            self._combine_at(reduce, out, where, src)
 
-    def scatter_reduce_into(self, out, dim, index, src, reduce, include_self):
+    def scatter_reduce_into(self, out: Array, dim: int, index: Array, src: Array, reduce: ScatterReduce,
+                            include_self: bool) -> None:
         """In place: each ``src`` element combined into ``out`` at ``index`` along ``dim`` with ``reduce``
         (sum, prod, mean, amax, amin); without ``include_self`` the targeted elements start from the
         reduction's identity instead of their own value."""
         xp = self.xp
-        if out.ndim == 0:
-            out = out.reshape(1)
-        if index.ndim == 0:
-            index = index.reshape(1)
-        if src.ndim == 0:
-            src = src.reshape(1)
-        src = src[tuple(slice(0, n) for n in index.shape)]
-        where = self.along_dim_index(index, dim)
+        out, index, where = self._along_dim(out, dim, index)
+        src = _cropped(src, index)
         if not include_self:
             out[where] = self._reduce_identity(reduce, out.dtype)
-        if reduce in ("sum", "mean"):
-            self.add_at(out, where, src)
-            if reduce == "mean":
-                count = xp.full(out.shape, 1 if include_self else 0, dtype=_np.int64)
-                self.add_at(count, where, xp.ones(index.shape, dtype=_np.int64))
-                count = xp.maximum(count, 1)
-                if out.dtype.kind == "f" or out.dtype.kind == "V":
-                    out[...] = out / count.astype(out.dtype)
-                else:
-                    out[...] = xp.floor_divide(out, count)
-        else:
-            op = {"prod": "multiply", "amax": "maximum", "amin": "minimum"}[reduce]
-            self.reduce_at(op, out, where, src)
+        self._combine_at(SCATTER_REDUCE_UFUNC[reduce], out, where, src)
+        if reduce == "mean":
+            count = xp.full(out.shape, 1 if include_self else 0, dtype=_np.int64)
+            self.add_at(count, where, xp.ones(index.shape, dtype=_np.int64))
+            count = xp.maximum(count, 1)
+            if out.dtype.kind == "f" or out.dtype.kind == "V":
+                out[...] = out / count.astype(out.dtype)
+            else:
+                out[...] = xp.floor_divide(out, count)
 
-    def _reduce_identity(self, reduce, dt):
+    def _reduce_identity(self, reduce: ScatterReduce, dt: NpDtype) -> Scalar:
         if reduce in ("sum", "mean"):
             return 0
         if reduce == "prod":
@@ -217,26 +238,26 @@ class IndexMixin:
             return info.min if reduce == "amax" else info.max
         return -_np.inf if reduce == "amax" else _np.inf
 
-    def scatter_mask(self, shape, dim, index):
+    def scatter_mask(self, shape: Shape, dim: int, index: Array) -> Array:
         """A bool array of ``shape``, True where ``index`` along ``dim`` points."""
         m = self.xp.zeros(shape, dtype=bool)
         self.scatter_into(m, dim, index, True)
         return m
 
-    def take(self, x, index):
+    def take(self, x: Array, index: Array) -> Array:
         return self.xp.take(x.reshape(-1), index)
 
-    def index_select(self, x, dim, index):
+    def index_select(self, x: Array, dim: int, index: Array) -> Array:
         if x.ndim == 0:
             return self.xp.take(x.reshape(1), index.reshape(-1)).reshape(())
         return self.xp.take(x, index, axis=dim)
 
     # ---------------------------------------------------------------- sorting
-    def stable_argsort(self, x, axis=-1):
+    def stable_argsort(self, x: Array, axis: int = -1) -> Array:
         # CuPy's sorts are always stable and accept no ``kind`` but None
         return self.xp.argsort(x, axis=axis, kind="stable" if self.xp is _np else None)
 
-    def argsort(self, x, axis, descending=False):
+    def argsort(self, x: Array, axis: int, descending: bool = False) -> Array:
         """Stable argsort; descending keeps equal elements in their original order and puts NaN first
         (NaN sorts as the largest value, as in PyTorch)."""
         xp = self.xp
@@ -246,13 +267,13 @@ class IndexMixin:
         rev = xp.flip(self.stable_argsort(xp.flip(x, axis), axis), axis)
         return (n - 1) - rev
 
-    def sort(self, x, axis, descending=False):
+    def sort(self, x: Array, axis: int, descending: bool = False) -> tuple[Array, Array]:
         if x.ndim == 0:
             return x.copy(), self.xp.zeros((), dtype=_np.int64)
         idx = self.argsort(x, axis, descending)
         return self.xp.take_along_axis(x, idx, axis), idx
 
-    def topk(self, x, k, axis, largest):
+    def topk(self, x: Array, k: int, axis: int, largest: bool) -> tuple[Array, Array]:
         xp = self.xp
         if x.ndim == 0:
             return x.copy(), xp.zeros((), dtype=_np.int64)
@@ -270,7 +291,7 @@ class IndexMixin:
         idx = self.xp.take(idx, self.xp.arange(k), axis=axis)
         return self.xp.take_along_axis(x, idx, axis), idx
 
-    def kth_smallest(self, x, k, axis, nan_first=False):
+    def kth_smallest(self, x: Array, k: int, axis: int, nan_first: bool = False) -> tuple[Array, Array]:
         """Values and indices of the k-th smallest element (0-based) along ``axis`` (kept as size 1).
         ``nan_first``: a slice holding NaN yields its first NaN instead (median's rule)."""
         xp = self.xp
@@ -283,11 +304,11 @@ class IndexMixin:
         idx = xp.take_along_axis(order, pos, axis)
         return xp.take_along_axis(x, idx, axis), idx
 
-    def isnan_mask(self, x):
+    def isnan_mask(self, x: Array) -> Array:
         return self.xp.isnan(x) if x.dtype.kind == "f" else self.xp.zeros(x.shape, dtype=bool)
 
     # ---------------------------------------------------------------- unique / one_hot
-    def unique(self, x, return_inverse, return_counts):
+    def unique(self, x: Array, return_inverse: bool, return_counts: bool) -> Unique:
         """Sorted distinct values of a flat array; NaNs stay distinct, as in PyTorch."""
         xp = self.xp
         flat = x.reshape(-1)
@@ -304,11 +325,10 @@ class IndexMixin:
             inverse[order] = group
             inverse = inverse.reshape(x.shape)
         if return_counts:
-            starts = xp.nonzero(new)[0]
-            counts = xp.diff(xp.concatenate([starts, xp.asarray([flat.size])])).astype(_np.int64)
+            counts = self._run_lengths(new)
         return values, inverse, counts
 
-    def unique_dim(self, x, dim, return_inverse, return_counts):
+    def unique_dim(self, x: Array, dim: int, return_inverse: bool, return_counts: bool) -> Unique:
         """Distinct slices along ``dim``, ordered lexicographically."""
         xp = self.xp
         moved = xp.moveaxis(x, dim, 0)
@@ -328,11 +348,11 @@ class IndexMixin:
             inverse = xp.empty((n,), dtype=_np.int64)
             inverse[order] = xp.cumsum(new) - 1
         if return_counts:
-            starts = xp.nonzero(new)[0]
-            counts = xp.diff(xp.concatenate([starts, xp.asarray([n])])).astype(_np.int64)
+            counts = self._run_lengths(new)
         return values, inverse, counts
 
-    def unique_consecutive(self, x, dim, return_inverse, return_counts):
+    def unique_consecutive(self, x: Array, dim: int | None, return_inverse: bool,
+                           return_counts: bool) -> Unique:
         """Runs of equal consecutive elements (``dim`` None, read flat) or slices along ``dim``."""
         xp = self.xp
         if dim is None:
@@ -351,11 +371,16 @@ class IndexMixin:
             if dim is None:
                 inverse = inverse.reshape(x.shape)
         if return_counts:
-            starts = xp.nonzero(new)[0]
-            counts = xp.diff(xp.concatenate([starts, xp.asarray([n])])).astype(_np.int64)
+            counts = self._run_lengths(new)
         return values, inverse, counts
 
-    def one_hot(self, x, num_classes):
+    def _run_lengths(self, first: Array) -> Array:
+        """The lengths (int64) of the runs that begin where the bool array ``first`` is True (``first[0]`` is)."""
+        xp = self.xp
+        starts = xp.nonzero(first)[0]
+        return xp.diff(xp.concatenate([starts, xp.asarray([first.size])])).astype(_np.int64)
+
+    def one_hot(self, x: Array, num_classes: int) -> Array:
         xp = self.xp
         out = xp.zeros(x.shape + (num_classes,), dtype=_np.int64)
         if x.size:
@@ -363,7 +388,17 @@ class IndexMixin:
         return out
 
 
-def _flat_positions(a, index):
+def _cropped(src: Operand, index: Array) -> Operand:
+    """An array ``src`` cut to ``index``'s extent (a scatter reads only that corner of it; 0-d reads as one
+    element); a Python number as it is."""
+    if getattr(src, "ndim", 1) == 0:
+        src = src.reshape(1)
+    if hasattr(src, "ndim") and src.ndim:
+        src = src[tuple(slice(0, n) for n in index.shape)]
+    return src
+
+
+def _flat_positions(a: Array, index: Any) -> Array | None:
     """The flat positions in a C-contiguous ``a`` that ``a[index]`` addresses, shaped like ``a[index]``,
     when ``index`` is a tuple of in-range integer arrays over the leading dims of ``a`` (the trailing dims
     taken whole); otherwise None."""
@@ -375,11 +410,9 @@ def _flat_positions(a, index):
     for ix in index:
         if not isinstance(ix, _np.ndarray) or ix.dtype.kind not in "iu":
             return None
-    inner = 1
-    for n in a.shape[k:]:
-        inner *= n
+    inner = math.prod(a.shape[k:])
     stride = inner
-    pos = None
+    pos: Array = None
     for d in range(k - 1, -1, -1):
         ix = index[d]
         n = a.shape[d]

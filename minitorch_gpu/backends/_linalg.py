@@ -9,41 +9,44 @@ and a custom kernel can read them as GEMM's transpose flags.
 ``einsum`` takes an explicit equation over letters only (no ellipsis, an output after ``->``) whose
 operands agree on every letter's size or have size 1 there (broadcast).
 """
+from __future__ import annotations
+
 import functools
+import math
+from collections.abc import Sequence
 
 import numpy as np
 
+from ._types import Array, PrimitiveHost, Shape
+
 
 @functools.lru_cache(maxsize=1024)
-def _einsum_is_small(equation, shapes, limit):
+def _einsum_is_small(equation: str, shapes: tuple[Shape, ...], limit: int) -> bool:
     """Whether the contraction's multiply-add count (the product of every letter's size) is at most
     ``limit``, or there is a single operand (no product to hand to BLAS)."""
     if len(shapes) == 1:
         return True
-    sizes = {}
+    sizes: dict[str, int] = {}
     for s, shape in zip(equation.split("->")[0].split(","), shapes):
         for c, n in zip(s, shape):
             if sizes.get(c, 1) == 1:
                 sizes[c] = n
-    work = 1
-    for n in sizes.values():
-        work *= n
-    return work <= limit
+    return math.prod(sizes.values()) <= limit
 
 
-class LinalgMixin:
+class LinalgMixin(PrimitiveHost):
     # below this many multiply-adds the C einsum loop beats the fixed cost of reshaping operands for
     # a BLAS product (a few microseconds of Python)
     _EINSUM_DIRECT_MAX = 1 << 15
 
-    def _upcast_for_product(self, arr):
+    def _upcast_for_product(self, arr: Array) -> Array:
         """Half-precision operands are multiplied in float32 with NumPy: it has no BLAS path for them
         (and no einsum at all for bfloat16), and PyTorch accumulates them in float32 too."""
         if arr.dtype.itemsize == 2 and arr.dtype.kind in "fV" and self.xp is np:
             return arr.astype("float32")
         return arr
 
-    def matmul(self, a, b, transpose_a=False, transpose_b=False):
+    def matmul(self, a: Array, b: Array, transpose_a: bool = False, transpose_b: bool = False) -> Array:
         """``op(a) @ op(b)`` with NumPy/PyTorch semantics for 1-D operands and broadcast batch dims;
         ``op`` swaps the last two dims when the flag is set (only meaningful for >=2-D operands).
         Always returns an array (a 0-d one for vector @ vector) of the operands' dtype."""
@@ -68,11 +71,11 @@ class LinalgMixin:
         return r
 
     # ------------------------------------------------------------------ einsum
-    def einsum(self, equation, *operands):
+    def einsum(self, equation: str, *operands: Array) -> Array:
         """Evaluate an explicit letters-only einsum equation (see the module docstring)."""
         xp = self.xp
         out_dtype = operands[0].dtype
-        ops = operands
+        ops: Sequence[Array] = operands
         if out_dtype.itemsize == 2:
             ops = [self._upcast_for_product(x) for x in operands]
         if _einsum_is_small(equation, tuple(x.shape for x in ops), self._EINSUM_DIRECT_MAX):
@@ -87,7 +90,7 @@ class LinalgMixin:
             r = r.astype(out_dtype)
         return r
 
-    def _einsum_reduce_single(self, s, x, keep):
+    def _einsum_reduce_single(self, s: str, x: Array, keep: set[str]) -> tuple[str, Array]:
         """Take the diagonal of repeated letters and sum out letters not in ``keep``: returns
         (letters, array) with each letter once."""
         uniq = "".join(dict.fromkeys(s))
@@ -100,7 +103,7 @@ class LinalgMixin:
             s = "".join(c for c in s if c in keep)
         return s, x
 
-    def _einsum_pairwise(self, subs, out, ops):
+    def _einsum_pairwise(self, subs: list[str], out: str, ops: Sequence[Array]) -> Array:
         """Contract operands left to right, each pair as one batched matrix product (BLAS)."""
         n = len(ops)
         # needed[i]: letters that the output or an operand after i still uses
@@ -115,18 +118,12 @@ class LinalgMixin:
             cur = cur.transpose(tuple(cur_s.index(c) for c in out))
         return cur
 
-    def _einsum_pair(self, sa, a, sb, b, keep):
+    def _einsum_pair(self, sa: str, a: Array, sb: str, b: Array, keep: set[str]) -> tuple[str, Array]:
         """Contract two operands (distinct letters within each) keeping letters in ``keep``."""
         xp = self.xp
         # letters of one operand only that nobody needs any more are summed out first
-        a_only = [c for c in sa if c not in sb and c not in keep]
-        if a_only:
-            a = a.sum(axis=tuple(sa.index(c) for c in a_only))
-            sa = "".join(c for c in sa if c not in a_only)
-        b_only = [c for c in sb if c not in sa and c not in keep]
-        if b_only:
-            b = b.sum(axis=tuple(sb.index(c) for c in b_only))
-            sb = "".join(c for c in sb if c not in b_only)
+        sa, a = self._einsum_reduce_single(sa, a, keep | set(sb))
+        sb, b = self._einsum_reduce_single(sb, b, keep | set(sa))
         batch = [c for c in sa if c in sb and c in keep]
         contr = [c for c in sa if c in sb and c not in keep]
         left = [c for c in sa if c not in sb]
@@ -145,15 +142,9 @@ class LinalgMixin:
         bat_a, bat_b = a.shape[:nbat], b.shape[:nbat]
         left_shape = a.shape[nbat:nbat + len(left)]
         right_shape = b.shape[nbat + len(contr):]
-        k = 1
-        for d in a.shape[nbat + len(left):]:
-            k *= d
-        lsz = 1
-        for d in left_shape:
-            lsz *= d
-        rsz = 1
-        for d in right_shape:
-            rsz *= d
+        k = math.prod(a.shape[nbat + len(left):])
+        lsz = math.prod(left_shape)
+        rsz = math.prod(right_shape)
         a = a.reshape(bat_a + (lsz, k))
         b = b.reshape(bat_b + (k, rsz))
         r = xp.matmul(a, b)

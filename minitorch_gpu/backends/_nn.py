@@ -17,9 +17,22 @@ its body instead).
 
 Half-precision inputs compute in float32 (PyTorch's CPU "opmath") and float32 stays float32.
 """
+from __future__ import annotations
+
 import math
+from collections.abc import Sequence
+from typing import TypeAlias
 
 import numpy as np
+import numpy.typing as npt
+
+from ._types import Array, NpDtype, Operand, PrimitiveHost, Saved, Shape
+
+Needs: TypeAlias = tuple[bool, bool, bool]
+"""Which of (input, weight, bias) a normalisation backward must give a gradient for."""
+
+Grads: TypeAlias = "tuple[Array | None, Array | None, Array | None]"
+"""(d input, d weight, d bias), None where not asked for."""
 
 # largest argument whose exp is finite, by itemsize of the compute dtype (float32, float64)
 _EXP_LIMIT = {4: math.log(3.4028234663852886e38), 8: math.log(1.7976931348623157e308)}
@@ -30,17 +43,11 @@ _EXP_LIMIT = {4: math.log(3.4028234663852886e38), 8: math.log(1.7976931348623157
 _F32 = np.dtype(np.float32)
 
 
-def _prod(shape):
-    n = 1
-    for s in shape:
-        n *= s
-    return n
-
-
-class NNMixin:
+class NNMixin(PrimitiveHost):
     # ================================================================ cross-entropy over class indices
-    def cross_entropy_forward(self, x, target, weight=None, ignore_index=-100, label_smoothing=0.0, *, tidx=None,
-                              mask=None, coef=None):
+    def cross_entropy_forward(self, x: Array, target: Array, weight: Array | None = None, ignore_index: int = -100,
+                              label_smoothing: float = 0.0, *, tidx: Array | None = None, mask: Array | None = None,
+                              coef: Array | None = None) -> tuple[Array, Saved]:
         """Per-sample cross-entropy of logits and class-index targets, and the state its backward reads.
 
         ``x``: float logits (N, C, *spatial), classes on axis 1. ``target``: int64 (N, 1, *spatial), each entry a
@@ -53,13 +60,9 @@ class NNMixin:
 
         Returns ``(loss, saved)``: loss (N, 1, *spatial) in the compute dtype (float32 for 2-byte floats).
         """
-        cdt = x.dtype
-        if cdt.itemsize == 2:
-            cdt = _F32
+        cdt, wd = self._ce_compute(x.dtype, weight)
+        if x.dtype != cdt:
             x = x.astype(cdt)
-        wd = weight
-        if wd is not None and wd.dtype != cdt:
-            wd = wd.astype(cdt)
         if tidx is None:
             tidx, mask = self._ce_targets(target, ignore_index, cdt)
             coef = None
@@ -107,8 +110,9 @@ class NNMixin:
             return loss, {"e": e, "se": se}
         return loss, {"e": e, "se": se, "flat": flat}
 
-    def cross_entropy_backward(self, gout, x, target, weight, ignore_index, label_smoothing, saved, denom=None, *,
-                               tidx=None, mask=None):
+    def cross_entropy_backward(self, gout: Array, x: Array, target: Array, weight: Array | None, ignore_index: int,
+                               label_smoothing: float, saved: Saved, denom: float | None = None, *,
+                               tidx: Array | None = None, mask: Array | None = None) -> Array:
         """The gradient of the logits (x's shape, compute dtype) from ``cross_entropy_forward``'s ``saved``.
 
         ``gout``: the gradient of the per-sample losses, a 0-d array (the same for every sample: reductions
@@ -116,10 +120,7 @@ class NNMixin:
         non-zero ('mean'). The other arguments are the forward's. The gradient of a counted sample is
         go (A p - B) with A = (1 - s) w_y + (s / C) W, B = (1 - s) w_y onehot(y) + (s / C) w (W = sum of w).
         """
-        cdt = _F32 if x.dtype.itemsize == 2 else x.dtype
-        wd = weight
-        if wd is not None and wd.dtype != cdt:
-            wd = wd.astype(cdt)
+        cdt, wd = self._ce_compute(x.dtype, weight)
         if tidx is None:
             tidx, mask = self._ce_targets(target, ignore_index, cdt)
         gr = gout if gout.dtype == cdt else gout.astype(cdt)
@@ -145,7 +146,14 @@ class NNMixin:
             dl = self.binary("sub", dl, self.binary("mul", rows, smooth), out=dl)
         return dl
 
-    def _ce_targets(self, target, ignore_index, cdt):
+    def _ce_compute(self, x_dtype: NpDtype, weight: Array | None) -> tuple[NpDtype, Array | None]:
+        """(the compute dtype of logits of ``x_dtype``, the class weights in it or None)."""
+        cdt = _F32 if x_dtype.itemsize == 2 else x_dtype
+        if weight is not None and weight.dtype != cdt:
+            weight = weight.astype(cdt)
+        return cdt, weight
+
+    def _ce_targets(self, target: Array, ignore_index: int, cdt: NpDtype) -> tuple[Array, Array | None]:
         """(target with ignored entries pointed at class 0, 0/1 mask of counted entries or None)."""
         if target.size:
             lo, hi = self.index_range(target)
@@ -154,7 +162,8 @@ class NNMixin:
                 return self.where(keep, target, 0), keep.astype(cdt)
         return target, None
 
-    def cross_entropy_coefficients(self, weight, tidx, mask, ls, shape):
+    def cross_entropy_coefficients(self, weight: Array | None, tidx: Array, mask: Array | None, ls: float,
+                                   shape: Shape) -> tuple[Operand, Operand, Operand | None]:
         """The per-sample constants of the cross-entropy gradient go (A p - B) (see ``cross_entropy_backward``):
         (A, B at the target, the smoothing part of B per class), each an array or a Python float, with
         ignored samples' A and B zeroed; the smoothing part is None without label smoothing. ``weight`` is in
@@ -182,14 +191,14 @@ class NNMixin:
             at_target = self.binary("mul", mask, at_target)
         return a, at_target, smooth
 
-    def _ce_at_target(self, a, tidx, flat):
+    def _ce_at_target(self, a: Array, tidx: Array, flat: Array | None) -> Array:
         """The entries of (N, C, *spatial) ``a`` at each sample's target class, shaped like ``tidx``; ``flat``
         (or None) holds their flat positions in a C-contiguous 2-d ``a``."""
         if flat is None:
             return self.gather(a, 1, tidx)
         return self.take(a, flat).reshape(tidx.shape)
 
-    def _ce_shifted_logits(self, x, tidx, n_classes, flat=None):
+    def _ce_shifted_logits(self, x: Array, tidx: Array, n_classes: int, flat: Array | None = None) -> Array | None:
         """``x - x[target]`` per sample, or None when some exp of it could overflow (or it holds a NaN).
 
         Any per-sample shift gives the same softmax; the target's own logit costs a gather where the row maxima
@@ -204,7 +213,7 @@ class NNMixin:
                 return None
         return e
 
-    def _ce_class_sum(self, a, w=None):
+    def _ce_class_sum(self, a: Array, w: Array | None = None) -> Array:
         """Sum over the class axis (1, kept), weighted by the class vector ``w`` when given. For (N, C) it is a
         BLAS matrix-vector product: NumPy's reductions along rows cost several times the arithmetic."""
         if a.ndim == 2:
@@ -216,12 +225,13 @@ class NNMixin:
         return self.sum(a, (1,), True)
 
     # ================================================================ normalisation
-    def norm_moments(self, x, axes, center=True):
+    def norm_moments(self, x: Array, axes: tuple[int, ...],
+                     center: bool = True) -> tuple[Array | None, Array, Array]:
         """(mean or None, biased variance, centred values) of ``x`` over ``axes`` (kept), in two passes: the
         mean first, then the mean square of the centred values, which stays accurate where E[x^2] - E[x]^2
         would cancel. The centred values are a new array when ``center`` (the caller may overwrite it), else
         ``x`` itself; ``center=False`` gives the mean square (RMS normalisation)."""
-        n = _prod([x.shape[a] for a in axes])
+        n = math.prod([x.shape[a] for a in axes])
         mean = None
         xc = x
         if center:
@@ -238,7 +248,9 @@ class NNMixin:
             var = self.mean(self.binary("mul", xc, xc), axes, keepdims=True)
         return mean, var, xc
 
-    def norm_forward(self, x, axes, weight=None, bias=None, eps=1e-5, center=True, stats=None, keep=True):
+    def norm_forward(self, x: Array, axes: tuple[int, ...], weight: Array | None = None, bias: Array | None = None,
+                     eps: float = 1e-5, center: bool = True, stats: tuple[Array, Array] | None = None,
+                     keep: bool = True) -> tuple[Array, Saved]:
         """``(x - mean) * rstd * weight + bias`` with statistics over ``axes`` of ``x``: ``(y, saved)``.
 
         ``weight`` / ``bias`` (either may be None) broadcast against ``x``; rstd = 1 / sqrt(var + eps) with the
@@ -271,8 +283,9 @@ class NNMixin:
             y = self.astype(y, out_npd)
         return y, {"xhat": xhat, "rstd": rstd}
 
-    def norm_backward(self, g, x, weight, saved, axes, param_axes, center=True, needs=(True, True, True),
-                      keepdims=True):
+    def norm_backward(self, g: Array, x: Array, weight: Array | None, saved: Saved, axes: tuple[int, ...],
+                      param_axes: tuple[int, ...], center: bool = True, needs: Needs = (True, True, True),
+                      keepdims: bool = True) -> Grads:
         """(dx, dweight, dbias) of ``norm_forward`` from its ``saved``; each None unless asked for in ``needs``.
 
         ``g`` and ``x`` are shaped like the forward's input, ``weight`` as in the forward (or None);
@@ -297,7 +310,7 @@ class NNMixin:
         if nb:
             gb = self.sum(gd, param_axes, keepdims) if param_axes else self.copy(gd)
         if nx:
-            n = _prod([x.shape[a] for a in axes])
+            n = math.prod([x.shape[a] for a in axes])
             inv_n = 1.0 / n if n else 0.0
             if w is not None and x.ndim == 2 and axes == (1,) and w.shape[-1] == w.size == x.shape[1]:
                 # (rows, features) with a per-feature weight: both row sums of dxhat = dy * w are products
@@ -325,24 +338,27 @@ class NNMixin:
             gx = gxh
         return gx, gw, gb
 
-    def layer_norm_forward(self, x, weight=None, bias=None, eps=1e-5, center=True, keep=True):
+    def layer_norm_forward(self, x: Array, weight: Array | None = None, bias: Array | None = None, eps: float = 1e-5,
+                           center: bool = True, keep: bool = True) -> tuple[Array, Saved]:
         """Layer norm of the rows of a 2-D ``x`` (rows, N) with per-feature ``weight`` / ``bias`` (N,) or None:
         ``(y, saved)`` as ``norm_forward`` gives. ``center=False`` is RMS normalisation."""
         # (N,) parameters broadcast along the rows as they are
         return self.norm_forward(x, (1,), weight, bias, eps, center, None, keep)
 
-    def layer_norm_backward(self, g, x, weight, saved, center=True, needs=(True, True, True)):
+    def layer_norm_backward(self, g: Array, x: Array, weight: Array | None, saved: Saved, center: bool = True,
+                            needs: Needs = (True, True, True)) -> Grads:
         """(dx (rows, N), dweight (N,), dbias (N,)) of ``layer_norm_forward``, each None unless in ``needs``."""
         return self.norm_backward(g, x, weight, saved, (1,), (0,), center, needs, False)
 
     # ================================================================ embedding
-    def bincount(self, x, minlength=0):
+    def bincount(self, x: Array, minlength: int = 0) -> Array:
         """How often each value 0, 1, ... occurs in the non-negative 1-d integer array ``x`` (int64, at least
         ``minlength`` entries)."""
         return self.xp.bincount(x, minlength=minlength).astype(np.int64, copy=False)
 
     # ================================================================ pooling
-    def max_pool_positions(self, choice, kernel, stride, pads, dilation, spatial):
+    def max_pool_positions(self, choice: Array, kernel: Shape, stride: Shape, pads: Sequence[tuple[int, int]],
+                           dilation: Shape, spatial: Shape) -> Array:
         """The flat index within the input plane of the element picked at kernel offset ``choice`` (an int array
         shaped ``(*lead, *blocks)``, a flat offset into the window) of each pooling window over the last
         ``len(kernel)`` dims of an input whose spatial shape is ``spatial`` and whose padding is ``pads``
@@ -352,7 +368,7 @@ class NNMixin:
         nlead = choice.ndim - k
         flat = None
         for i in range(k):
-            inner = _prod(kernel[i + 1:])
+            inner = math.prod(kernel[i + 1:])
             offset = (choice // inner) % kernel[i] if inner > 1 else choice % kernel[i]
             shape = [1] * choice.ndim
             shape[nlead + i] = choice.shape[nlead + i]
@@ -365,7 +381,7 @@ class NNMixin:
             flat = pos if flat is None else flat * spatial[i] + pos
         return flat
 
-    def adaptive_max_pool(self, x, tables):
+    def adaptive_max_pool(self, x: Array, tables: Sequence[npt.NDArray[np.int64]]) -> tuple[Array, Array]:
         """(values, flat input indices) of adaptive max pooling over the last ``len(tables)`` dims of ``x``.
 
         ``tables[i]`` is a host int64 array (bins, width): row b lists the input positions of bin b along that
@@ -388,11 +404,11 @@ class NNMixin:
         gathered = x[(slice(None),) * nlead + tuple(index)]
         perm = tuple(range(nlead)) + tuple(nlead + 2 * i for i in range(k)) + \
             tuple(nlead + 2 * i + 1 for i in range(k))
-        win = self.reshape(gathered.transpose(perm), x.shape[:nlead] + sizes + (_prod(widths),))
+        win = self.reshape(gathered.transpose(perm), x.shape[:nlead] + sizes + (math.prod(widths),))
         vals, choice = self.max_dim(win, -1)
         flat = None
         for i, t in enumerate(dev_tables):
-            inner = _prod(widths[i + 1:])
+            inner = math.prod(widths[i + 1:])
             offset = (choice // inner) % widths[i]
             rows = [1] * choice.ndim
             rows[nlead + i] = sizes[i]

@@ -22,9 +22,17 @@ Conversions, every one exact so a port can match them:
   other distributions take float64 uniforms from one word (``word * 2**-32``) or, for float64 results,
     from a 64-bit value.
 """
+from __future__ import annotations
+
 import math
+from typing import TypeAlias
 
 import numpy as np
+
+from ._types import Array, NpDtype, PrimitiveHost, Shape
+
+Drawn: TypeAlias = tuple[Array, int]
+"""What a draw returns: (the array, how many Philox blocks it used); the caller advances its generator by those."""
 
 PHILOX_M0 = 0xD2511F53
 PHILOX_M1 = 0xCD9E8D57
@@ -43,10 +51,10 @@ _S11 = np.uint64(11)
 _MULT = np.array([[PHILOX_M0], [PHILOX_M1]], dtype=np.uint64)
 
 _DIGITS = {"float64": 53, "float32": 24, "float16": 11, "bfloat16": 8}
-_DIGITS_BY_DTYPE = {}
+_DIGITS_BY_DTYPE: dict[NpDtype, int] = {}
 
 
-def _digits(np_dtype):
+def _digits(np_dtype: NpDtype) -> int:
     """Mantissa digits (with the implicit bit) of a float dtype; cached because ``dtype.name`` is slow."""
     d = _DIGITS_BY_DTYPE.get(np_dtype)
     if d is None:
@@ -54,7 +62,7 @@ def _digits(np_dtype):
     return d
 
 
-def philox4x32_10_scalar(counter, key):
+def philox4x32_10_scalar(counter: int, key: int) -> tuple[int, int, int, int]:
     """One Philox4x32-10 block with Python integers: counter a 128-bit int, key a 64-bit int; returns four
     32-bit words. The reference the array version is checked against."""
     c0 = counter & _MASK32
@@ -73,10 +81,10 @@ def philox4x32_10_scalar(counter, key):
     return c0, c1, c2, c3
 
 
-_ROUND_KEYS = {}
+_ROUND_KEYS: dict[int, Array] = {}
 
 
-def _round_keys(key):
+def _round_keys(key: int) -> Array:
     """The ten round keys of ``key`` as a (10, 2, 1) uint64 array (cached: a generator keeps its key)."""
     ks = _ROUND_KEYS.get(key)
     if ks is None:
@@ -94,16 +102,9 @@ def _round_keys(key):
     return ks
 
 
-def _numel(shape):
-    n = 1
-    for s in shape:
-        n *= s
-    return n
-
-
-class RandomMixin:
+class RandomMixin(PrimitiveHost):
     # ------------------------------------------------------------------ the raw stream
-    def philox4x32_10(self, counter, key, n):
+    def philox4x32_10(self, counter: int, key: int, n: int) -> Array:
         """``n`` Philox4x32-10 blocks for counters ``counter .. counter + n - 1`` (128-bit, wrapping) under a
         64-bit ``key``: a uint32 array of shape (n, 4)."""
         xp = self.xp
@@ -113,13 +114,13 @@ class RandomMixin:
             return xp.asarray(np.array(vals, dtype=np.uint32).reshape(n, 4))
         out = xp.empty((n, 4), dtype=xp.uint32)
         # chunks small enough for the working set to stay in cache; each is independent (counter-based)
-        step = _CHUNK_BLOCKS if n > _CHUNK_BLOCKS else n
+        step = min(n, _CHUNK_BLOCKS)
         for start in range(0, n, step):
             m = min(step, n - start)
             self._philox_chunk(counter + start, key, m, out[start:start + m])
         return out
 
-    def _philox_chunk(self, counter, key, n, out):
+    def _philox_chunk(self, counter: int, key: int, n: int, out: Array) -> None:
         xp = self.xp
         u64 = xp.uint64
         counter &= (1 << 128) - 1
@@ -159,7 +160,7 @@ class RandomMixin:
         out[:, 0::2] = even.T
         out[:, 1::2] = odd.T
 
-    def random_words(self, seed, offset, n):
+    def random_words(self, seed: int, offset: int, n: int) -> Drawn:
         """``n`` 32-bit words of the stream of ``seed`` starting at block ``offset``: (uint32 array, blocks
         used)."""
         nb = (n + 3) // 4
@@ -168,7 +169,7 @@ class RandomMixin:
         w = self.philox4x32_10(offset, seed, nb).reshape(-1)
         return (w if 4 * nb == n else w[:n]), nb
 
-    def _random_u64(self, seed, offset, n):
+    def _random_u64(self, seed: int, offset: int, n: int) -> Drawn:
         """``n`` 64-bit values, each from two consecutive words (low word first)."""
         xp = self.xp
         w, nb = self.random_words(seed, offset, 2 * n)
@@ -177,7 +178,7 @@ class RandomMixin:
         v |= w[0::2]
         return v, nb
 
-    def _unit_f64(self, seed, offset, n, wide):
+    def _unit_f64(self, seed: int, offset: int, n: int, wide: bool) -> Drawn:
         """Float64 uniforms in [0, 1): 53 bits from a 64-bit value when ``wide``, else 32 bits from a word."""
         xp = self.xp
         if wide:
@@ -187,7 +188,7 @@ class RandomMixin:
         w, nb = self.random_words(seed, offset, n)
         return w.astype(xp.float64) * (2.0 ** -32), nb
 
-    def _normal_f64(self, seed, offset, n, wide):
+    def _normal_f64(self, seed: int, offset: int, n: int, wide: bool) -> Drawn:
         """``n`` standard normals in float64 by Box-Muller (see the module docstring)."""
         xp = self.xp
         pairs = (n + 1) // 2
@@ -213,10 +214,11 @@ class RandomMixin:
 
     # ------------------------------------------------------------------ distributions
     # Each returns (array, blocks used); the caller advances its generator's offset by the blocks.
-    def rand_uniform(self, seed, offset, shape, np_dtype, low=0.0, high=1.0):
+    def rand_uniform(self, seed: int, offset: int, shape: Shape, np_dtype: NpDtype, low: float = 0.0,
+                     high: float = 1.0) -> Drawn:
         """Uniform floats in [low, high) of ``np_dtype``."""
         xp = self.xp
-        n = _numel(shape)
+        n = math.prod(shape)
         d = _digits(np_dtype)
         if d == 53:
             u, nb = self._unit_f64(seed, offset, n, True)
@@ -228,9 +230,10 @@ class RandomMixin:
             u += low
         return u.reshape(shape).astype(np_dtype, copy=False), nb
 
-    def rand_normal(self, seed, offset, shape, np_dtype, mean=0.0, std=1.0):
+    def rand_normal(self, seed: int, offset: int, shape: Shape, np_dtype: NpDtype, mean: float | Array = 0.0,
+                    std: float | Array = 1.0) -> Drawn:
         """Normal samples ``mean + std * z``; mean and std are scalars or arrays broadcasting to ``shape``."""
-        n = _numel(shape)
+        n = math.prod(shape)
         z, nb = self._normal_f64(seed, offset, n, np_dtype.itemsize == 8)
         z = z.reshape(shape)
         if not (isinstance(std, (int, float)) and std == 1):
@@ -239,17 +242,18 @@ class RandomMixin:
             z = z + mean
         return z.astype(np_dtype, copy=False), nb
 
-    def rand_log_normal(self, seed, offset, shape, np_dtype, mean, std):
-        n = _numel(shape)
+    def rand_log_normal(self, seed: int, offset: int, shape: Shape, np_dtype: NpDtype, mean: float,
+                        std: float) -> Drawn:
+        n = math.prod(shape)
         z, nb = self._normal_f64(seed, offset, n, np_dtype.itemsize == 8)
         z *= std
         z += mean
         return self.xp.exp(z).reshape(shape).astype(np_dtype, copy=False), nb
 
-    def rand_int(self, seed, offset, shape, low, high, np_dtype):
+    def rand_int(self, seed: int, offset: int, shape: Shape, low: int, high: int, np_dtype: NpDtype) -> Drawn:
         """Integers uniform in [low, high) (Python ints, any span up to 2**64), as ``np_dtype``."""
         xp = self.xp
-        n = _numel(shape)
+        n = math.prod(shape)
         span = high - low
         if span <= 1 << 32:
             w, nb = self.random_words(seed, offset, n)
@@ -267,7 +271,7 @@ class RandomMixin:
             r = v.view(xp.int64)
         return r.reshape(shape).astype(np_dtype, copy=False), nb
 
-    def rand_perm(self, seed, offset, n, np_dtype):
+    def rand_perm(self, seed: int, offset: int, n: int, np_dtype: NpDtype) -> Drawn:
         """A random permutation of 0..n-1: indices sorted by (random word, index). The index in the low bits
         makes every key distinct, so any sort gives the same permutation."""
         xp = self.xp
@@ -277,39 +281,40 @@ class RandomMixin:
         key |= xp.arange(n, dtype=xp.uint64)
         return xp.argsort(key).astype(np_dtype, copy=False), nb
 
-    def rand_bernoulli(self, seed, offset, shape, p, np_dtype):
+    def rand_bernoulli(self, seed: int, offset: int, shape: Shape, p: float | Array, np_dtype: NpDtype) -> Drawn:
         """1 where a uniform draw is below ``p`` (a scalar or an array broadcasting to ``shape``)."""
-        n = _numel(shape)
+        n = math.prod(shape)
         u, nb = self._unit_f64(seed, offset, n, False)
         return (u.reshape(shape) < p).astype(np_dtype, copy=False), nb
 
-    def rand_exponential(self, seed, offset, shape, np_dtype, lambd):
+    def rand_exponential(self, seed: int, offset: int, shape: Shape, np_dtype: NpDtype, lambd: float) -> Drawn:
         xp = self.xp
-        n = _numel(shape)
+        n = math.prod(shape)
         u, nb = self._unit_f64(seed, offset, n, np_dtype.itemsize == 8)
         x = -xp.log1p(-u)
         x /= lambd
         return x.reshape(shape).astype(np_dtype, copy=False), nb
 
-    def rand_cauchy(self, seed, offset, shape, np_dtype, median, sigma):
+    def rand_cauchy(self, seed: int, offset: int, shape: Shape, np_dtype: NpDtype, median: float,
+                    sigma: float) -> Drawn:
         xp = self.xp
-        n = _numel(shape)
+        n = math.prod(shape)
         u, nb = self._unit_f64(seed, offset, n, np_dtype.itemsize == 8)
         x = xp.tan((u - 0.5) * math.pi)
         x *= sigma
         x += median
         return x.reshape(shape).astype(np_dtype, copy=False), nb
 
-    def rand_geometric(self, seed, offset, shape, np_dtype, p):
+    def rand_geometric(self, seed: int, offset: int, shape: Shape, np_dtype: NpDtype, p: float) -> Drawn:
         """Number of Bernoulli(p) trials up to the first success (>= 1)."""
         xp = self.xp
-        n = _numel(shape)
+        n = math.prod(shape)
         u, nb = self._unit_f64(seed, offset, n, np_dtype.itemsize == 8)
         x = xp.ceil(xp.log1p(-u) / math.log1p(-p))
         x = xp.maximum(x, 1.0)
         return x.reshape(shape).astype(np_dtype, copy=False), nb
 
-    def prob_check(self, p):
+    def prob_check(self, p: Array) -> tuple[bool, bool]:
         """(any element negative/inf/nan, any row summing to <= 0) for a 2-d array of probabilities."""
         xp = self.xp
         bad = bool((~xp.isfinite(p) | (p < 0)).any())
@@ -317,7 +322,7 @@ class RandomMixin:
             return True, False
         return False, bool((p.sum(axis=-1) <= 0).any())
 
-    def rand_multinomial(self, seed, offset, probs, num_samples, replacement):
+    def rand_multinomial(self, seed: int, offset: int, probs: Array, num_samples: int, replacement: bool) -> Drawn:
         """Category indices (int64, shape (rows, num_samples)) for rows of non-negative weights.
 
         With replacement: inverse CDF, one 53-bit uniform per sample. Without: the exponential race (keep
@@ -348,7 +353,7 @@ class RandomMixin:
         order = xp.argsort(keys, axis=1, kind="stable")[:, :num_samples]
         return order.astype(xp.int64, copy=False), nb
 
-    def any_outside(self, x, low, high):
+    def any_outside(self, x: Array, low: float, high: float) -> bool:
         """Whether any element of ``x`` is below ``low``, above ``high`` or NaN (one host sync)."""
         bad = (x < low) | (x > high)
         if x.dtype.kind == "f":

@@ -6,46 +6,61 @@ the softmax family take a single int. Every primitive returns an array of this b
 scalar, which NumPy returns for full reductions). Half-precision inputs accumulate in float32 and are cast
 back, as PyTorch's CPU and CUDA reductions do; float32 and float64 are never upcast.
 """
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, Literal
+
 import numpy as np
+
+from ._types import Array, Axes, AxisArg, NpDtype, PrimitiveHost, Shape
+
+ReduceName = Literal["sum", "prod", "mean", "max", "min", "any", "all"]
+"""The reductions ``reduce`` runs by name: each is a method of NumPy's and CuPy's arrays."""
+
+ScanName = Literal["cumsum", "cumprod"]
+
+_SCAN_IDENTITY: dict[ScanName, int] = {"cumsum": 0, "cumprod": 1}
+"""Each scan by its array method's name, with the value an exclusive scan starts from."""
 
 
 # sums over the last axis of rows this short (and at least this many rows) go through BLAS
 _ROW_SUM_MAX = 1024
 _ROW_SUM_MIN_ROWS = 8
 _BLAS_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
-_ONES = {}  # (n, dtype) -> read-only ones(n), the row-sum vectors
+_ONES: dict[tuple[int, NpDtype], Array] = {}  # (n, dtype) -> read-only ones(n), the row-sum vectors
 # reductions along at most this many elements take the slice-by-slice path of max_dim / min_dim
 _SHORT_AXIS = 16
 # signed integers as wide as each dtype: bit-level selection
 _INT_OF_SIZE = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
 
 
-def _is_half(dt):
+def _is_half(dt: NpDtype) -> bool:
     # float16, and bfloat16 from ml_dtypes (a 2-byte 'V' kind)
     return dt.itemsize == 2 and dt.kind in "fV"
 
 
-def _nd(r):
+def _nd(r: Any) -> Array:
     """A 0-d array for the NumPy scalar a full reduction returns (CuPy always returns arrays)."""
     return r.__array__() if isinstance(r, np.generic) else r
 
 
-def _axis_tuple(axis, ndim):
+def _axis_tuple(axis: Axes, ndim: int) -> tuple[int, ...]:
     return tuple(range(ndim)) if axis is None else axis
 
 
-def _count(shape, axis):
-    n = 1
-    for a in _axis_tuple(axis, len(shape)):
-        n *= shape[a]
-    return n
+def _count(shape: Shape, axis: Axes) -> int:
+    """How many elements each reduction over ``axis`` combines."""
+    return math.prod(shape[a] for a in _axis_tuple(axis, len(shape)))
 
 
-class ReduceMixin:
+class ReduceMixin(PrimitiveHost):
     # Array methods (x.sum, x.max, ...) rather than xp.sum: NumPy's functions add a dispatch layer that
     # costs as much as the reduction itself on small tensors.
 
-    def reduce(self, name, x, axis=None, keepdims=False, dtype=None):
+    def reduce(self, name: ReduceName, x: Array, axis: AxisArg = None, keepdims: bool = False,
+               dtype: NpDtype | None = None) -> Array:
         """Generic ``x.<name>`` reduction (sum, prod, mean, max, min, any, all)."""
         fn = getattr(x, name)
         if dtype is not None:
@@ -53,7 +68,7 @@ class ReduceMixin:
         return _nd(fn(axis=axis, keepdims=keepdims))
 
     # ---------------------------------------------------------------- sums and products
-    def _row_sums(self, x, axis, keepdims):
+    def _row_sums(self, x: Array, axis: AxisArg, keepdims: bool) -> Array | None:
         """Sums over the last axis of a C-contiguous float32/float64 array of short rows as one matrix-vector
         product (BLAS), or None where that path does not apply.
 
@@ -80,7 +95,7 @@ class ReduceMixin:
         r = np.matmul(x.reshape(-1, n), ones)
         return r.reshape(x.shape[:-1] + ((1,) if keepdims else ()))
 
-    def sum(self, x, axis=None, keepdims=False, dtype=None):
+    def sum(self, x: Array, axis: AxisArg = None, keepdims: bool = False, dtype: NpDtype | None = None) -> Array:
         if dtype is None:
             if axis is not None:
                 r = self._row_sums(x, axis, keepdims)
@@ -93,7 +108,7 @@ class ReduceMixin:
             x = x.astype(dtype)
         return _nd(x.sum(axis=axis, keepdims=keepdims, dtype=dtype))
 
-    def mean(self, x, axis=None, keepdims=False):
+    def mean(self, x: Array, axis: Axes = None, keepdims: bool = False) -> Array:
         """Mean of a floating array; NaN (without a warning) where the reduced extent is empty."""
         n = _count(x.shape, axis)
         if n == 0:
@@ -109,42 +124,43 @@ class ReduceMixin:
         r /= n
         return r
 
-    def prod(self, x, axis=None, keepdims=False, dtype=None):
+    def prod(self, x: Array, axis: AxisArg = None, keepdims: bool = False, dtype: NpDtype | None = None) -> Array:
         return _nd(x.prod(axis=axis, keepdims=keepdims, dtype=dtype))
 
-    def count_nonzero_dims(self, x, axis=None):
+    def count_nonzero_dims(self, x: Array, axis: AxisArg = None) -> Array:
         """Non-zero count over ``axis`` as an int64 array (IndexMixin.count_nonzero gives a Python int)."""
         return self.xp.asarray(self.xp.count_nonzero(x, axis=axis), dtype=np.int64)
 
-    def any(self, x, axis=None, keepdims=False):
+    def any(self, x: Array, axis: AxisArg = None, keepdims: bool = False) -> Array:
         return _nd(x.any(axis=axis, keepdims=keepdims))
 
-    def all(self, x, axis=None, keepdims=False):
+    def all(self, x: Array, axis: AxisArg = None, keepdims: bool = False) -> Array:
         return _nd(x.all(axis=axis, keepdims=keepdims))
 
     # ---------------------------------------------------------------- extrema
-    def amax(self, x, axis=None, keepdims=False):
+    def amax(self, x: Array, axis: AxisArg = None, keepdims: bool = False) -> Array:
         """Maximum over ``axis`` (NaN propagates). The caller rules out empty reduced extents."""
         return _nd(x.max(axis=axis, keepdims=keepdims))
 
-    def amin(self, x, axis=None, keepdims=False):
+    def amin(self, x: Array, axis: AxisArg = None, keepdims: bool = False) -> Array:
         return _nd(x.min(axis=axis, keepdims=keepdims))
 
-    def argmax(self, x, axis=None, keepdims=False):
+    def argmax(self, x: Array, axis: int | None = None, keepdims: bool = False) -> Array:
         """Index of the first maximum (of the first NaN, if any) along one axis, or of the flattened array."""
         return _nd(x.argmax(axis=axis, keepdims=keepdims)).astype(np.int64, copy=False)
 
-    def argmin(self, x, axis=None, keepdims=False):
+    def argmin(self, x: Array, axis: int | None = None, keepdims: bool = False) -> Array:
         return _nd(x.argmin(axis=axis, keepdims=keepdims)).astype(np.int64, copy=False)
 
-    def max_dim(self, x, axis, keepdims=False):
+    def max_dim(self, x: Array, axis: int, keepdims: bool = False) -> tuple[Array, Array]:
         """(values, int64 indices) of the maximum along one axis, first index among ties."""
         return self._extreme_dim(x, axis, keepdims, self.xp.argmax)
 
-    def min_dim(self, x, axis, keepdims=False):
+    def min_dim(self, x: Array, axis: int, keepdims: bool = False) -> tuple[Array, Array]:
         return self._extreme_dim(x, axis, keepdims, self.xp.argmin)
 
-    def _extreme_dim(self, x, axis, keepdims, argfn):
+    def _extreme_dim(self, x: Array, axis: int, keepdims: bool,
+                     argfn: Callable[..., Array]) -> tuple[Array, Array]:
         xp = self.xp
         n = x.shape[axis] if x.ndim else 1
         if xp is np and 1 < n <= _SHORT_AXIS and x.size >= 64 * n and x.dtype.kind in "fiu" \
@@ -162,7 +178,7 @@ class ReduceMixin:
             vals = xp.squeeze(vals, axis=axis)
         return vals, idx
 
-    def _extreme_short_axis(self, x, axis, is_max):
+    def _extreme_short_axis(self, x: Array, axis: int, is_max: bool) -> tuple[Array, Array] | None:
         """(values, first indices) of the maximum (``is_max``) or minimum along a short ``axis``, one slice at a
         time; None when ``x`` holds a NaN (argmax's NaN rules then apply).
 
@@ -197,7 +213,7 @@ class ReduceMixin:
             np.maximum(idx, step, out=idx)
         return best, idx.astype(np.int64)
 
-    def tie_weights(self, x, value, axis=None, nan_is_tie=True):
+    def tie_weights(self, x: Array, value: Array, axis: AxisArg = None, nan_is_tie: bool = True) -> Array:
         """1/count where ``x`` equals the reduced ``value`` (keepdims shape), 0 elsewhere: the gradient
         of max/min shared evenly among ties, as PyTorch does. A NaN result sends the gradient to the NaN
         inputs (PyTorch's max()), or with ``nan_is_tie=False`` makes the slice's weights NaN (its amax)."""
@@ -216,7 +232,7 @@ class ReduceMixin:
                 w /= count.astype(x.dtype)
         return w
 
-    def index_mask(self, indices, shape, axis, np_dtype):
+    def index_mask(self, indices: Array, shape: Shape, axis: int, np_dtype: NpDtype) -> Array:
         """An array of ``shape``: 1 where the position along ``axis`` equals ``indices`` (with or without
         that axis kept), else 0. The gradient pattern of max/min with a dim, which send everything to the
         index they returned."""
@@ -229,7 +245,8 @@ class ReduceMixin:
         return (pos == indices).astype(np_dtype)
 
     # ---------------------------------------------------------------- moments
-    def var_mean(self, x, axis=None, correction=1, keepdims=False):
+    def var_mean(self, x: Array, axis: Axes = None, correction: float = 1,
+                 keepdims: bool = False) -> tuple[Array, Array]:
         """(var, mean) by two passes; divides by max(0, N - correction) like PyTorch (inf/NaN when <= 0)."""
         xp = self.xp
         n = _count(x.shape, axis)
@@ -254,14 +271,14 @@ class ReduceMixin:
             mean = mean.reshape(var.shape)
         return xp.asarray(var).astype(out_dtype, copy=False), xp.asarray(mean).astype(out_dtype, copy=False)
 
-    def var(self, x, axis=None, correction=1, keepdims=False):
+    def var(self, x: Array, axis: Axes = None, correction: float = 1, keepdims: bool = False) -> Array:
         return self.var_mean(x, axis, correction, keepdims)[0]
 
-    def std(self, x, axis=None, correction=1, keepdims=False):
+    def std(self, x: Array, axis: Axes = None, correction: float = 1, keepdims: bool = False) -> Array:
         return _nd(self.xp.sqrt(self.var_mean(x, axis, correction, keepdims)[0]))
 
     # ---------------------------------------------------------------- log-sum-exp and norms
-    def logsumexp(self, x, axis=None, keepdims=False):
+    def logsumexp(self, x: Array, axis: Axes = None, keepdims: bool = False) -> Array:
         """log(sum(exp(x))) shifted by the maximum so that nothing overflows; -inf over empty extents."""
         xp = self.xp
         if x.ndim == 0:
@@ -285,7 +302,7 @@ class ReduceMixin:
             r = xp.squeeze(r, axis=axis)
         return xp.asarray(r).astype(out_dtype, copy=False)
 
-    def vector_norm(self, x, ord=2.0, axis=None, keepdims=False):
+    def vector_norm(self, x: Array, ord: float = 2.0, axis: Axes = None, keepdims: bool = False) -> Array:
         """(sum |x|^ord)^(1/ord), with ord = inf / -inf (max / min of |x|) and 0 (count of non-zeros)."""
         xp = self.xp
         out_dtype = x.dtype
@@ -308,15 +325,18 @@ class ReduceMixin:
         return xp.asarray(r).astype(out_dtype, copy=False)
 
     # ---------------------------------------------------------------- scans
-    def cumsum(self, x, axis, dtype=None, reverse=False, exclusive=False):
+    def cumsum(self, x: Array, axis: int, dtype: NpDtype | None = None, reverse: bool = False,
+               exclusive: bool = False) -> Array:
         """Running sum along ``axis``; ``reverse`` scans from the end, ``exclusive`` leaves out the element
         itself (the backward of cumsum is a reverse scan, and prod's backward uses exclusive products)."""
-        return self._scan("cumsum", 0, x, axis, dtype, reverse, exclusive)
+        return self._scan("cumsum", x, axis, dtype, reverse, exclusive)
 
-    def cumprod(self, x, axis, dtype=None, reverse=False, exclusive=False):
-        return self._scan("cumprod", 1, x, axis, dtype, reverse, exclusive)
+    def cumprod(self, x: Array, axis: int, dtype: NpDtype | None = None, reverse: bool = False,
+                exclusive: bool = False) -> Array:
+        return self._scan("cumprod", x, axis, dtype, reverse, exclusive)
 
-    def _scan(self, name, identity, x, axis, dtype, reverse, exclusive):
+    def _scan(self, name: ScanName, x: Array, axis: int, dtype: NpDtype | None, reverse: bool,
+              exclusive: bool) -> Array:
         xp = self.xp
         shape = x.shape
         if x.ndim == 0:
@@ -327,14 +347,14 @@ class ReduceMixin:
             x = xp.ascontiguousarray(x)
         cast_back = None
         if dtype is None and _is_half(x.dtype):
-            cast_back, dtype = x.dtype, np.float32
+            cast_back, dtype = x.dtype, np.dtype(np.float32)
         if reverse:
             x = xp.flip(x, axis)
         r = getattr(x, name)(axis=axis, dtype=dtype)
         if exclusive:
             shifted = xp.empty_like(r)
             lead = (slice(None),) * axis
-            shifted[lead + (slice(0, 1),)] = identity
+            shifted[lead + (slice(0, 1),)] = _SCAN_IDENTITY[name]
             shifted[lead + (slice(1, None),)] = r[lead + (slice(0, -1),)]
             r = shifted
         if reverse:
@@ -343,7 +363,8 @@ class ReduceMixin:
             r = r.astype(cast_back)
         return r.reshape(shape)
 
-    def scan_masks(self, n, np_dtype, reverse=False, exclusive=False):
+    def scan_masks(self, n: int, np_dtype: NpDtype, reverse: bool = False,
+                   exclusive: bool = False) -> tuple[Array, Array, Array]:
         """(eye, 1 - eye, includes) as (n, n) arrays of ``np_dtype``: includes[i, k] = 1 when position i is
         inside the scan prefix that ends at k (the pattern of cumprod's twice-differentiable backward)."""
         xp = self.xp
@@ -356,24 +377,29 @@ class ReduceMixin:
         return (i == k).astype(np_dtype), (i != k).astype(np_dtype), inc.astype(np_dtype)
 
     # ---------------------------------------------------------------- softmax family
-    def softmax_forward(self, x, axis):
+    def _shifted(self, x: Array, axis: int) -> tuple[Array, NpDtype]:
+        """(x - its maximum along ``axis``, x's dtype) for a non-empty ``x`` of at least one dim: a new C-contiguous
+        array (the softmax family's results are contiguous, as PyTorch's are), in float32 for half inputs."""
+        if not x.flags.c_contiguous:
+            x = self.xp.ascontiguousarray(x)
+        out_dtype = x.dtype
+        if _is_half(out_dtype):
+            x = x.astype(np.float32)
+        return x - x.max(axis=axis, keepdims=True), out_dtype
+
+    def softmax_forward(self, x: Array, axis: int) -> Array:
         """exp(x - max) / sum(exp(x - max)) along ``axis`` (None for a 0-d array)."""
         xp = self.xp
         if x.size == 0:
             return xp.empty_like(x)
         if x.ndim == 0:
             return self.softmax_forward(x.reshape(1), 0).reshape(())
-        if not x.flags.c_contiguous:
-            x = xp.ascontiguousarray(x)  # a contiguous result, as PyTorch gives
-        out_dtype = x.dtype
-        if _is_half(x.dtype):
-            x = x.astype(np.float32)
-        e = x - x.max(axis=axis, keepdims=True)
+        e, out_dtype = self._shifted(x, axis)
         xp.exp(e, out=e)
         e /= self.sum(e, axis=axis, keepdims=True)
         return e.astype(out_dtype, copy=False)
 
-    def softmax_backward(self, y, g, axis):
+    def softmax_backward(self, y: Array, g: Array, axis: int) -> Array:
         """Input gradient of softmax from its output y: y * (g - sum(g * y))."""
         xp = self.xp
         if y.size == 0:
@@ -386,24 +412,19 @@ class ReduceMixin:
         out *= y
         return out
 
-    def log_softmax_forward(self, x, axis):
+    def log_softmax_forward(self, x: Array, axis: int) -> Array:
         """x - max - log(sum(exp(x - max))) along ``axis``."""
         xp = self.xp
         if x.size == 0:
             return xp.empty_like(x)
         if x.ndim == 0:
             return self.log_softmax_forward(x.reshape(1), 0).reshape(())
-        if not x.flags.c_contiguous:
-            x = xp.ascontiguousarray(x)  # a contiguous result, as PyTorch gives
-        out_dtype = x.dtype
-        if _is_half(x.dtype):
-            x = x.astype(np.float32)
-        d = x - x.max(axis=axis, keepdims=True)
+        d, out_dtype = self._shifted(x, axis)
         lse = xp.log(self.sum(xp.exp(d), axis=axis, keepdims=True))
         d -= lse
         return d.astype(out_dtype, copy=False)
 
-    def log_softmax_backward(self, y, g, axis):
+    def log_softmax_backward(self, y: Array, g: Array, axis: int) -> Array:
         """Input gradient of log_softmax from its output y: g - exp(y) * sum(g)."""
         xp = self.xp
         if y.size == 0:

@@ -1,14 +1,23 @@
-"""Shape primitives. Those named ``*_view`` must return a view of their input (never a copy).
+"""Shape primitives: the views behind reshape, transpose, slicing, expand and as_strided, and the copying shape
+ops (cat, flip, roll, tril/triu, repeat) with PyTorch's result layouts. Those named ``*_view`` must return a view
+of their input (never a copy): ``ops/shape.py`` relies on it for PyTorch's aliasing rules.
 
 Strides passed to or returned by these primitives are in elements, as PyTorch counts them; the
 conversion to the array library's byte strides happens here and nowhere else.
 """
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
 import numpy as np
 
+from ._types import Array, NpDtype, PrimitiveHost, Scalar, Shape
 
-def _contiguous_strides(shape, item):
+
+def _contiguous_strides(shape: Shape, item: int) -> Shape:
     """Byte strides of a C-contiguous array of ``shape`` (PyTorch's convention for size-1 dims)."""
-    out = []
+    out: list[int] = []
     acc = item
     for n in reversed(shape):
         out.append(acc)
@@ -16,17 +25,15 @@ def _contiguous_strides(shape, item):
     return tuple(reversed(out))
 
 
-def view_strides(old_shape, old_strides, new_shape):
+def view_strides(old_shape: Sequence[int], old_strides: Sequence[int],
+                 new_shape: Sequence[int]) -> Shape | None:
     """The element strides PyTorch gives ``view(new_shape)`` of a tensor with ``old_shape`` and
     ``old_strides``, or None when no view exists. Dims are grouped into runs that are contiguous
     with each other; each run must be split exactly by consecutive new dims."""
     n_new = len(new_shape)
     if not old_shape:
         return (1,) * n_new
-    numel = 1
-    for s in old_shape:
-        numel *= s
-    if numel == 0:
+    if math.prod(old_shape) == 0:
         if tuple(old_shape) == tuple(new_shape):
             return tuple(old_strides)
         out = [1] * n_new
@@ -65,7 +72,7 @@ _SHORT_TAIL_MIN_SLICE = 4096
 _SHORT_TAIL_RUN = 8
 
 
-def _short_tail(shape, strides):
+def _short_tail(shape: Shape, strides: Shape) -> int:
     """How many trailing dims of an array to copy position by position: the most whose product is at most
     ``_SHORT_TAIL``; 0 when NumPy's own copy is fine (its inner loop, the trailing dims that follow each
     other in memory, covers at least ``_SHORT_TAIL_RUN`` elements), no tail fits, or the slices are small."""
@@ -84,27 +91,21 @@ def _short_tail(shape, strides):
         m += 1
     if m == 0 or m == nd or tail < 2:
         return 0
-    size = 1
-    for n in shape:
-        size *= n
-    return m if size // tail >= _SHORT_TAIL_MIN_SLICE else 0
+    return m if math.prod(shape) // tail >= _SHORT_TAIL_MIN_SLICE else 0
 
 
-def _resolve_shape(shape, size):
+def _resolve_shape(shape: int | Sequence[int], size: int) -> Shape:
     """``shape`` (an int or a sequence) as a tuple with a -1 entry worked out from ``size``."""
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    if -1 in shape:
-        known = 1
-        for n in shape:
-            if n != -1:
-                known *= n
-        shape = tuple(size // known if n == -1 and known else n for n in shape)
-    return shape
+    dims = (shape,) if isinstance(shape, int) else tuple(shape)
+    if -1 in dims:
+        known = math.prod(n for n in dims if n != -1)
+        dims = tuple(size // known if n == -1 and known else n for n in dims)
+    return dims
 
 
-class ShapeMixin:
+class ShapeMixin(PrimitiveHost):
     # ------------------------------------------------------------------ views
-    def reshape(self, x, shape):
+    def reshape(self, x: Array, shape: int | Sequence[int]) -> Array:
         """``x`` with a new shape: a view when one exists, else a C-order copy."""
         if self.xp is np and not x.flags.c_contiguous:
             m = _short_tail(x.shape, x.strides)
@@ -113,7 +114,7 @@ class ShapeMixin:
                 return self._copy_short_tail(x, m).reshape(shape)
         return self.xp.reshape(x, shape)
 
-    def _copy_short_tail(self, x, m):
+    def _copy_short_tail(self, x: Array, m: int) -> Array:
         """A C-contiguous copy of ``x``, one position of its ``m`` trailing dims at a time.
 
         NOTE: NumPy copies with the last dim as its inner loop; when that dim is tiny and strided (windows of
@@ -125,7 +126,7 @@ class ShapeMixin:
             out[lead + pos] = x[lead + pos]
         return out
 
-    def reshape_view(self, x, shape):
+    def reshape_view(self, x: Array, shape: Sequence[int]) -> Array | None:
         """A view with a new shape and PyTorch's strides, or None when PyTorch would need a copy."""
         shape = tuple(shape)
         item = x.itemsize
@@ -140,7 +141,7 @@ class ShapeMixin:
             return None
         return self._with_strides(x, shape, strides)
 
-    def _with_strides(self, x, shape, strides):
+    def _with_strides(self, x: Array, shape: Shape, strides: Shape) -> Array:
         """A view of ``x`` (same first element) with ``shape`` and element ``strides``."""
         v = x.view()
         try:
@@ -153,17 +154,17 @@ class ShapeMixin:
             return self.as_strided_view(x, shape, strides)
         return v
 
-    def transpose_view(self, x, axes):
+    def transpose_view(self, x: Array, axes: Sequence[int]) -> Array:
         return x.transpose(axes)
 
-    def swapaxes_view(self, x, a, b):
+    def swapaxes_view(self, x: Array, a: int, b: int) -> Array:
         # a 0-d tensor has the one dim 0 (or -1) to PyTorch and none to NumPy
         return x.swapaxes(a, b) if x.ndim else x.view()
 
-    def broadcast_to(self, x, shape):
+    def broadcast_to(self, x: Array, shape: Shape) -> Array:
         return self.xp.broadcast_to(x, shape)
 
-    def expand_view(self, x, shape, strides):
+    def expand_view(self, x: Array, shape: Shape, strides: Shape) -> Array:
         """A broadcast view with PyTorch's element ``strides``. When elements repeat (a stride-0 dim of
         size > 1) NumPy marks it read-only, so an in-place write through it is refused."""
         if shape == x.shape:
@@ -176,13 +177,13 @@ class ShapeMixin:
                 pass  # CuPy arrays have no such flag; copy_into checks for repeated elements itself
         return v
 
-    def squeeze_view(self, x, axes):
+    def squeeze_view(self, x: Array, axes: tuple[int, ...]) -> Array:
         """Drop the size-1 dims ``axes`` (a tuple)."""
         if not axes:
             return x.view()
         return x.squeeze(axis=axes)
 
-    def unsqueeze_view(self, x, axis):
+    def unsqueeze_view(self, x: Array, axis: int) -> Array:
         # PyTorch gives the new dim the stride size * stride of the dim it lands before (1 at the end)
         st = x.strides
         new = x.shape[axis] * st[axis] if axis < x.ndim else x.itemsize
@@ -195,15 +196,16 @@ class ShapeMixin:
         item = x.itemsize
         return self.as_strided_view(x, shape, tuple(s // item for s in strides))
 
-    def slice_view(self, x, dim, start, stop, step=1):
+    def slice_view(self, x: Array, dim: int, start: int | None, stop: int | None, step: int = 1) -> Array:
         """``x[..., start:stop:step, ...]`` along ``dim``."""
         return x[(slice(None),) * dim + (slice(start, stop, step),)]
 
-    def select_view(self, x, dim, index):
+    def select_view(self, x: Array, dim: int, index: int) -> Array:
         # the trailing Ellipsis keeps NumPy from returning a scalar (a copy) when the result is 0-d
         return x[(slice(None),) * dim + (index, Ellipsis)]
 
-    def as_strided_view(self, x, shape, strides, start=None):
+    def as_strided_view(self, x: Array, shape: Sequence[int], strides: Sequence[int],
+                        start: Sequence[int] | None = None) -> Array:
         """A view of ``x``'s memory with ``shape`` and element ``strides``, starting at the element of
         ``x`` indexed by ``start`` (a tuple of non-negative indices; None: the first element)."""
         if start is not None and any(start):
@@ -223,23 +225,24 @@ class ShapeMixin:
     # PyTorch's copying shape ops return C-contiguous tensors whatever the inputs' layout, while NumPy
     # keeps the inputs' memory order; hence the explicit outputs and ascontiguousarray below
 
-    def concatenate(self, arrays, axis):
+    def concatenate(self, arrays: Sequence[Array], axis: int) -> Array:
         shape = list(arrays[0].shape)
         shape[axis] = sum(a.shape[axis] for a in arrays)
         out = self.xp.empty(tuple(shape), arrays[0].dtype)
         return self.xp.concatenate(arrays, axis=axis, out=out)
 
-    def flip(self, x, axes):
+    def flip(self, x: Array, axes: int | tuple[int, ...]) -> Array:
         # the flipped view has negative strides; PyTorch's flip is a contiguous copy
         if not x.ndim:
             return x.copy()
         return self.xp.ascontiguousarray(self.xp.flip(x, axes))
 
-    def roll(self, x, shifts, axes):
+    def roll(self, x: Array, shifts: int | tuple[int, ...], axes: int | tuple[int, ...] | None) -> Array:
         """``axes`` None rolls the flattened array and restores the shape."""
         return self.xp.ascontiguousarray(self.xp.roll(x, shifts, axes))
 
-    def tri_mask(self, rows, cols, k, fill=None, np_dtype=None):
+    def tri_mask(self, rows: int, cols: int, k: int, fill: Scalar | None = None,
+                 np_dtype: NpDtype | None = None) -> Array:
         """A read-only (rows, cols) array that is True on and below diagonal ``k`` and False above (a causal
         attention mask); with ``fill``, of ``np_dtype``: 0 on and below, ``fill`` above (an additive mask).
         Cached per shape: attention asks for the same one in every layer of every step."""
@@ -258,31 +261,31 @@ class ShapeMixin:
             cache[key] = m
         return m
 
-    def tril(self, x, k):
+    def tril(self, x: Array, k: int) -> Array:
         """Keep elements on and below diagonal ``k`` of the last two dims, zero the rest."""
         xp = self.xp
         mask = xp.tri(x.shape[-2], x.shape[-1], k, dtype=bool)
         return xp.ascontiguousarray(xp.where(mask, x, xp.zeros((), x.dtype)))
 
-    def triu(self, x, k):
+    def triu(self, x: Array, k: int) -> Array:
         xp = self.xp
         mask = xp.tri(x.shape[-2], x.shape[-1], k - 1, dtype=bool)
         return xp.ascontiguousarray(xp.where(mask, xp.zeros((), x.dtype), x))
 
-    def tile(self, x, reps):
+    def tile(self, x: Array, reps: Sequence[int]) -> Array:
         return self.xp.ascontiguousarray(self.xp.tile(x, reps))
 
-    def repeat(self, x, repeats, axis):
+    def repeat(self, x: Array, repeats: int | Sequence[int], axis: int | None) -> Array:
         """Each element of ``x`` along ``axis`` repeated ``repeats`` times (an int or a host list);
         ``axis`` None works on the flattened array."""
         return self.xp.ascontiguousarray(self.xp.repeat(x, repeats, axis=axis))
 
-    def repeat_index(self, counts, np_dtype):
+    def repeat_index(self, counts: Sequence[int], np_dtype: NpDtype) -> Array:
         """``0 .. len(counts)-1``, each ``i`` repeated ``counts[i]`` times (a host tuple)."""
         xp = self.xp
         return xp.repeat(xp.arange(len(counts), dtype=np_dtype), counts)
 
-    def segment_sum(self, x, counts, axis):
+    def segment_sum(self, x: Array, counts: Sequence[int], axis: int) -> Array:
         """Sums of consecutive runs of ``counts[i]`` elements along ``axis`` (the adjoint of ``repeat``);
         ``counts`` is a host tuple whose total is ``x.shape[axis]``."""
         xp = self.xp
@@ -303,14 +306,14 @@ class ShapeMixin:
         out[(slice(None),) * axis + (xp.asarray(nonzero),)] = sums
         return out
 
-    def embed(self, region_fn, shape, src):
+    def embed(self, region_fn: Callable[[Array], Array], shape: Shape, src: Array) -> Array:
         """Zeros of ``shape`` with ``src`` written into the view ``region_fn(zeros)`` (the adjoint of
         taking that view, when the view does not overlap itself)."""
         out = self.xp.zeros(shape, src.dtype)
         self.xp.copyto(region_fn(out), src)
         return out
 
-    def unfold_backward(self, g, shape, dim, size, step):
+    def unfold_backward(self, g: Array, shape: Shape, dim: int, size: int, step: int) -> Array:
         """The adjoint of unfold: windows that overlap add up."""
         xp = self.xp
         out = xp.zeros(shape, g.dtype)

@@ -6,9 +6,17 @@ split by family into mixins (``_elementwise.py``, ``_reduce.py``, ``_shape.py``,
 ``xp`` and serve NumPy and CuPy alike. A backend that has a faster way (a CUDA RawKernel) overrides the
 primitive; nothing above this layer changes.
 """
-import numpy as np
+from __future__ import annotations
 
+import contextlib
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .._device import device as Device
 from .._dtype import bfloat16
+from .._dtype import dtype as DType
 from ._elementwise import ElementwiseMixin
 from ._index import IndexMixin
 from ._linalg import LinalgMixin
@@ -17,62 +25,57 @@ from ._optim import OptimMixin
 from ._random import RandomMixin
 from ._reduce import ReduceMixin
 from ._shape import ShapeMixin
+from ._types import Array, NpDtype, Scalar, Shape
 
 
 class Backend(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, LinalgMixin, RandomMixin, OptimMixin,
               NNMixin):
     """Array primitives for one device. Subclasses set ``xp`` and ``device``."""
 
-    xp = np
+    xp: Any = np
     name = "base"
-    device = None
+    device: Device | None = None
 
     # ---------------------------------------------------------------- arrays in and out
-    def np_dtype(self, dtype):
-        if dtype.np_dtype is None:
+    def np_dtype(self, dtype: DType) -> NpDtype:
+        npd: NpDtype | None = dtype.np_dtype
+        if npd is None:
             raise TypeError(f"{dtype} is not supported by the {self.name} backend (install ml_dtypes for bfloat16)")
-        return dtype.np_dtype
+        return npd
 
-    def asarray(self, obj, np_dtype=None, copy=False):
+    def asarray(self, obj: Any, np_dtype: NpDtype | None = None, copy: bool = False) -> Array:
         """An array on this device from Python data, NumPy or another array of this backend."""
         if copy:
             return self.xp.array(obj, dtype=np_dtype, copy=True)
         return self.xp.asarray(obj, dtype=np_dtype)
 
-    def to_numpy(self, arr):
+    def to_numpy(self, arr: Array) -> npt.NDArray[Any]:
         return np.asarray(arr)
 
-    def empty(self, shape, np_dtype):
+    def empty(self, shape: Shape, np_dtype: NpDtype) -> Array:
         return self.xp.empty(shape, dtype=np_dtype)
 
-    def zeros(self, shape, np_dtype):
+    def zeros(self, shape: Shape, np_dtype: NpDtype) -> Array:
         return self.xp.zeros(shape, dtype=np_dtype)
 
-    def ones(self, shape, np_dtype):
+    def ones(self, shape: Shape, np_dtype: NpDtype) -> Array:
         return self.xp.ones(shape, dtype=np_dtype)
 
-    def full(self, shape, value, np_dtype):
+    def full(self, shape: Shape, value: Scalar, np_dtype: NpDtype) -> Array:
         return self.xp.full(shape, value, dtype=np_dtype)
 
-    def arange(self, start, step, n, np_dtype, integral):
+    def arange(self, start: Scalar, step: Scalar, n: int, np_dtype: NpDtype, integral: bool) -> Array:
         """``n`` values ``start + i * step``: in int64 for integral results (exact for large values), else in
         float64 and rounded once (PyTorch's CPU arange accumulates in double too)."""
         xp = self.xp
-        if integral:
-            r = xp.arange(n, dtype=xp.int64)
-            if step != 1:
-                r *= step
-            if start:
-                r += start
-            return r.astype(np_dtype, copy=False)
-        r = xp.arange(n, dtype=xp.float64)
+        r = xp.arange(n, dtype=xp.int64 if integral else xp.float64)
         if step != 1:
             r *= step
         if start:
             r += start
         return r.astype(np_dtype, copy=False)
 
-    def linspace(self, start, end, steps, np_dtype, integral):
+    def linspace(self, start: Scalar, end: Scalar, steps: int, np_dtype: NpDtype, integral: bool) -> Array:
         """PyTorch's symmetric linspace: the first half counts up from ``start``, the second half down from
         ``end``, so both ends are exact. Float results are computed in their own precision, integral ones
         in float64 and truncated, as PyTorch does."""
@@ -90,15 +93,15 @@ class Backend(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, LinalgMixin
         out[half:] = e - step * (xp.asarray(steps - 1, dtype=cdt) - idx[half:])
         return out.astype(np_dtype, copy=False)
 
-    def logspace(self, start, end, steps, base, np_dtype):
+    def logspace(self, start: Scalar, end: Scalar, steps: int, base: Scalar, np_dtype: NpDtype) -> Array:
         xp = self.xp
         exps = self.linspace(start, end, steps, xp.float64, False)
         return xp.power(base, exps).astype(np_dtype, copy=False)
 
-    def eye(self, n, m, np_dtype):
+    def eye(self, n: int, m: int, np_dtype: NpDtype) -> Array:
         return self.xp.eye(n, m, dtype=np_dtype)
 
-    def tri_indices(self, row, col, offset, upper, np_dtype):
+    def tri_indices(self, row: int, col: int, offset: int, upper: bool, np_dtype: NpDtype) -> Array:
         """(2, k) coordinates of the lower (or upper) triangle of a row x col matrix, row-major."""
         xp = self.xp
         r = xp.arange(row, dtype=xp.int64)[:, None]
@@ -107,7 +110,7 @@ class Backend(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, LinalgMixin
         rows, cols = xp.nonzero(mask)
         return xp.stack([rows, cols]).astype(np_dtype, copy=False)
 
-    def fill(self, arr, value):
+    def fill(self, arr: Array, value: Scalar) -> None:
         """Write one value into every element of ``arr`` (in place)."""
         if getattr(arr.flags, "writeable", True) is False:
             raise RuntimeError(
@@ -115,7 +118,7 @@ class Backend(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, LinalgMixin
                 "memory location. Please clone() the tensor before performing the operation.")
         arr.fill(value)
 
-    def copy_preserve(self, arr):
+    def copy_preserve(self, arr: Array) -> Array:
         """A copy keeping the layout (strides order) of a dense array, else a C-contiguous copy: PyTorch's
         ``preserve_format``."""
         if arr.flags.c_contiguous:
@@ -124,13 +127,13 @@ class Backend(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, LinalgMixin
             return self.xp.array(arr, copy=True, order="K")
         return self.xp.array(arr, copy=True, order="C")
 
-    def copy_channels_last(self, arr):
+    def copy_channels_last(self, arr: Array) -> Array:
         """A copy of a 4-d NCHW array laid out as NHWC in memory (same logical shape)."""
         t = self.xp.ascontiguousarray(arr.transpose(0, 2, 3, 1))
         return t.transpose(0, 3, 1, 2)
 
     @staticmethod
-    def _dense(arr):
+    def _dense(arr: Array) -> bool:
         """Whether the elements tile one block of memory with no gaps or overlaps, in some dim order."""
         item = arr.itemsize
         dims = sorted((abs(st), n) for st, n in zip(arr.strides, arr.shape) if n != 1)
@@ -141,14 +144,14 @@ class Backend(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, LinalgMixin
             expected *= n
         return all(st >= 0 for st in arr.strides)
 
-    def copy(self, arr):
+    def copy(self, arr: Array) -> Array:
         """A contiguous (C-order) copy."""
         return self.xp.array(arr, copy=True, order="C")
 
-    def ascontiguous(self, arr):
+    def ascontiguous(self, arr: Array) -> Array:
         return self.xp.ascontiguousarray(arr)
 
-    def astype(self, arr, np_dtype, copy=False):
+    def astype(self, arr: Array, np_dtype: NpDtype, copy: bool = False) -> Array:
         if not copy and arr.dtype == np_dtype:
             return arr
         if arr.dtype.kind == "f" and np_dtype.kind in "iu" and np_dtype.itemsize < 8:
@@ -162,12 +165,12 @@ class Backend(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, LinalgMixin
                 return arr.astype(np_dtype)
         return arr.astype(np_dtype)
 
-    def _quiet(self):
+    def _quiet(self) -> contextlib.AbstractContextManager[Any]:
         """Silence NumPy's 'invalid value in cast' warning: PyTorch casts NaN/inf to integers silently."""
         # CuPy never warns about casts, so NumPy's switch is the only one needed
         return np.errstate(invalid="ignore", over="ignore")
 
-    def copy_into(self, dst, src):
+    def copy_into(self, dst: Array, src: Array | Scalar) -> None:
         """dst[...] = src with broadcasting and casting (the data write of every in-place op)."""
         # NumPy marks broadcast views read-only; CuPy has no such flag, so zero strides tell
         if getattr(dst.flags, "writeable", True) is False or dst.size > 1 and any(
@@ -180,21 +183,21 @@ class Backend(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, LinalgMixin
             src = self.astype(src, dst.dtype)  # the same float->int conversion as ``to()``
         self.xp.copyto(dst, src, casting="unsafe")
 
-    def shares_memory(self, a, b):
-        return self.xp.shares_memory(a, b)
+    def shares_memory(self, a: Array, b: Array) -> bool:
+        return bool(self.xp.shares_memory(a, b))
 
-    def is_contiguous(self, arr):
-        return arr.flags.c_contiguous
+    def is_contiguous(self, arr: Array) -> bool:
+        return bool(arr.flags.c_contiguous)
 
-    def strides(self, arr):
+    def strides(self, arr: Array) -> Shape:
         item = arr.itemsize
         return tuple(s // item for s in arr.strides)
 
-    def data_ptr(self, arr):
-        return arr.__array_interface__["data"][0]
+    def data_ptr(self, arr: Array) -> int:
+        return int(arr.__array_interface__["data"][0])
 
-    def synchronize(self):
+    def synchronize(self) -> None:
         pass
 
-    def supports(self, dtype):
+    def supports(self, dtype: DType) -> bool:
         return dtype.np_dtype is not None and (dtype is not bfloat16 or self.xp is np)

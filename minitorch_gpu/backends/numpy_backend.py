@@ -1,13 +1,20 @@
-"""The CPU backend: NumPy arrays."""
+"""The CPU backend: the primitive table of ``base.Backend`` on NumPy arrays, with glibc told to keep freed memory
+and the fused optimizer steps run by the compiled loop of ``_optim_native``."""
+from __future__ import annotations
+
 import ctypes
 import os
 import sys
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .._device import device
 from .base import Backend
+
+if TYPE_CHECKING:
+    from ._optim import FusedStep
 
 
 # PyTorch computes log(0), 1/0, inf*0 silently (IEEE results); NumPy warns. Entering np.errstate around
@@ -23,7 +30,7 @@ _MMAP_THRESHOLD = 32 << 20  # the largest value glibc accepts (HEAP_MAX_SIZE / 2
 _TRIM_THRESHOLD = 1 << 30
 
 
-def _keep_freed_memory():
+def _keep_freed_memory() -> bool:
     """Ask glibc to keep freed memory in the process for reuse instead of handing it back to the OS.
 
     Every NumPy result is a fresh malloc. By default glibc returns the top of the heap to the OS once a few
@@ -50,7 +57,7 @@ def _keep_freed_memory():
     # NOTE: the trim threshold first: setting the mmap threshold also switches off glibc's dynamic
     # adjustment of both
     ok = mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD) == 1
-    return mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD) == 1 and ok
+    return bool(mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD) == 1 and ok)
 
 
 KEEPS_FREED_MEMORY = _keep_freed_memory()
@@ -63,11 +70,12 @@ class NumpyBackend(Backend):
     # the compiled fused optimizer step (_optim_native.py); False keeps every step on the NumPy bodies
     native_optim = True
 
-    def __init__(self):
-        self.device = device("cpu")
+    def __init__(self) -> None:
+        self.device = device("cpu")  # type: ignore[no-untyped-call]  # _device.py has no annotations yet
 
-    def _fused_step(self, step):
+    def _fused_step(self, step: FusedStep) -> bool:
         if not self.native_optim:
             return False
         from . import _optim_native
-        return _optim_native.run(step, self._optim_threads())
+        # (_optim.py and _optim_native.py have no annotations yet)
+        return _optim_native.run(step, self._optim_threads())  # type: ignore[no-untyped-call,no-any-return]

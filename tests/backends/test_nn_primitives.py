@@ -17,7 +17,7 @@ F = mt.nn.functional
 
 
 def _tol(dt):
-    return dict(rtol=2e-5, atol=2e-6) if dt == np.float32 else dict(rtol=1e-10, atol=1e-12)
+    return {"rtol": 2e-5, "atol": 2e-6} if dt == np.float32 else {"rtol": 1e-10, "atol": 1e-12}
 
 
 @pytest.fixture(scope="module")
@@ -235,7 +235,7 @@ def test_cross_entropy_backward_declined_by_kernel(np_be, sim_be, monkeypatch):
     # the forward ran the kernel (state: log-sum-exp per row) but the backward kernel declines: the base body
     # must read the kernel's state
     x, t, w = _ce_case((7, 31), np.float64, True, -100, 5)
-    loss, saved = sim_be.cross_entropy_forward(x, t, w, -100, 0.1)
+    _, saved = sim_be.cross_entropy_forward(x, t, w, -100, 0.1)
     assert set(saved) == {"lse"}
     monkeypatch.setattr(sim_be.k, "cross_entropy_backward", lambda *a, **k: None)
     g = np.random.default_rng(3).standard_normal(t.shape)
@@ -316,7 +316,7 @@ def _check_ln_grads(got, ref, needs, has_w, has_b, tol):
 def test_layer_norm_numpy_matches_reference(np_be, shape, dt, affine, center):
     x, w, b, dy = _ln_case(shape, dt, affine, sum(shape))
     ref = _ln_ref(x, w, b, 1e-5, center, dy)
-    tol = dict(rtol=1e-4, atol=1e-5) if dt == np.float32 else _tol(dt)
+    tol = {"rtol": 1e-4, "atol": 1e-5} if dt == np.float32 else _tol(dt)
     y, saved = np_be.layer_norm_forward(x, w, b, 1e-5, center)
     assert y.shape == x.shape and y.dtype == dt
     np.testing.assert_allclose(y, ref[0], **tol)
@@ -352,7 +352,7 @@ def test_layer_norm_numpy_keeps_saved_apart_and_half(np_be):
 def test_layer_norm_kernel_matches_numpy(np_be, sim_be, monkeypatch, shape, dt, affine):
     calls = _spy(monkeypatch, sim_be.k, "layer_norm", "layer_norm_backward")
     x, w, b, dy = _ln_case(shape, dt, affine, 3 * sum(shape))
-    tol = dict(rtol=1e-4, atol=1e-5) if dt == np.float32 else _tol(dt)
+    tol = {"rtol": 1e-4, "atol": 1e-5} if dt == np.float32 else _tol(dt)
     want, saved_np = np_be.layer_norm_forward(x, w, b, 1e-5)
     y, saved = sim_be.layer_norm_forward(x, w, b, 1e-5)
     assert calls["layer_norm"] == [True] and set(saved) == {"mean", "rstd"}
@@ -389,7 +389,7 @@ def test_layer_norm_kernel_falls_back(np_be, sim_be, monkeypatch):
 
 def test_layer_norm_backward_declined_by_kernel(sim_be, monkeypatch):
     x, w, b, dy = _ln_case((7, 33), np.float64, "both", 5)
-    y, saved = sim_be.layer_norm_forward(x, w, b, 1e-5)
+    _, saved = sim_be.layer_norm_forward(x, w, b, 1e-5)
     assert set(saved) == {"mean", "rstd"}
     monkeypatch.setattr(sim_be.k, "layer_norm_backward", lambda *a, **k: None)
     got = sim_be.layer_norm_backward(dy, x, w, saved)
@@ -536,7 +536,7 @@ def test_nn_cross_entropy_runs_the_kernels(sim_device, monkeypatch):
     t = rng.integers(0, 13, 11)
     t[2] = 4
     w = rng.uniform(0.5, 2, 13).astype(np.float32)
-    for kw in (dict(), dict(weight=w, ignore_index=4, label_smoothing=0.2), dict(reduction="none")):
+    for kw in ({}, {"weight": w, "ignore_index": 4, "label_smoothing": 0.2}, {"reduction": "none"}):
         out = {}
         for dev in ("cpu", "cuda"):
             xm = mt.tensor(x, device=dev, requires_grad=True)
