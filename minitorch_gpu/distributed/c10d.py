@@ -126,13 +126,13 @@ def _resolve(group_: GroupLike) -> ProcessGroup | _NonGroupMember:
     return group_
 
 
-def _member(group_: GroupLike, what: str) -> ProcessGroup | None:
+def _member(group_: GroupLike, what: str, stacklevel: int = 3) -> ProcessGroup | None:
     """The group to run ``what`` on, or None (with a warning, as PyTorch) on a rank outside it."""
     pg = _resolve(group_)
     if isinstance(pg, _NonGroupMember):
         # stacklevel: the warning names the line that called the collective
         warnings.warn(f"Running {what} on global rank {get_rank()} which does not belong to the given group.",
-                      stacklevel=3)
+                      stacklevel=stacklevel)
         return None
     return pg
 
@@ -430,30 +430,32 @@ def reduce(tensor: Tensor, dst: int | None = None, op: ReduceOpLike = ReduceOp.S
     return _ret(pg.reduce(tensor, root, red, what), async_op)
 
 
+def _rooted_list(gathering: bool, tensor: Tensor, tensors: list[Tensor] | None, rank: int | None,
+                 group: GroupLike, async_op: bool, group_rank: int | None) -> Work | None:
+    """gather and scatter: one tensor per rank in a list that only the root passes."""
+    what, name, list_name, role = (("gather", "dst", "gather_list", "destination") if gathering
+                                   else ("scatter", "src", "scatter_list", "source"))
+    _check_tensor(tensor)
+    pg = _member(group, what, stacklevel=4)
+    if pg is None:
+        return None
+    root = _root(pg, rank, group_rank, what, name)
+    _check_root_list(pg, root, tensors, tensor, what, list_name, role)
+    desc = pg._begin(what, f"{name} {pg.ranks[root]}, {_describe(tensor)}", tensor, root)
+    start = pg.gather if gathering else pg.scatter
+    return _ret(start(tensor, list(tensors or []), root, desc), async_op)
+
+
 def gather(tensor: Tensor, gather_list: list[Tensor] | None = None, dst: int | None = None,
            group: GroupLike = None, async_op: bool = False, group_dst: int | None = None) -> Work | None:
     """Every rank's ``tensor`` into ``gather_list`` on rank ``dst`` (which alone passes a list)."""
-    _check_tensor(tensor)
-    pg = _member(group, "gather")
-    if pg is None:
-        return None
-    root = _root(pg, dst, group_dst, "gather", "dst")
-    _check_root_list(pg, root, gather_list, tensor, "gather", "gather_list", "destination")
-    what = pg._begin("gather", f"dst {pg.ranks[root]}, {_describe(tensor)}", tensor, root)
-    return _ret(pg.gather(tensor, list(gather_list or []), root, what), async_op)
+    return _rooted_list(True, tensor, gather_list, dst, group, async_op, group_dst)
 
 
 def scatter(tensor: Tensor, scatter_list: list[Tensor] | None = None, src: int | None = None,
             group: GroupLike = None, async_op: bool = False, group_src: int | None = None) -> Work | None:
     """Rank ``src``'s ``scatter_list[i]`` into ``tensor`` on rank ``i`` of the group."""
-    _check_tensor(tensor)
-    pg = _member(group, "scatter")
-    if pg is None:
-        return None
-    root = _root(pg, src, group_src, "scatter", "src")
-    _check_root_list(pg, root, scatter_list, tensor, "scatter", "scatter_list", "source")
-    what = pg._begin("scatter", f"src {pg.ranks[root]}, {_describe(tensor)}", tensor, root)
-    return _ret(pg.scatter(tensor, list(scatter_list or []), root, what), async_op)
+    return _rooted_list(False, tensor, scatter_list, src, group, async_op, group_src)
 
 
 def barrier(group: GroupLike = None, async_op: bool = False, device_ids: Sequence[int] | None = None) -> Work | None:
@@ -465,26 +467,29 @@ def barrier(group: GroupLike = None, async_op: bool = False, device_ids: Sequenc
 
 
 # point to point: no sequence numbers or fingerprints (they are not collectives)
+def _point_to_point(sending: bool, tensor: Tensor, rank: int | None, group: GroupLike, tag: int,
+                    group_rank: int | None) -> Work | None:
+    what, name = ("isend", "dst") if sending else ("irecv", "src")
+    _check_tensor(tensor)
+    pg = _member(group, what, stacklevel=4)
+    if pg is None:
+        return None
+    peer = _root(pg, rank, group_rank, what, name)
+    direction = "send to" if sending else "recv from"
+    desc = f"{direction} rank {pg.ranks[peer]} (tag {tag}, {_describe(tensor)})"
+    return pg.send(tensor, peer, tag, desc) if sending else pg.recv(tensor, peer, tag, desc)
+
+
 def isend(tensor: Tensor, dst: int | None = None, group: GroupLike = None, tag: int = 0,
           group_dst: int | None = None) -> Work | None:
     """Start sending ``tensor`` to rank ``dst``; returns a Work."""
-    _check_tensor(tensor)
-    pg = _member(group, "isend")
-    if pg is None:
-        return None
-    peer = _root(pg, dst, group_dst, "isend", "dst")
-    return pg.send(tensor, peer, tag, f"send to rank {pg.ranks[peer]} (tag {tag}, {_describe(tensor)})")
+    return _point_to_point(True, tensor, dst, group, tag, group_dst)
 
 
 def irecv(tensor: Tensor, src: int | None = None, group: GroupLike = None, tag: int = 0,
           group_src: int | None = None) -> Work | None:
     """Start receiving into ``tensor`` from rank ``src``; returns a Work."""
-    _check_tensor(tensor)
-    pg = _member(group, "irecv")
-    if pg is None:
-        return None
-    peer = _root(pg, src, group_src, "irecv", "src")
-    return pg.recv(tensor, peer, tag, f"recv from rank {pg.ranks[peer]} (tag {tag}, {_describe(tensor)})")
+    return _point_to_point(False, tensor, src, group, tag, group_src)
 
 
 def send(tensor: Tensor, dst: int | None = None, group: GroupLike = None, tag: int = 0,
