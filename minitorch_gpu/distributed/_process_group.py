@@ -463,6 +463,8 @@ class Backend(str):
             raise ValueError(f"{name.upper()} c10d backend already exist")
         cls._registry[low] = _Registration(func, world, tuple(devices), available, require)
         cls.backend_list.append(low)
+        if not hasattr(cls, low.upper()):
+            setattr(cls, low.upper(), low)  # Backend.MYBACKEND, as PyTorch adds it
 
     @classmethod
     def _lookup(cls, name: str) -> tuple[Backend, _Registration]:
