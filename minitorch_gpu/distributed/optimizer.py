@@ -224,7 +224,7 @@ class _DistributedOptimizer(_OptimizerBase):
             raise AssertionError("optimizer.zero_grad() was called after loss.backward() but before "
                                  "optimizer.step() or optimizer.synchronize(). This is prohibited as it can cause a "
                                  "race condition.")
-        return self._dist_base.zero_grad(self, set_to_none)
+        self._dist_base.zero_grad(self, set_to_none)
 
 
 _MIXIN = {k: v for k, v in vars(_DistributedOptimizer).items() if k not in ("__dict__", "__weakref__", "__doc__")}
