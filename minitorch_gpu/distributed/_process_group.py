@@ -82,6 +82,8 @@ def check_op(op: object) -> _RedOpType:
 
 
 class DebugLevel(enum.IntEnum):
+    """How much the collectives check (see :func:`get_debug_level`)."""
+
     OFF = 0
     INFO = 1
     DETAIL = 2
