@@ -25,16 +25,62 @@ off): this is what lets DDP's bucket all-reduces proceed while backward computes
 
 The NCCL backend (``_nccl_backend``) needs GPUs and has not been exercised by the test suite, which runs on
 CPUs; everything else is tested under ``mpiexec -n 2`` (tests/distributed).
+
+The package is layered; each module imports only from the ones below it:
+
+    c10d.py, optimizer.py    the public API: process group creation, collectives, DistributedOptimizer
+    _mpi_backend.py          the MPI process group (mpi4py); _nccl_backend.py: NCCL (CuPy), bootstrapped over MPI
+    _process_group.py        the ProcessGroup/Work interface every backend implements, and the backend registry
+
+A backend module registers itself (``Backend.register_backend``) when this package is imported; ``c10d`` looks
+it up by name and never imports a backend module. ``run.py`` (the launcher) stands apart: it only starts
+``mpiexec``.
 """
-from .c10d import (Backend, DebugLevel, GroupMember, ProcessGroup, ReduceOp, Work, all_gather,  # noqa: F401
-                   all_gather_into_tensor, all_gather_object, all_reduce, barrier, broadcast, broadcast_object_list,
-                   default_pg_timeout, destroy_process_group, gather, gather_object, get_backend, get_debug_level,
-                   get_global_rank, get_group_rank, get_process_group_ranks, get_rank, get_world_size, group,
-                   init_process_group, irecv, is_available, is_initialized, is_mpi_available, is_nccl_available,
-                   isend, new_group, recv, reduce, reduce_scatter, reduce_scatter_tensor, scatter,
-                   scatter_object_list, send)
-from .optimizer import (Average, Compression, DistributedOptimizer, Sum, broadcast_optimizer_state,  # noqa: F401
-                        broadcast_parameters)
+# the backends register themselves on import: after these lines Backend("mpi") and Backend("nccl") resolve
+from . import _mpi_backend, _nccl_backend  # noqa: F401
+from .c10d import (
+                   Backend,
+                   DebugLevel,
+                   GroupMember,
+                   ProcessGroup,
+                   ReduceOp,
+                   Work,
+                   all_gather,
+                   all_gather_into_tensor,
+                   all_gather_object,
+                   all_reduce,
+                   barrier,
+                   broadcast,
+                   broadcast_object_list,
+                   default_pg_timeout,
+                   destroy_process_group,
+                   gather,
+                   gather_object,
+                   get_backend,
+                   get_debug_level,
+                   get_global_rank,
+                   get_group_rank,
+                   get_process_group_ranks,
+                   get_rank,
+                   get_world_size,
+                   group,
+                   init_process_group,
+                   irecv,
+                   is_available,
+                   is_initialized,
+                   is_mpi_available,
+                   is_nccl_available,
+                   isend,
+                   new_group,
+                   recv,
+                   reduce,
+                   reduce_scatter,
+                   reduce_scatter_tensor,
+                   scatter,
+                   scatter_object_list,
+                   send,
+)
+from .optimizer import Average, Compression, DistributedOptimizer, Sum, broadcast_optimizer_state, broadcast_parameters
 
 __all__ = ["Average", "Backend", "Compression", "DebugLevel", "DistributedOptimizer", "GroupMember", "ProcessGroup",
            "ReduceOp", "Sum", "Work", "all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce",

@@ -4,26 +4,63 @@ CPU tensors hold NumPy arrays, so a contiguous one is handed to MPI as it is and
 non-contiguous tensor, or one whose array is not NumPy (a CUDA tensor: this backend stages it through host
 memory), goes through a contiguous host copy that is written back when the collective completes.
 Dtypes MPI cannot reduce (bfloat16, float8) are reduced locally after an all-gather of their bytes.
+
+Every process group of either backend is built on a split of one duplicate of ``COMM_WORLD`` (see
+:func:`world_comm`), so a script's own mpi4py traffic never interleaves with ours.
 """
+from __future__ import annotations
+
 import atexit
+import importlib.util
 import os
 import threading
 import time
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..autograd.function import bump_version
-from .c10d import ProcessGroup, ReduceOp, Work, _spin_until
+from ._process_group import BOOL_REDUCE_OP, Backend, ProcessGroup, ReduceOp, Work, spin_until
+
+if TYPE_CHECKING:
+    from mpi4py.MPI import Comm, Op, Request
+
+    from ..tensor import Tensor
+    from ._process_group import DeviceId, _RedOpType
 
 _R = ReduceOp
 
 
-def _mpi():
-    from mpi4py import MPI
+def _mpi() -> ModuleType:
+    # mpi4py is imported on first use, not with this module: importing it initialises MPI, and importing
+    # minitorch_gpu must not (a plain script may never call init_process_group)
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        raise RuntimeError("distributed training needs mpi4py and an MPI library: "
+                           "pip install 'minitorch_gpu[mpi]' (mpi4py + the mpich wheel)") from None
     return MPI
 
 
-def _host(t, copy_in=True):
+def is_available() -> bool:
+    """Whether mpi4py is installed (without importing it, which would start MPI)."""
+    return importlib.util.find_spec("mpi4py") is not None
+
+
+_world: list[Comm] = []
+
+
+def world_comm() -> Comm:
+    """This job's own duplicate of ``COMM_WORLD``, made on first use and kept for the life of the process (a
+    default group destroyed and created again reuses it)."""
+    if not _world:
+        _world.append(_mpi().COMM_WORLD.Dup())
+    return _world[0]
+
+
+def _host(t: Tensor, copy_in: bool = True) -> tuple[np.ndarray, Callable[[], None] | None]:
     """A contiguous NumPy array holding ``t``'s data (``t``'s own array when possible) and the function that
     writes it back into ``t`` (None when it is ``t``'s own array)."""
     arr = t._data
@@ -37,38 +74,53 @@ def _host(t, copy_in=True):
     else:
         host = np.empty(arr.shape, arr.dtype)
 
-    def write_back():
+    def write_back() -> None:
         be.copy_into(arr, be.asarray(host))
 
     return host, write_back
 
 
-def _bytes(a):
+def _bytes(a: np.ndarray) -> np.ndarray:
     return a.reshape(-1).view(np.uint8)
 
 
-def _native(a):
+def _native(a: np.ndarray) -> bool:
     """Whether MPI has a datatype that can reduce this array's dtype."""
     return a.dtype.kind in "fiuc"
 
 
-_NP_REDUCE = {_R.SUM: np.sum, _R.AVG: np.sum, _R.PRODUCT: np.prod, _R.MIN: np.min, _R.MAX: np.max,
-              _R.BAND: np.bitwise_and.reduce, _R.BOR: np.bitwise_or.reduce, _R.BXOR: np.bitwise_xor.reduce}
-# bool tensors reduce as bytes: a sum or max is a logical or, a product or min a logical and
-_BOOL_OP = {_R.SUM: _R.MAX, _R.AVG: _R.MAX, _R.MAX: _R.MAX, _R.BOR: _R.MAX, _R.PRODUCT: _R.MIN, _R.MIN: _R.MIN,
-            _R.BAND: _R.MIN, _R.BXOR: _R.BXOR}
+_NP_REDUCE: dict[_RedOpType, Callable[..., np.ndarray]] = {
+    _R.SUM: np.sum, _R.AVG: np.sum, _R.PRODUCT: np.prod, _R.MIN: np.min, _R.MAX: np.max,
+    _R.BAND: np.bitwise_and.reduce, _R.BOR: np.bitwise_or.reduce, _R.BXOR: np.bitwise_xor.reduce}
 
 
-def _divide(a, n):
-    """a /= n in place; integers truncate toward zero (as NCCL's average does)."""
-    if a.dtype.kind in "fc":
-        np.divide(a, n, out=a)
-    elif a.dtype.kind in "iu":
-        q = np.abs(a) // n
-        a[...] = np.where(a < 0, -q, q) if a.dtype.kind == "i" else q
+def divide(a: Any, n: int, xp: ModuleType = np) -> None:
+    """a /= n in place for a NumPy (or, with ``xp=cupy``, CuPy) array of numbers (not bool); integers
+    truncate toward zero (as NCCL's average does)."""
+    if a.dtype.kind in "iu":
+        q = xp.abs(a) // n
+        a[...] = xp.where(a < 0, -q, q) if a.dtype.kind == "i" else q
+    else:
+        xp.divide(a, n, out=a)
 
 
-def _local_reduce(stack, op, n):
+def _publish(t: Tensor, write_back: Callable[[], None] | None) -> None:
+    """Make a finished collective's result visible in ``t``: copy the host buffer back when it was a copy, and
+    bump the version so that autograd sees that ``t`` changed."""
+    if write_back is not None:
+        write_back()
+    bump_version(t)
+
+
+def _displacements(counts: list[int]) -> list[int]:
+    """Where each rank's part starts in a buffer of the parts laid end to end."""
+    displs = [0] * len(counts)
+    for i in range(1, len(counts)):
+        displs[i] = displs[i - 1] + counts[i - 1]
+    return displs
+
+
+def _local_reduce(stack: np.ndarray, op: _RedOpType, n: int) -> np.ndarray:
     """Reduce the rank axis of ``stack`` (for dtypes MPI cannot reduce); float math in float32."""
     if stack.dtype.kind == "V" or stack.dtype == np.float16:
         work = stack.astype(np.float32)
@@ -83,13 +135,16 @@ def _local_reduce(stack, op, n):
 
 
 class MPIWork(Work):
-    def __init__(self, pg, what, requests, outputs=(), keep=()):
+    _pg: MPIProcessGroup
+
+    def __init__(self, pg: MPIProcessGroup, what: str, requests: list[Request], outputs: Sequence[Tensor] = (),
+                 keep: tuple[object, ...] = ()) -> None:
         super().__init__(pg, what, outputs)
         self._reqs = requests
         self._keep = keep  # buffers MPI is still reading or writing
         self._mpi_done = False
 
-    def _poll(self):
+    def _poll(self) -> bool:
         # the progress thread may test the same requests: MPI forbids testing one request from two threads
         if self._mpi_done:
             return True
@@ -99,7 +154,7 @@ class MPIWork(Work):
         return self._mpi_done
 
 
-def _progress_interval():
+def _progress_interval() -> float:
     """Seconds between the progress thread's polls (``MINITORCH_MPI_PROGRESS_US``, default 500; 0: no thread)."""
     raw = os.environ.get("MINITORCH_MPI_PROGRESS_US", "500")
     try:
@@ -118,14 +173,14 @@ class _ProgressThread:
     backward computes). It only completes the MPI requests; the results are written back into the tensors
     by the thread that waits on (or polls) the Work."""
 
-    def __init__(self, interval):
+    def __init__(self, interval: float) -> None:
         self.interval = interval
-        self.pending = []
+        self.pending: list[MPIWork] = []
         self.cv = threading.Condition()
         self.stopped = False
-        self.thread = None
+        self.thread: threading.Thread | None = None
 
-    def add(self, work):
+    def add(self, work: MPIWork) -> None:
         with self.cv:
             if self.stopped:
                 return
@@ -135,7 +190,7 @@ class _ProgressThread:
                 self.thread.start()
             self.cv.notify()
 
-    def _run(self):
+    def _run(self) -> None:
         sleep = time.sleep
         while True:
             with self.cv:
@@ -147,13 +202,13 @@ class _ProgressThread:
             for w in works:
                 try:
                     w._poll()
-                except Exception:
+                except Exception:  # noqa: BLE001 - whatever it is, the waiting thread raises it
                     w._mpi_done = False  # the waiting thread will meet the same error and report it
             with self.cv:
                 self.pending = [w for w in self.pending if not w._mpi_done]
             sleep(self.interval)
 
-    def stop(self):
+    def stop(self) -> None:
         with self.cv:
             self.stopped = True
             self.pending = []
@@ -167,7 +222,8 @@ class MPIProcessGroup(ProcessGroup):
 
     backend = "mpi"
 
-    def __init__(self, comm, ranks, timeout_s, group_rank=None):
+    def __init__(self, comm: Comm, ranks: Sequence[int], timeout_s: float,
+                 group_rank: int | None = None) -> None:
         super().__init__(ranks, comm.Get_rank() if group_rank is None else group_rank, timeout_s)
         self.comm = comm
         self._MPI = _mpi()
@@ -182,55 +238,58 @@ class MPIProcessGroup(ProcessGroup):
             atexit.register(self._progress.stop)
 
     # ------------------------------------------------------------------ plumbing
-    def _wait(self, reqs, what):
+    def _wait(self, reqs: list[Request], what: str) -> None:
         """Block (polling, with the group's deadline) until ``reqs`` complete."""
         Testall = self._MPI.Request.Testall
-        _spin_until(lambda: Testall(reqs), self._timeout_s, lambda: self._raise_timeout(what, self._timeout_s))
+        spin_until(lambda: Testall(reqs), self._timeout_s, lambda: self._raise_timeout(what, self._timeout_s))
 
-    def _call(self, fn, *args):
+    def _call(self, fn: Callable[..., Request], *args: Any) -> Request:
         try:
             return fn(*args)
         except self._MPI.Exception as e:
             raise RuntimeError(f"MPI error: {e}") from None
 
-    def _typed(self, a, op):
+    def _start(self, what: str, fn: Callable[..., Request], *args: Any) -> None:
+        """Run one non-blocking MPI call and wait for it (the byte collectives complete before returning)."""
+        self._wait([self._call(fn, *args)], what)
+
+    def _typed(self, a: np.ndarray, op: _RedOpType) -> tuple[np.ndarray, Op]:
         """(buffer, MPI op) for reducing ``a`` with ``op`` natively."""
         if a.dtype == np.bool_:
-            return a.view(np.uint8), self._ops[_BOOL_OP[op]]
+            return a.view(np.uint8), self._ops[BOOL_REDUCE_OP[op]]
         return a, self._ops[op]
 
-    def _work(self, what, reqs, finish, outputs, keep):
+    def _work(self, what: str, reqs: list[Request], finish: Callable[[], None], outputs: Sequence[Tensor],
+              keep: tuple[object, ...]) -> MPIWork:
         w = MPIWork(self, what, reqs, outputs, keep)
         w._add_finisher(finish)
         if self._progress is not None and not w._poll():
             self._progress.add(w)
         return w
 
-    def _exchange_fingerprints(self, fp):
+    def _exchange_fingerprints(self, fp: np.ndarray) -> np.ndarray:
         rows = np.empty((self.size(), fp.size), np.int64)
-        req = self._call(self.comm.Iallgather, fp, rows)
-        self._wait([req], f"the debug fingerprint exchange before collective #{self._seq + 1}")
+        self._start(f"the debug fingerprint exchange before collective #{self._seq + 1}", self.comm.Iallgather, fp,
+                    rows)
         return rows
 
-    def _split(self, ranks):
-        """The communicator of a new group over ``ranks`` (None on ranks outside it). Every rank calls this."""
+    def _split(self, ranks: list[int]) -> Comm | None:
         MPI = self._MPI
         # MPI_Comm_split blocks: make sure every peer is alive and here first, within the deadline
-        req = self._call(self.comm.Ibarrier)
-        self._wait([req], f"new_group (ranks {ranks})")
+        self._start(f"new_group (ranks {ranks})", self.comm.Ibarrier)
         me = self.rank()
         color = 0 if me in ranks else MPI.UNDEFINED
         sub = self.comm.Split(color, ranks.index(me) if me in ranks else 0)
         return None if sub == MPI.COMM_NULL else sub
 
-    def _abort(self, code):
+    def _abort(self, code: int) -> None:
         self._MPI.COMM_WORLD.Abort(code)
 
-    def _destroy(self):
-        from . import c10d
+    def _destroy(self) -> None:
         if self._progress is not None:
             self._progress.stop()
-        if self.comm is not c10d._state["mpi_world"] and self._broken is None:
+        # the world duplicate outlives its groups: a later init_process_group builds on it again
+        if not (_world and self.comm is _world[0]) and self._broken is None:
             try:
                 self.comm.Free()
             except self._MPI.Exception:
@@ -238,24 +297,32 @@ class MPIProcessGroup(ProcessGroup):
         self._broken = "it was destroyed (destroy_process_group)"
 
     # ------------------------------------------------------------------ collectives
-    def all_reduce(self, t, op, what):
-        host, wb = _host(t)
+    def _reduced(self, t: Tensor, host: np.ndarray, wb: Callable[[], None] | None, op: _RedOpType,
+                 only: int | None = None) -> Callable[[], None]:
+        """The finisher of a native reduction into ``host``: average, then publish into ``t`` (on rank
+        ``only`` alone when given)."""
         n = self.size()
+
+        def finish() -> None:
+            if only is not None and self.rank() != only:
+                return
+            if op == _R.AVG and host.dtype != np.bool_:
+                divide(host, n)
+            _publish(t, wb)
+
+        return finish
+
+    def all_reduce(self, t: Tensor, op: _RedOpType, what: str) -> Work:
+        host, wb = _host(t)
         if not _native(host):
             return self._allgather_reduce(t, host, wb, op, what)
         buf, mop = self._typed(host, op)
         req = self._call(self.comm.Iallreduce, self._MPI.IN_PLACE, buf, mop)
+        return self._work(what, [req], self._reduced(t, host, wb, op), [t], (host,))
 
-        def finish():
-            if op == _R.AVG and host.dtype != np.bool_:
-                _divide(host, n)
-            if wb is not None:
-                wb()
-            bump_version(t)
-
-        return self._work(what, [req], finish, [t], (host,))
-
-    def _allgather_reduce(self, t, host, wb, op, what, chunk=None, root=None):
+    def _allgather_reduce(self, t: Tensor, host: np.ndarray, wb: Callable[[], None] | None, op: _RedOpType,
+                          what: str, chunk: tuple[np.ndarray, Callable[[], None] | None, Tensor] | None = None,
+                          root: int | None = None) -> Work:
         """Reduce by all-gathering the bytes and reducing locally: for dtypes without an MPI type. With
         ``chunk`` (reduce-scatter) the result is this rank's chunk; with ``root`` only that rank writes."""
         n = self.size()
@@ -263,7 +330,7 @@ class MPIProcessGroup(ProcessGroup):
         stack = np.empty((n, flat.size), flat.dtype)
         req = self._call(self.comm.Iallgather, _bytes(flat), _bytes(stack))
 
-        def finish():
+        def finish() -> None:
             if root is not None and self.rank() != root:
                 return
             r = _local_reduce(stack, op, n)
@@ -271,209 +338,151 @@ class MPIProcessGroup(ProcessGroup):
                 out_host, out_wb, out_t = chunk
                 k = out_host.size
                 out_host.reshape(-1)[...] = r[self.rank() * k:(self.rank() + 1) * k]
-                if out_wb is not None:
-                    out_wb()
-                bump_version(out_t)
+                _publish(out_t, out_wb)
                 return
             host.reshape(-1)[...] = r
-            if wb is not None:
-                wb()
-            bump_version(t)
+            _publish(t, wb)
 
         outputs = [chunk[2]] if chunk is not None else [t]
         return self._work(what, [req], finish, outputs, (stack, flat))
 
-    def broadcast(self, t, root, what):
+    def broadcast(self, t: Tensor, root: int, what: str) -> Work:
         host, wb = _host(t, copy_in=self.rank() == root)
         req = self._call(self.comm.Ibcast, _bytes(host), root)
 
-        def finish():
+        def finish() -> None:
             if self.rank() != root:
-                if wb is not None:
-                    wb()
-                bump_version(t)
+                _publish(t, wb)
 
         return self._work(what, [req], finish, [t], (host,))
 
-    def all_gather(self, outs, t, what):
-        host, _ = _host(t)
-        stack = np.empty((self.size(),) + host.shape, host.dtype)
-        req = self._call(self.comm.Iallgather, _bytes(host), _bytes(stack))
-
-        def finish():
+    def _copy_rows(self, outs: list[Tensor], stack: np.ndarray | None) -> Callable[[], None]:
+        """The finisher that copies row ``i`` of a gathered ``stack`` into ``outs[i]`` (nothing without one)."""
+        def finish() -> None:
+            if stack is None:
+                return
             for i, o in enumerate(outs):
                 o._be.copy_into(o._data, o._be.asarray(stack[i]))
                 bump_version(o)
 
-        return self._work(what, [req], finish, outs, (host, stack))
+        return finish
 
-    def all_gather_into_tensor(self, out, inp, what):
+    def all_gather(self, outs: list[Tensor], t: Tensor, what: str) -> Work:
+        host, _ = _host(t)
+        stack = np.empty((self.size(),) + host.shape, host.dtype)
+        req = self._call(self.comm.Iallgather, _bytes(host), _bytes(stack))
+        return self._work(what, [req], self._copy_rows(outs, stack), outs, (host, stack))
+
+    def all_gather_into_tensor(self, out: Tensor, inp: Tensor, what: str) -> Work:
         host_in, _ = _host(inp)
         host_out, wb = _host(out, copy_in=False)
         req = self._call(self.comm.Iallgather, _bytes(host_in), _bytes(host_out))
+        return self._work(what, [req], lambda: _publish(out, wb), [out], (host_in, host_out))
 
-        def finish():
-            if wb is not None:
-                wb()
-            bump_version(out)
-
-        return self._work(what, [req], finish, [out], (host_in, host_out))
-
-    def _reduce_scatter_flat(self, out, send, op, what):
+    def _reduce_scatter_flat(self, out: Tensor, send: np.ndarray, op: _RedOpType, what: str) -> Work:
         host_out, wb = _host(out, copy_in=False)
-        n = self.size()
         if not _native(send):
             return self._allgather_reduce(out, send, None, op, what, chunk=(host_out, wb, out))
         sbuf, mop = self._typed(send, op)
         rbuf, _ = self._typed(host_out, op)
         req = self._call(self.comm.Ireduce_scatter_block, sbuf.reshape(-1), rbuf.reshape(-1), mop)
+        return self._work(what, [req], self._reduced(out, host_out, wb, op), [out], (send, host_out))
 
-        def finish():
-            if op == _R.AVG and host_out.dtype != np.bool_:
-                _divide(host_out, n)
-            if wb is not None:
-                wb()
-            bump_version(out)
-
-        return self._work(what, [req], finish, [out], (send, host_out))
-
-    def reduce_scatter(self, out, inputs, op, what):
+    def reduce_scatter(self, out: Tensor, inputs: list[Tensor], op: _RedOpType, what: str) -> Work:
         send = np.concatenate([_host(t)[0].reshape(-1) for t in inputs]) if inputs else np.empty(0)
         return self._reduce_scatter_flat(out, send, op, what)
 
-    def reduce_scatter_tensor(self, out, inp, op, what):
+    def reduce_scatter_tensor(self, out: Tensor, inp: Tensor, op: _RedOpType, what: str) -> Work:
         send, _ = _host(inp)
         return self._reduce_scatter_flat(out, send, op, what)
 
-    def reduce(self, t, root, op, what):
+    def reduce(self, t: Tensor, root: int, op: _RedOpType, what: str) -> Work:
         host, wb = _host(t)
-        n = self.size()
-        me = self.rank()
         if not _native(host):
             return self._allgather_reduce(t, host, wb, op, what, root=root)
         buf, mop = self._typed(host, op)
-        if me == root:
+        if self.rank() == root:
             req = self._call(self.comm.Ireduce, self._MPI.IN_PLACE, buf, mop, root)
         else:
             req = self._call(self.comm.Ireduce, buf, None, mop, root)
+        return self._work(what, [req], self._reduced(t, host, wb, op, only=root), [t], (host,))
 
-        def finish():
-            if me != root:
-                return
-            if op == _R.AVG and host.dtype != np.bool_:
-                _divide(host, n)
-            if wb is not None:
-                wb()
-            bump_version(t)
-
-        return self._work(what, [req], finish, [t], (host,))
-
-    def gather(self, t, outs, root, what):
+    def gather(self, t: Tensor, outs: list[Tensor], root: int, what: str) -> Work:
         host, _ = _host(t)
-        me = self.rank()
-        stack = np.empty((self.size(),) + host.shape, host.dtype) if me == root else None
+        stack = np.empty((self.size(),) + host.shape, host.dtype) if self.rank() == root else None
         req = self._call(self.comm.Igather, _bytes(host), _bytes(stack) if stack is not None else None, root)
+        return self._work(what, [req], self._copy_rows(outs, stack), outs, (host, stack))
 
-        def finish():
-            if me == root:
-                for i, o in enumerate(outs):
-                    o._be.copy_into(o._data, o._be.asarray(stack[i]))
-                    bump_version(o)
-
-        return self._work(what, [req], finish, outs, (host, stack))
-
-    def scatter(self, t, ins, root, what):
+    def scatter(self, t: Tensor, ins: list[Tensor], root: int, what: str) -> Work:
         host, wb = _host(t, copy_in=False)
-        me = self.rank()
-        send = np.concatenate([_host(s)[0].reshape(-1) for s in ins]) if me == root else None
+        send = np.concatenate([_host(s)[0].reshape(-1) for s in ins]) if self.rank() == root else None
         req = self._call(self.comm.Iscatter, _bytes(send) if send is not None else None, _bytes(host), root)
+        return self._work(what, [req], lambda: _publish(t, wb), [t], (host, send))
 
-        def finish():
-            if wb is not None:
-                wb()
-            bump_version(t)
-
-        return self._work(what, [req], finish, [t], (host, send))
-
-    def barrier(self, what):
+    def barrier(self, what: str) -> Work:
         req = self._call(self.comm.Ibarrier)
         return self._work(what, [req], lambda: None, [], ())
 
-    def send(self, t, peer, tag, what):
+    def send(self, t: Tensor, peer: int, tag: int, what: str) -> Work:
         host, _ = _host(t)
         req = self._call(self.comm.Isend, _bytes(host), peer, tag)
         return self._work(what, [req], lambda: None, [t], (host,))
 
-    def recv(self, t, peer, tag, what):
+    def recv(self, t: Tensor, peer: int, tag: int, what: str) -> Work:
         host, wb = _host(t, copy_in=False)
         req = self._call(self.comm.Irecv, _bytes(host), peer, tag)
-
-        def finish():
-            if wb is not None:
-                wb()
-            bump_version(t)
-
-        return self._work(what, [req], finish, [t], (host,))
+        return self._work(what, [req], lambda: _publish(t, wb), [t], (host,))
 
     # ------------------------------------------------------------------ bytes (pickled objects)
-    def broadcast_bytes(self, payload, root, what):
+    def broadcast_bytes(self, payload: np.ndarray | None, root: int, what: str) -> np.ndarray:
         me = self.rank()
-        size = np.array([payload.size if me == root else 0], np.int64)
-        req = self._call(self.comm.Ibcast, size, root)
-        self._wait([req], what)
-        buf = payload if me == root else np.empty(int(size[0]), np.uint8)
-        req = self._call(self.comm.Ibcast, buf, root)
-        self._wait([req], what)
+        size = np.array([payload.size if payload is not None and me == root else 0], np.int64)
+        self._start(what, self.comm.Ibcast, size, root)
+        buf = payload if payload is not None and me == root else np.empty(int(size[0]), np.uint8)
+        self._start(what, self.comm.Ibcast, buf, root)
         return buf
 
-    def all_gather_bytes(self, payload, what):
-        MPI = self._MPI
+    def _split_parts(self, sizes: np.ndarray) -> tuple[np.ndarray, list[int], list[int]]:
+        """A receive buffer for parts of the given byte sizes laid end to end, with their counts and offsets."""
+        counts = [int(c) for c in sizes]
+        return np.empty(sum(counts), np.uint8), counts, _displacements(counts)
+
+    def all_gather_bytes(self, payload: np.ndarray, what: str) -> list[np.ndarray]:
         sizes = np.empty(self.size(), np.int64)
-        req = self._call(self.comm.Iallgather, np.array([payload.size], np.int64), sizes)
-        self._wait([req], what)
-        counts = [int(c) for c in sizes]
-        displs = [0] * len(counts)
-        for i in range(1, len(counts)):
-            displs[i] = displs[i - 1] + counts[i - 1]
-        recv = np.empty(sum(counts), np.uint8)
-        req = self._call(self.comm.Iallgatherv, payload, [recv, (counts, displs), MPI.BYTE])
-        self._wait([req], what)
+        self._start(what, self.comm.Iallgather, np.array([payload.size], np.int64), sizes)
+        recv, counts, displs = self._split_parts(sizes)
+        self._start(what, self.comm.Iallgatherv, payload, [recv, (counts, displs), self._MPI.BYTE])
         return [recv[d:d + c] for d, c in zip(displs, counts)]
 
-    def gather_bytes(self, payload, root, what):
-        MPI = self._MPI
-        me = self.rank()
-        sizes = np.empty(self.size(), np.int64) if me == root else None
-        req = self._call(self.comm.Igather, np.array([payload.size], np.int64), sizes, root)
-        self._wait([req], what)
-        if me != root:
-            req = self._call(self.comm.Igatherv, payload, None, root)
-            self._wait([req], what)
+    def gather_bytes(self, payload: np.ndarray, root: int, what: str) -> list[np.ndarray] | None:
+        if self.rank() != root:
+            self._start(what, self.comm.Igather, np.array([payload.size], np.int64), None, root)
+            self._start(what, self.comm.Igatherv, payload, None, root)
             return None
-        counts = [int(c) for c in sizes]
-        displs = [0] * len(counts)
-        for i in range(1, len(counts)):
-            displs[i] = displs[i - 1] + counts[i - 1]
-        recv = np.empty(sum(counts), np.uint8)
-        req = self._call(self.comm.Igatherv, payload, [recv, (counts, displs), MPI.BYTE], root)
-        self._wait([req], what)
+        sizes = np.empty(self.size(), np.int64)
+        self._start(what, self.comm.Igather, np.array([payload.size], np.int64), sizes, root)
+        recv, counts, displs = self._split_parts(sizes)
+        self._start(what, self.comm.Igatherv, payload, [recv, (counts, displs), self._MPI.BYTE], root)
         return [recv[d:d + c] for d, c in zip(displs, counts)]
 
-    def scatter_bytes(self, payloads, root, what):
-        MPI = self._MPI
-        me = self.rank()
+    def scatter_bytes(self, payloads: list[np.ndarray] | None, root: int, what: str) -> np.ndarray:
         size = np.empty(1, np.int64)
-        counts = [int(p.size) for p in payloads] if me == root else None
-        req = self._call(self.comm.Iscatter, np.array(counts, np.int64) if me == root else None, size, root)
-        self._wait([req], what)
+        if payloads is None or self.rank() != root:
+            self._start(what, self.comm.Iscatter, None, size, root)
+            recv = np.empty(int(size[0]), np.uint8)
+            self._start(what, self.comm.Iscatterv, None, recv, root)
+            return recv
+        counts = [int(p.size) for p in payloads]
+        self._start(what, self.comm.Iscatter, np.array(counts, np.int64), size, root)
         recv = np.empty(int(size[0]), np.uint8)
-        if me == root:
-            displs = [0] * len(counts)
-            for i in range(1, len(counts)):
-                displs[i] = displs[i - 1] + counts[i - 1]
-            send = np.concatenate(payloads) if payloads else np.empty(0, np.uint8)
-            req = self._call(self.comm.Iscatterv, [send, (counts, displs), MPI.BYTE], recv, root)
-        else:
-            req = self._call(self.comm.Iscatterv, None, recv, root)
-        self._wait([req], what)
+        send = np.concatenate(payloads) if payloads else np.empty(0, np.uint8)
+        self._start(what, self.comm.Iscatterv, [send, (counts, _displacements(counts)), self._MPI.BYTE], recv, root)
         return recv
+
+
+def _create(comm: Comm, ranks: list[int], timeout_s: float, *, group_rank: int | None,
+            device_id: DeviceId) -> MPIProcessGroup:
+    return MPIProcessGroup(comm, ranks, timeout_s, group_rank)
+
+
+Backend.register_backend(Backend.MPI, _create, world=world_comm, devices=("cpu", "cuda"), available=is_available)

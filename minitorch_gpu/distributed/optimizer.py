@@ -20,11 +20,28 @@ hook), so communication overlaps the rest of backward, and waits for them all in
 Collectives are matched by order, not by name (there is no coordinator as in Horovod), so every rank must
 produce gradients for the same parameters in the same order, which data-parallel replicas of one model do.
 """
+from __future__ import annotations
+
 import contextlib
 import warnings
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Protocol
 
+from .. import _dtype
 from ..autograd.grad_mode import no_grad
-from .c10d import ReduceOp, _broadcast_coalesced, _resolve, all_reduce, broadcast_object_list, get_rank
+from ..ops.creation import zeros_like
+from ..optim.optimizer import Optimizer
+from ..tensor import Tensor
+from ._process_group import ProcessGroup, Work
+from .c10d import ReduceOp, _broadcast_coalesced, _resolve, _valid_group, all_reduce, broadcast_object_list, get_rank
+
+if TYPE_CHECKING:
+    from .c10d import GroupLike, ReduceOpLike
+
+    # the mixin's methods run as methods of an Optimizer subclass (see DistributedOptimizer)
+    _OptimizerBase = Optimizer
+else:
+    _OptimizerBase = object
 
 __all__ = ["Average", "Compression", "DistributedOptimizer", "Sum", "broadcast_optimizer_state",
            "broadcast_parameters"]
@@ -35,31 +52,44 @@ Average = ReduceOp.AVG
 Sum = ReduceOp.SUM
 
 
+class Compressor(Protocol):
+    """What ``DistributedOptimizer(compression=...)`` calls: ``compress`` returns the tensor to send and a
+    context that ``decompress`` gets back with the reduced tensor."""
+
+    @staticmethod
+    def compress(tensor: Tensor) -> tuple[Tensor, Any]: ...
+
+    @staticmethod
+    def decompress(tensor: Tensor, ctx: Any) -> Tensor: ...
+
+
 class NoneCompressor:
     """No compression: gradients travel in their own dtype."""
 
     @staticmethod
-    def compress(tensor):
+    def compress(tensor: Tensor) -> tuple[Tensor, None]:
         return tensor, None
 
     @staticmethod
-    def decompress(tensor, ctx):
+    def decompress(tensor: Tensor, ctx: None) -> Tensor:
         return tensor
 
 
 class FP16Compressor:
     """Floating-point gradients travel as float16 (half the bytes) and are restored to their dtype after."""
 
+    # NOTE: the ignores below: Tensor's op methods (``to``, ``*``) are bound onto the class when the ops
+    # import, so the type checker does not see them
+
     @staticmethod
-    def compress(tensor):
-        from .. import _dtype
+    def compress(tensor: Tensor) -> tuple[Tensor, _dtype.dtype | None]:
         if tensor.dtype.is_floating_point and tensor.dtype is not _dtype.float16:
-            return tensor.to(_dtype.float16), tensor.dtype
+            return tensor.to(_dtype.float16), tensor.dtype  # type: ignore[attr-defined]
         return tensor, None
 
     @staticmethod
-    def decompress(tensor, ctx):
-        return tensor if ctx is None else tensor.to(ctx)
+    def decompress(tensor: Tensor, ctx: _dtype.dtype | None) -> Tensor:
+        return tensor if ctx is None else tensor.to(ctx)  # type: ignore[attr-defined]
 
 
 class Compression:
@@ -69,17 +99,19 @@ class Compression:
     fp16 = FP16Compressor
 
 
-class _DistributedOptimizer:
+class _DistributedOptimizer(_OptimizerBase):
     """The methods mixed into the dynamic subclass (see :func:`DistributedOptimizer`)."""
 
-    def _dist_setup(self, base_cls, named_parameters, compression, backward_passes_per_step, op,
-                    gradient_predivide_factor, group):
+    def _dist_setup(self, base_cls: type[Optimizer], named_parameters: Iterable[tuple[str, Tensor]] | None,
+                    compression: Compressor, backward_passes_per_step: int, op: ReduceOpLike,
+                    gradient_predivide_factor: float, group: GroupLike) -> None:
         self._dist_base = base_cls
         self._compression = compression
         self._bpps = backward_passes_per_step
         self._op = op
         self._predivide = float(gradient_predivide_factor)
-        self._group = _resolve(group)
+        # a rank outside ``group`` has no gradients to average with it: refuse now, not in the first backward
+        self._group: ProcessGroup = _valid_group(group)
         all_params = [p for g in self.param_groups for p in g["params"]]
         if named_parameters is not None:
             named = list(named_parameters)
@@ -100,14 +132,14 @@ class _DistributedOptimizer:
             name_of = {id(p): f"allreduce.noname.{i}" for i, p in enumerate(all_params)}
         self._names = name_of
         self._params = [p for p in all_params if p.requires_grad]
-        self._handles = {}  # id(param) -> (param, handle or None, ctx)
+        self._handles: dict[int, tuple[Tensor, Work | None, Any]] = {}  # id(param) -> (param, handle, ctx)
         self._delay = {id(p): self._bpps for p in self._params}
         self._synchronized = False
         self._should_synchronize = True
         self._hook_handles = [p.register_post_accumulate_grad_hook(self._make_hook()) for p in self._params]
 
-    def _make_hook(self):
-        def hook(p):
+    def _make_hook(self) -> Callable[[Tensor], None]:
+        def hook(p: Tensor) -> None:
             key = id(p)
             entry = self._handles.get(key)
             if entry is not None and entry[1] is not None and self._delay[key] <= 0:
@@ -120,8 +152,7 @@ class _DistributedOptimizer:
             self._handles[key] = (p, handle, ctx)
         return hook
 
-    def _allreduce_grad_async(self, p):
-        from ..ops.creation import zeros_like
+    def _allreduce_grad_async(self, p: Tensor) -> tuple[Work, tuple[Tensor, Any, float]]:
         if p.grad is None:
             # a parameter this rank did not use still joins the all-reduce, with a zero gradient
             p.grad = zeros_like(p)
@@ -134,24 +165,27 @@ class _DistributedOptimizer:
                     if sent is p.grad:
                         sent.mul_(1.0 / self._predivide)
                     else:
-                        sent = sent * (1.0 / self._predivide)
+                        sent = sent * (1.0 / self._predivide)  # type: ignore[operator, assignment]
                 post = self._predivide / self._group.size()
             work = all_reduce(sent, op=ReduceOp.SUM, group=self._group, async_op=True)
+        assert work is not None  # async_op on a group this rank belongs to (checked in _dist_setup)
         return work, (sent, cctx, post)
 
-    def synchronize(self):
+    def synchronize(self) -> None:
         """Wait for every gradient's all-reduce (starting those whose hooks have not fired yet), leaving the
         reduced gradients in ``.grad``."""
         pending = {k for k, e in self._handles.items()}
         for p in self._params:
             if id(p) not in pending:
                 self._handles[id(p)] = (p, None, None)
+        started = []
         for key, (p, handle, ctx) in list(self._handles.items()):
             if handle is None:
                 handle, ctx = self._allreduce_grad_async(p)
                 self._handles[key] = (p, handle, ctx)
+            started.append((key, p, handle, ctx))
         with no_grad():
-            for key, (p, handle, (sent, cctx, post)) in self._handles.items():
+            for key, p, handle, (sent, cctx, post) in started:
                 handle.wait()
                 out = self._compression.decompress(sent, cctx)
                 if out is not p.grad:
@@ -163,7 +197,7 @@ class _DistributedOptimizer:
         self._synchronized = True
 
     @contextlib.contextmanager
-    def skip_synchronize(self):
+    def skip_synchronize(self) -> Iterator[None]:
         """Within this context ``step()`` does not synchronize (call :meth:`synchronize` yourself first)."""
         self._should_synchronize = False
         try:
@@ -171,7 +205,7 @@ class _DistributedOptimizer:
         finally:
             self._should_synchronize = True
 
-    def step(self, closure=None):
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Synchronize the gradients (unless inside :meth:`skip_synchronize`), then take the wrapped
         optimizer's step."""
         if self._should_synchronize:
@@ -184,20 +218,22 @@ class _DistributedOptimizer:
         self._synchronized = False
         return self._dist_base.step(self, closure)
 
-    def zero_grad(self, set_to_none=True):
+    def zero_grad(self, set_to_none: bool = True) -> None:
         """The wrapped optimizer's ``zero_grad``; refused while gradient all-reduces are still pending."""
         if self._handles:
             raise AssertionError("optimizer.zero_grad() was called after loss.backward() but before "
                                  "optimizer.step() or optimizer.synchronize(). This is prohibited as it can cause a "
                                  "race condition.")
-        return self._dist_base.zero_grad(self, set_to_none)
+        self._dist_base.zero_grad(self, set_to_none)
 
 
 _MIXIN = {k: v for k, v in vars(_DistributedOptimizer).items() if k not in ("__dict__", "__weakref__", "__doc__")}
 
 
-def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none, backward_passes_per_step=1,
-                         op=Average, gradient_predivide_factor=1.0, group=None):
+def DistributedOptimizer(optimizer: Optimizer, named_parameters: Iterable[tuple[str, Tensor]] | None = None,
+                         compression: Compressor = Compression.none, backward_passes_per_step: int = 1,
+                         op: ReduceOpLike = Average, gradient_predivide_factor: float = 1.0,
+                         group: GroupLike = None) -> Optimizer:
     """Wrap ``optimizer`` so that gradients are all-reduced across the ranks of ``group`` (default: all) while
     backward runs, Horovod's ``hvd.DistributedOptimizer``. The result is an instance of a subclass of
     ``type(optimizer)`` sharing its parameter groups and state; use it in place of ``optimizer``.
@@ -206,7 +242,6 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     ``backward_passes_per_step`` > 1 accumulates that many backward passes locally before each all-reduce;
     ``gradient_predivide_factor`` f splits the average into 1/f before the sum and f/size after.
     """
-    from ..optim.optimizer import Optimizer
     if not isinstance(optimizer, Optimizer):
         raise TypeError(f"DistributedOptimizer expects a minitorch_gpu.optim.Optimizer, got "
                         f"{type(optimizer).__name__}")
@@ -222,14 +257,15 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
                         "decompress()")
     base = type(optimizer)
     cls = type(base.__name__, (base,), dict(_MIXIN))
-    opt = object.__new__(cls)
+    opt: _DistributedOptimizer = object.__new__(cls)
     opt.__dict__.update(optimizer.__dict__)
     opt._dist_setup(base, named_parameters, compression, backward_passes_per_step, op, gradient_predivide_factor,
                     group)
     return opt
 
 
-def broadcast_parameters(params, root_rank, group=None):
+def broadcast_parameters(params: dict[str, Tensor] | Iterable[tuple[str, Tensor]] | Iterable[Tensor],
+                         root_rank: int, group: GroupLike = None) -> None:
     """Overwrite tensors on every rank with rank ``root_rank``'s: ``params`` is a ``state_dict()``, or an
     iterable of ``(name, tensor)`` pairs (``model.named_parameters()``) or of tensors."""
     if isinstance(params, dict):
@@ -237,10 +273,10 @@ def broadcast_parameters(params, root_rank, group=None):
     else:
         items = list(params)
         tensors = [x[1] if isinstance(x, tuple) else x for x in items]
-    from ..tensor import Tensor
     for t in tensors:
         if not isinstance(t, Tensor):
-            raise ValueError(f"broadcast_parameters: invalid params of type {type(t).__name__}")
+            # Horovod's error type
+            raise ValueError(f"broadcast_parameters: invalid params of type {type(t).__name__}")  # noqa: TRY004
     seen, unique = set(), []
     for t in tensors:
         if id(t) not in seen:
@@ -249,7 +285,7 @@ def broadcast_parameters(params, root_rank, group=None):
     _broadcast_coalesced(unique, src=root_rank, group=group)
 
 
-def broadcast_optimizer_state(optimizer, root_rank, group=None):
+def broadcast_optimizer_state(optimizer: Optimizer, root_rank: int, group: GroupLike = None) -> None:
     """Make every rank's optimizer state (per-parameter state and hyperparameters) equal to ``root_rank``'s."""
     pg = _resolve(group)
     holder = [optimizer.state_dict() if get_rank() == root_rank else None]

@@ -6,6 +6,8 @@ Each rank also gets torchrun's environment variables (``RANK``, ``LOCAL_RANK``, 
 ``LOCAL_WORLD_SIZE``) from the MPI launcher's, so scripts written for ``torchrun`` find them. ``-m module``
 runs a module instead of a script, as with ``python -m``.
 """
+from __future__ import annotations
+
 import argparse
 import os
 import runpy
@@ -16,7 +18,7 @@ import sys
 __all__ = ["find_mpiexec", "main"]
 
 
-def find_mpiexec():
+def find_mpiexec() -> str:
     """Path of the MPI launcher: next to ``sys.executable`` (the mpich wheel's), ``$MPIEXEC``, or on PATH."""
     here = os.path.join(os.path.dirname(sys.executable), "mpiexec")
     if os.path.isfile(here) and os.access(here, os.X_OK):
@@ -31,7 +33,7 @@ def find_mpiexec():
                        "mpich wheel and its mpiexec) or set $MPIEXEC")
 
 
-def _parser():
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m minitorch_gpu.distributed.run",
                                 description="Run a script on N processes (one rank each) through mpiexec.")
     p.add_argument("--nproc", "--nproc-per-node", "--nproc_per_node", dest="nproc", type=int, default=1,
@@ -46,7 +48,7 @@ def _parser():
     return p
 
 
-def _worker(argv):
+def _worker(argv: list[str]) -> None:
     """Inside one rank: export torchrun's variables, then run the target as ``__main__``."""
     is_module = argv[0] == "-m"
     if is_module:
@@ -69,7 +71,8 @@ def _worker(argv):
         runpy.run_path(target, run_name="__main__")
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
+    """The launcher's command line (``sys.argv[1:]`` by default); returns mpiexec's exit status."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] == "--worker":
         _worker(argv[1:])

@@ -33,6 +33,7 @@ from contextlib import contextmanager
 from ...autograd.engine import AccumulateGrad, queue_callback
 from ...autograd.function import Function, bump_version
 from ...autograd.grad_mode import is_grad_enabled, no_grad
+from ...distributed.c10d import GroupMember, ReduceOp, _broadcast_coalesced, _resolve, all_gather_object, all_reduce
 from ...tensor import Tensor
 from ..module import Module
 
@@ -302,7 +303,6 @@ class _Reducer:
         queue_callback(self._finalize)
         if self.track_unused:
             from ...ops.creation import tensor
-            from ...distributed import ReduceOp, all_reduce
             flags = [1] * len(self.params)
             for i in self.unused:
                 flags[i] = 0
@@ -356,7 +356,6 @@ class _Reducer:
                 p._grad = b.view_tensors[pos]
 
     def _launch_ready(self):
-        from ...distributed import ReduceOp, all_reduce
         buckets = self.buckets
         while self.next_bucket < len(buckets) and buckets[self.next_bucket].pending == 0:
             b = buckets[self.next_bucket]
@@ -520,7 +519,6 @@ class DistributedDataParallel(Module):
                  process_group=None, bucket_cap_mb=None, find_unused_parameters=False, check_reduction=False,
                  gradient_as_bucket_view=False, static_graph=False, *, optimizer=None):
         super().__init__()
-        from ...distributed.c10d import GroupMember, _broadcast_coalesced, _resolve
         if not isinstance(module, Module):
             raise TypeError(f"DistributedDataParallel expects a minitorch_gpu.nn.Module, got {type(module).__name__}")
         pg = _resolve(process_group)
@@ -583,7 +581,6 @@ class DistributedDataParallel(Module):
 
     @staticmethod
     def _verify_same_model(pg, module):
-        from ...distributed import all_gather_object
         mine = [(n, tuple(p.shape), str(p.dtype)) for n, p in module.named_parameters()]
         every = [None] * pg.size()
         all_gather_object(every, mine, group=pg)
@@ -626,7 +623,6 @@ class DistributedDataParallel(Module):
         if self.broadcast_buffers and self.process_group.size() > 1:
             bufs = list(self.module.buffers())
             if bufs:
-                from ...distributed.c10d import _broadcast_coalesced
                 with no_grad():
                     _broadcast_coalesced(bufs, src=self.process_group.ranks[0], group=self.process_group)
         out = self.module(*inputs, **kwargs)

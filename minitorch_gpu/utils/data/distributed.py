@@ -2,6 +2,7 @@
 ``torch.utils.data.distributed.DistributedSampler``."""
 import math
 
+from ... import distributed as dist
 from ...ops.random import Generator, randperm
 from .sampler import Sampler
 
@@ -24,7 +25,6 @@ class DistributedSampler(Sampler):
 
     def __init__(self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0, drop_last=False):
         if num_replicas is None or rank is None:
-            from ... import distributed as dist
             if not dist.is_available():
                 raise RuntimeError("Requires distributed package to be available")
             if num_replicas is None:
