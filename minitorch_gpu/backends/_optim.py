@@ -19,10 +19,11 @@ GIL); the pieces are independent, so results do not depend on the number of thre
 """
 import functools
 import os
-import re
 import threading
 
 import numpy as np
+
+from .cuda.fused_step import FusedStep
 
 _local = threading.local()
 _pool_state = {"pool": None, "pid": None, "workers": 0}
@@ -451,90 +452,3 @@ class OptimMixin:
             add(m, B, out=m)
 
         self._fused_run(body, step.roles_or_none(), (0, 2), 2)
-
-
-# ---------------------------------------------------------------------- one fused step, described
-_KERNEL_ENUM = {"adam": "Adam", "sgd": "Sgd", "rmsprop": "Rmsprop", "adagrad": "Adagrad", "lion": "Lion"}
-
-
-@functools.lru_cache(maxsize=None)
-def enum_codes(fname, enum):
-    """{name: code} of an enum in a kernels/ file (read once per process)."""
-    from ..cuda.loader import enum_codes as read
-    return read(fname, enum)
-
-
-def _codes(kind, what):
-    """{name: code} of kernels/optim_math.cuh's ``<Kind><what>`` enum (what: Scalar or Flag)."""
-    return enum_codes("optim_math.cuh", _KERNEL_ENUM[kind] + what)
-
-
-def _bits(kind, flags):
-    """The option bits of a {flag name: bool} dict."""
-    codes = _codes(kind, "Flag")
-    return sum(1 << codes[k] for k, on in flags.items() if on)
-
-
-@functools.lru_cache(maxsize=None)
-def _group_scalar_count():
-    from ..cuda.loader import kernel_dir
-    with open(os.path.join(kernel_dir(), "optim_math.cuh"), encoding="utf-8") as f:
-        m = re.search(r"#define\s+MT_OPTIM_GROUP_SCALARS\s+(\d+)", f.read())
-    return int(m.group(1))
-
-
-class FusedStep:
-    """One fused optimizer step over a group, in the terms of kernels/optim_math.cuh, for whichever
-    implementation runs it.
-
-    ``roles``: the parameters, the gradients and each state in the kernel's order (None for a state the options
-    leave unused). ``scalars`` and ``flags`` are the group's, by their names in the kernel's enums;
-    ``tensor_scalars`` (up to two numbers) and ``tensor_flags`` (a dict of flags) are per tensor.
-    """
-    __slots__ = ("kind", "roles", "scalars", "flags", "tensor_scalars", "tensor_flags")
-
-    def __init__(self, kind, roles, scalars, flags, tensor_scalars=None, tensor_flags=None):
-        self.kind, self.roles, self.scalars, self.flags = kind, list(roles), scalars, flags
-        self.tensor_scalars, self.tensor_flags = tensor_scalars, tensor_flags
-
-    def roles_or_none(self):
-        """The roles with a list of Nones for each unused state (the array-module bodies' layout)."""
-        n = len(self.roles[0])
-        return [r if r is not None else [None] * n for r in self.roles]
-
-    def flag_bits(self):
-        return _bits(self.kind, self.flags)
-
-    def consts(self):
-        """[group scalars | per tensor: extra flag bits, t0, t1] as floats: the kernels' ``consts`` argument
-        (float64)."""
-        n = len(self.roles[0])
-        g = _group_scalar_count()
-        out = [0.0] * (g + 3 * n)
-        codes = _codes(self.kind, "Scalar")
-        for k, v in self.scalars.items():
-            out[codes[k]] = float(v)
-        if self.tensor_flags is not None:
-            for i, tf in enumerate(self.tensor_flags):
-                out[g + 3 * i] = float(_bits(self.kind, tf))
-        if self.tensor_scalars is not None:
-            for i, ts in enumerate(self.tensor_scalars):
-                out[g + 3 * i + 1:g + 3 * i + 1 + len(ts)] = map(float, ts)
-        return out
-
-
-def fused_group_sizes(step, array_type, dt, writeable=False):
-    """Element counts of the group's tensors when every array of every used role is a C-contiguous
-    ``array_type`` of dtype ``dt`` with its parameter's size (and, with ``writeable``, every role but the
-    gradients writeable): what a compiled step needs. Else None."""
-    sizes = []
-    for arrs in zip(*[r for r in step.roles if r is not None]):
-        n = arrs[0].size
-        for j, a in enumerate(arrs):
-            if type(a) is not array_type or (a.dtype is not dt and a.dtype != dt) or a.size != n:
-                return None
-            fl = a.flags
-            if not fl.c_contiguous or (writeable and j != 1 and not fl.writeable):
-                return None
-        sizes.append(n)
-    return sizes

@@ -5,7 +5,7 @@ machine without a driver: CI's compile gate (every ``kernels/*.cu`` for sm_80 an
 register and spill report) and ahead-of-time checks. The library comes from the ``nvidia-cuda-nvrtc-cu12``
 wheel (a ``test`` extra), from ``$MINITORCH_GPU_NVRTC`` (a path to ``libnvrtc.so``), or from the system.
 
-    >>> from minitorch_gpu.cuda import nvrtc
+    >>> from minitorch_gpu.backends.cuda import nvrtc
     >>> r = nvrtc.compile('extern "C" __global__ void k(float* x) { x[0] = 1; }', arch="sm_80")
     >>> r.cubin[:4] == b"\\x7fELF"
     True

@@ -22,7 +22,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from ... import _native
+from .... import _native
 from .errors import SimCompileError
 
 __all__ = ["cache_dir", "build_module", "runtime_library", "Library", "KernelInfo"]

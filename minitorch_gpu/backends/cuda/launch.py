@@ -13,8 +13,9 @@ library's built-in for that call.
 """
 import numpy as np
 
-from ..backends._optim import fused_group_sizes
 from . import loader as _loader
+from .fused_step import FusedStep, fused_group_sizes
+from .loader import enum_codes as codes
 
 __all__ = ["Launcher", "THREADS"]
 
@@ -27,18 +28,6 @@ _PY_SCALARS = (int, float, bool)
 _META_CACHE_MAX = 512
 _BOOL = np.dtype(np.bool_)
 MODE_VEC = 1 << 4  # elementwise.cu's MODE_VEC: operands are contiguous and 16-byte aligned
-
-# the op codes, read once from the kernel sources (see loader.enum_codes)
-_CODES = {}
-
-
-def codes(fname, enum):
-    key = (fname, enum)
-    c = _CODES.get(key)
-    if c is None:
-        c = _CODES[key] = _loader.enum_codes(fname, enum)
-    return c
-
 
 def _i64(v):
     return np.int64(v)
@@ -609,17 +598,18 @@ class _StepKernels:
     OPTIM_CHUNK = 65536
 
     def optim_step(self, step):
-        """One fused optimizer step (a backends._optim.FusedStep) in one launch; False when a tensor does not
-        fit (not a contiguous float32/float64 array of the group's dtype)."""
+        """One fused optimizer step in one launch; None when a tensor does not fit (not a contiguous
+        float32/float64 array of the group's dtype)."""
         roles = step.roles
-        if not roles[0]:
+        params = step.params
+        if not params:
             return True
-        dt = roles[0][0].dtype
+        dt = params[0].dtype
         if dt not in _FLOATS:
-            return False
+            return None
         sizes = fused_group_sizes(step, self.xp.ndarray, dt)
         if sizes is None:
-            return False
+            return None
         sizes = np.asarray(sizes, dtype=np.int64)
         chunk = self.OPTIM_CHUNK
         counts = (sizes + chunk - 1) // chunk
@@ -703,15 +693,15 @@ class _StepKernels:
         return out, nb
 
     def embedding_backward(self, out, idx, grad):
-        """out[idx[i], :] += grad[i, :] (in place) for a contiguous 2-d float ``out``; False when unsupported."""
+        """out[idx[i], :] += grad[i, :] (in place) for a contiguous 2-d float ``out``; None when unsupported."""
         xp = self.xp
         dt = out.dtype
         if dt not in _FLOATS or out.ndim != 2 or not out.flags.c_contiguous or idx.dtype != np.int64:
-            return False
+            return None
         n_idx = idx.size
         dim = out.shape[1]
         if grad.dtype != dt or grad.shape != idx.shape + (dim,):
-            return False
+            return None
         if n_idx == 0 or dim == 0:
             return True
         grad = xp.ascontiguousarray(grad)
