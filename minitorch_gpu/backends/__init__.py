@@ -13,12 +13,19 @@ Nothing here imports the public ``mt.cuda`` package, which sits above this layer
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from .._device import device as _device_cls
+from .. import _device
 from . import cuda  # ``mt.backends.cuda.matmul.allow_tf32``
 from .base import Backend
 from .cuda import device as _cuda_device
+from .cuda_backend import make_cuda_backend
+from .numpy_backend import NumpyBackend
+
+# typed handles on the untyped device class and CPU backend constructor
+_device_cls: Callable[..., Any] = _device.device
+_cpu_backend_cls: Callable[[], Backend] = NumpyBackend
 
 __all__ = ["Backend", "get_backend", "cpu_backend", "cuda"]
 
@@ -40,7 +47,6 @@ def get_backend(dev: Any) -> Backend:
         be = _cache.get(key)
         if be is None:
             _cuda_device.check_device(idx)
-            from .cuda_backend import make_cuda_backend  # noqa: PLC0415 (CuPy is imported only when asked for)
             be = make_cuda_backend(idx)
             _cache[key] = be
         if d.index is None:
@@ -50,8 +56,7 @@ def get_backend(dev: Any) -> Backend:
         key = _device_cls("cpu")
         be = _cache.get(key)
         if be is None:
-            from .numpy_backend import NumpyBackend
-            be = NumpyBackend()
+            be = _cpu_backend_cls()
             _cache[key] = be
     # remember the spelling used so the next lookup is a single dict hit
     try:
@@ -68,5 +73,5 @@ def cpu_backend() -> Backend:
 
 def _reset_cuda_backends() -> None:
     """Forget CUDA backends (``mt.cuda.use_simulator`` and tests that toggle the simulator use it)."""
-    for k in [k for k, v in _cache.items() if v.device.type == "cuda"]:
+    for k in [k for k, v in _cache.items() if getattr(v.device, "type", None) == "cuda"]:
         del _cache[k]

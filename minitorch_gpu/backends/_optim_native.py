@@ -18,7 +18,7 @@ import platform
 import threading
 import warnings
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 import numpy as np
 
@@ -40,7 +40,15 @@ _DTYPES = {np.dtype(np.float32): 0, np.dtype(np.float64): 1}
 _ROLES = 5  # param, grad and up to three states: optim_cpu.cpp's kRoles
 
 _lock = threading.Lock()
-_state: dict[str, Any] = {"lib": None, "tried": False, "reason": None}
+
+
+class _LibraryState(TypedDict):
+    lib: _Library | None
+    tried: bool
+    reason: str | None
+
+
+_state: _LibraryState = {"lib": None, "tried": False, "reason": None}
 
 
 class NativeBuildError(RuntimeError):
@@ -84,7 +92,7 @@ def _data_offset() -> int:
     and checked on arrays of several kinds, or -1 (then Python passes data addresses itself)."""
     if ctypes.sizeof(ctypes.c_void_p) != 8:
         return -1
-    probes = [np.empty(3, np.float32), np.zeros((4, 5))[1:], np.arange(9.0)[::2], np.ones((2, 3), np.float32).T]
+    probes: list[Any] = [np.empty(3, np.float32), np.zeros((4, 5))[1:], np.arange(9.0)[::2], np.ones((2, 3), np.float32).T]
     want = [a.__array_interface__["data"][0] for a in probes]
     for off in range(8, 72, 8):
         if all(ctypes.c_uint64.from_address(id(a) + off).value == w for a, w in zip(probes, want)):

@@ -27,7 +27,7 @@ from typing import Any, Literal, TypeVar
 
 import numpy as np
 
-from .._device import device
+from .. import _device
 from .._dtype import bfloat16
 from ._types import Array
 from .base import Backend
@@ -45,6 +45,7 @@ def kernels_enabled() -> bool:
     return os.environ.get("MINITORCH_GPU_KERNELS", "1").strip() not in ("0", "false", "False", "off")
 
 
+_device_cls: Callable[..., Any] = _device.device  # a typed handle on the untyped device class
 _INF = float("inf")
 # the dtypes the row kernels (cross_entropy.cu, layernorm.cu) are instantiated for
 _KERNEL_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -366,11 +367,12 @@ class CudaBackend(Backend):
     name = "cuda"
     kernels: Launcher | None = None
     index: int
+    device: Any
 
     def _init_cuda(self, index: int, xp: Any, launcher: Launcher | None) -> None:
         self.xp = xp
         self.index = index
-        self.device = device("cuda", index)
+        self.device = _device_cls("cuda", index)
         self.kernels = launcher if kernels_enabled() else None
 
     def np_dtype(self, dtype: Any) -> Any:
@@ -389,8 +391,8 @@ class CudaBackend(Backend):
         return _builtin("matmul")(self, a, b)
 
 
-for _name, _route in ROUTES.items():
-    setattr(CudaBackend, _name, _kernel_first(_name, _route))
+for _primitive, _route in ROUTES.items():
+    setattr(CudaBackend, _primitive, _kernel_first(_primitive, _route))
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])

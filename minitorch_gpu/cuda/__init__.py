@@ -8,10 +8,11 @@ CUDA request raises a RuntimeError that says why.
 """
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Literal
 
+from .. import _device
 from .. import backends as _backends
-from .._device import device as _dev
 from ..backends.cuda import device as _probe
 from ..backends.cuda.device import current_device as current_device
 from ..backends.cuda.device import device_count as device_count
@@ -25,6 +26,16 @@ __all__ = ["is_available", "device_count", "current_device", "set_device", "sync
            "set_rng_state", "get_rng_state_all", "set_rng_state_all", "is_initialized"]
 
 _DeviceLike = Any  # an int ordinal, a device, or a string such as "cuda:1"
+_dev: Callable[..., Any] = _device.device
+
+
+def _random() -> Any:
+    """ops/random.py, where the default generators live.
+
+    NOTE: imported on use: autograd imports this package (for nvtx) while ops imports autograd, so a
+    module-level import of ops here would run while ops is half initialised."""
+    from ..ops import random
+    return random
 
 
 def set_device(dev: _DeviceLike) -> None:
@@ -63,7 +74,7 @@ class device:
             set_device(self.idx)
         return self
 
-    def __exit__(self, *exc: object) -> bool:
+    def __exit__(self, *exc: object) -> Literal[False]:
         if self.prev >= 0:
             set_device(self.prev)
         return False
@@ -72,11 +83,8 @@ class device:
 # ---------------------------------------------------------------------- random number generators
 # Each GPU has a default Generator (ops/random.py). Seeding without a GPU is a silent no-op, as in PyTorch,
 # so scripts that always call ``cuda.manual_seed`` run on CPU-only machines; reading a state needs a GPU.
-# NOTE: ops is imported inside the functions: autograd imports this package (for nvtx) while ops imports
-# autograd, so a module-level import of ops here would run while ops is half initialised.
 
 def _gen(dev: _DeviceLike | None = None) -> Any:
-    from ..ops import random as _random
     if dev is None or dev == "cuda":
         idx = current_device()
     elif isinstance(dev, int):
@@ -87,23 +95,21 @@ def _gen(dev: _DeviceLike | None = None) -> Any:
             raise ValueError(f"Expected a cuda device, but got: {d}")
         idx = current_device() if d.index is None else d.index
     _probe.check_device(idx)
-    return _random.cuda_default_generator(idx)
+    return _random().cuda_default_generator(idx)
 
 
 def manual_seed(seed: int) -> None:
     """Seed the current GPU's default generator (a no-op without CUDA)."""
     seed = int(seed)
     if not is_available():
-        from ..ops import random as _random
-        _random._check_seed(seed)
+        _random()._check_seed(seed)
         return
     _gen().manual_seed(seed)
 
 
 def manual_seed_all(seed: int) -> None:
     """Seed every GPU's default generator, including ones first used later (a no-op without CUDA)."""
-    from ..ops import random as _random
-    _random.seed_cuda_all(int(seed))
+    _random().seed_cuda_all(int(seed))
 
 
 def seed() -> None:
@@ -114,8 +120,8 @@ def seed() -> None:
 
 def seed_all() -> None:
     """Seed every GPU's default generator with one non-deterministic seed (a no-op without CUDA)."""
-    from ..ops import random as _random
-    _random.seed_cuda_all(_random._fresh_seed())
+    rng = _random()
+    rng.seed_cuda_all(rng._fresh_seed())
 
 
 def initial_seed() -> int:

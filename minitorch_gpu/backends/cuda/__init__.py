@@ -34,13 +34,14 @@ class _MatmulFlags:
     """``mt.backends.cuda.matmul``: flags read by the CUDA backend's matmul on every call."""
 
     __slots__ = ("_allow_tf32",)
+    _allow_tf32: bool
 
     def __init__(self) -> None:
         object.__setattr__(self, "_allow_tf32", False)
 
     @property
     def allow_tf32(self) -> bool:
-        return bool(self._allow_tf32)
+        return self._allow_tf32
 
     @allow_tf32.setter
     def allow_tf32(self, value: bool) -> None:

@@ -91,7 +91,7 @@ class FusedStep:
         return out
 
 
-def fused_group_sizes(step: FusedStep, array_type: type, dt: Any, writeable: bool = False) -> list[int] | None:
+def fused_group_sizes(step: FusedStep, array_type: Any, dt: Any, writeable: bool = False) -> list[int] | None:
     """Element counts of the group's tensors when every array of every used role is a C-contiguous
     ``array_type`` of dtype ``dt`` with its parameter's size (and, with ``writeable``, every role but the
     gradients writeable): what a compiled step needs. Else None."""
