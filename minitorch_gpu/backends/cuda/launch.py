@@ -392,16 +392,7 @@ class _RowKernels(_MapKernels):
         rows = x.size // cols if cols else 0
         if rows == 0 or cols == 0:
             return y
-        t = _TNAME[x.dtype]
-        if cols <= self.WARP_ROW_MAX:
-            per_block = THREADS // 32
-            grid = (max(1, min((rows + per_block - 1) // per_block, self.max_blocks)),)
-            self.fn("softmax.cu", f"softmax_forward_v1<{t}>")(grid, (THREADS,), (x, y, _i64(rows), _i64(cols),
-                                                                                  _i32(log)))
-        else:
-            grid = (max(1, min(rows, self.max_blocks)),)
-            self.fn("softmax.cu", f"softmax_forward_v2<{t}>")(grid, (THREADS,), (x, y, _i64(rows), _i64(cols),
-                                                                                  _i32(log)))
+        self._softmax_rows("softmax_forward", x.dtype, rows, cols, (x, y, _i64(rows), _i64(cols), _i32(log)))
         return y
 
     def softmax_backward(self, y: Array, g: Array, log: bool, axis: int) -> Array | None:
@@ -416,16 +407,21 @@ class _RowKernels(_MapKernels):
         rows = y.size // cols if cols else 0
         if rows == 0 or cols == 0:
             return dx
-        t = _TNAME[y.dtype]
+        self._softmax_rows("softmax_backward", y.dtype, rows, cols,
+                           (y, g, dx, _i64(rows), _i64(cols), _i32(log)))
+        return dx
+
+    def _softmax_rows(self, kernel: str, dt: NpDtype, rows: int, cols: int, args: tuple[Any, ...]) -> None:
+        """Launch ``kernel``'s v1 (a warp per row) for rows up to ``WARP_ROW_MAX`` long, else its v2 (a block
+        per row)."""
         if cols <= self.WARP_ROW_MAX:
             per_block = THREADS // 32
             grid = (max(1, min((rows + per_block - 1) // per_block, self.max_blocks)),)
-            name = f"softmax_backward_v1<{t}>"
+            version = "v1"
         else:
             grid = (max(1, min(rows, self.max_blocks)),)
-            name = f"softmax_backward_v2<{t}>"
-        self.fn("softmax.cu", name)(grid, (THREADS,), (y, g, dx, _i64(rows), _i64(cols), _i32(log)))
-        return dx
+            version = "v2"
+        self.fn("softmax.cu", f"{kernel}_{version}<{_TNAME[dt]}>")(grid, (THREADS,), args)
 
     def _flag(self) -> Array:
         return self.xp.zeros(1, dtype=np.int32)
