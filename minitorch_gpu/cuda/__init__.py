@@ -1,5 +1,5 @@
 """``mt.cuda``, the public ``torch.cuda`` API: is a GPU there, how many, which one is current, seeding, the
-simulator switch, NVTX ranges.
+simulator switch, NVTX ranges (``mt.cuda.nvtx``).
 
 This package sits above the dispatch layer: the answers come from the CUDA runtime's probe
 (``minitorch_gpu.backends.cuda.device``), which the backends share, so ``mt.cuda`` and device "cuda" always
@@ -20,6 +20,9 @@ from ..backends.cuda.device import is_available as is_available
 from ..backends.cuda.device import is_initialized as is_initialized
 from ..backends.cuda.device import is_simulated as is_simulated
 from ..backends.cuda.device import state as _state
+
+# NOTE: the module itself, not a copy of its names: ``enable`` rebinds the ``enabled`` flag its callers read
+from ..backends.cuda import nvtx as nvtx
 
 __all__ = ["is_available", "device_count", "current_device", "set_device", "synchronize", "device",
            "manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed", "get_rng_state",

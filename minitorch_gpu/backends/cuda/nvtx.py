@@ -6,6 +6,8 @@ placed in ``Op.apply`` (the op's node name, e.g. ``AddBackward0``) and ``Module.
 name). With the switch off (the default) or without the ``nvtx`` package (the ``nvtx`` extra) ``enabled`` is
 False and the callers skip the calls entirely, so the cost is one module-global read per op.
 
+It lives with the CUDA runtime, below autograd and nn which call it; ``mt.cuda.nvtx`` is this module.
+
     >>> from minitorch_gpu.cuda import nvtx
     >>> with nvtx.range("data loading"):
     ...     pass
