@@ -19,6 +19,7 @@ On a GPU every primitive runs with the backend's GPU current, so tensors on ``cu
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 import os
 from collections.abc import Callable
@@ -64,16 +65,24 @@ Launch = Callable[..., Any]
 
 @dataclass(frozen=True)
 class Route:
-    """How the kernels serve one primitive: ``launch(backend, kernels, *args, **kwargs)`` (the primitive's own
-    arguments) returns the result or None; ``when(*args, **kwargs)``, if given, is checked first (a call it
-    rejects goes to the built-in without asking the kernels); ``in_place`` primitives return None, as their
-    built-in does, after a launch that wrote the result; ``fallback(backend, *args, **kwargs)`` replaces the
-    built-in body of ``Backend`` when the kernels decline."""
+    """How the kernels serve one primitive.
 
-    launch: Launch
+    ``launch(backend, kernels, *args)`` (the primitive's own arguments) returns the result or None; a route
+    whose launcher method takes exactly the primitive's arguments names it instead (``method``), and the
+    primitive calls ``kernels.<method>(*args)``. ``when(*args)``, if given, is checked first: a call it rejects
+    goes to the built-in without asking the kernels. ``in_place`` primitives return None, as their built-in does,
+    after a launch that wrote the result. ``fallback(backend, *args)`` replaces the built-in body of ``Backend``
+    when the kernels decline."""
+
+    launch: Launch | None = None
+    method: str | None = None
     when: Callable[..., Any] | None = None
     in_place: bool = False
     fallback: Callable[..., Any] | None = None
+
+    def __post_init__(self) -> None:
+        if (self.launch is None) == (self.method is None):
+            raise ValueError("a Route needs exactly one of launch (a function) or method (a Launcher method name)")
 
 
 def _builtin(name: str) -> Callable[..., Any]:
@@ -82,56 +91,61 @@ def _builtin(name: str) -> Callable[..., Any]:
     return fn
 
 
+_PRIMITIVE_TEMPLATE = """\
+def {name}(self, {params}):
+    kernels = self.kernels
+    if kernels is not None{guard}:
+        r = {launch}({launch_args})
+        if r is not None:
+            return {result}
+    return fallback(self, {args})
+"""
+
+
 def _kernel_first(name: Primitive, route: Route) -> Callable[..., Any]:
-    """Primitive ``name`` of ``CudaBackend``: ``route`` first, the built-in body when it declines."""
-    launch, when = route.launch, route.when
-    fallback = route.fallback or _builtin(name)
-    # NOTE: one closure per shape of route, chosen here, keeps the hot path (``binary`` on every ``a + b``) at
-    # one attribute read and one test more than a call of the launcher itself
-    if route.in_place:
-        def primitive(self: CudaBackend, *args: Any, **kwargs: Any) -> Any:
-            kern = self.kernels
-            if kern is not None and (when is None or when(*args, **kwargs)) and \
-                    launch(self, kern, *args, **kwargs) is not None:
-                return None
-            return fallback(self, *args, **kwargs)
-    elif when is None:
-        def primitive(self: CudaBackend, *args: Any, **kwargs: Any) -> Any:
-            kern = self.kernels
-            if kern is not None:
-                r = launch(self, kern, *args, **kwargs)
-                if r is not None:
-                    return r
-            return fallback(self, *args, **kwargs)
-    else:
-        def primitive(self: CudaBackend, *args: Any, **kwargs: Any) -> Any:
-            kern = self.kernels
-            if kern is not None and when(*args, **kwargs):
-                r = launch(self, kern, *args, **kwargs)
-                if r is not None:
-                    return r
-            return fallback(self, *args, **kwargs)
-    primitive.__name__ = primitive.__qualname__ = name
-    primitive.__doc__ = _builtin(name).__doc__
+    """Primitive ``name`` of ``CudaBackend``: ``route`` first, the built-in body when it declines.
+
+    NOTE: the method is generated with the built-in's own parameter list (as ``dataclasses`` generates
+    ``__init__``) rather than as a ``*args, **kwargs`` wrapper: packing and unpacking the arguments would cost
+    about 150 ns a call, and ``binary`` runs on every ``a + b``. The generated body is the pattern every
+    primitive used to spell out by hand."""
+    builtin = _builtin(name)
+    params: list[str] = []
+    args: list[str] = []
+    defaults: dict[str, Any] = {}
+    keyword_only = False
+    for p in list(inspect.signature(builtin).parameters.values())[1:]:
+        if p.kind not in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY):
+            raise TypeError(f"Backend.{name}: a routed primitive takes named parameters only, not {p}")
+        if p.kind is inspect.Parameter.KEYWORD_ONLY and not keyword_only:
+            params.append("*")
+            keyword_only = True
+        if p.default is inspect.Parameter.empty:
+            params.append(p.name)
+        else:
+            defaults[f"_default_{p.name}"] = p.default
+            params.append(f"{p.name}=_default_{p.name}")
+        args.append(f"{p.name}={p.name}" if keyword_only else p.name)
+    call = ", ".join(args)
+    source = _PRIMITIVE_TEMPLATE.format(
+        name=name, params=", ".join(params), args=call,
+        guard=f" and when({call})" if route.when is not None else "",
+        launch=f"kernels.{route.method}" if route.method else "launch",
+        launch_args=call if route.method else f"self, kernels, {call}",
+        result="None" if route.in_place else "r")
+    namespace: dict[str, Any] = {"launch": route.launch, "when": route.when,
+                                 "fallback": route.fallback or builtin, **defaults}
+    exec(compile(source, f"<kernel-first route of {name}>", "exec"), namespace)
+    primitive: Callable[..., Any] = namespace[name]
+    primitive.__qualname__ = f"CudaBackend.{name}"
+    primitive.__doc__ = builtin.__doc__
     return primitive
 
 
 # ---------------------------------------------------------------------- launches, by kernel file
 # Each takes (backend, kernels, <the primitive's arguments>) and returns the result or None.
 
-# elementwise.cu
-def _unary(be: CudaBackend, kern: Launcher, name: str, x: Array, out: Array | None = None) -> Array | None:
-    return kern.unary(name, x, out)
-
-
-def _binary(be: CudaBackend, kern: Launcher, name: str, a: Any, b: Any, out: Array | None = None) -> Array | None:
-    return kern.binary(name, a, b, out)
-
-
-def _where(be: CudaBackend, kern: Launcher, cond: Array, a: Any, b: Any) -> Array | None:
-    return kern.where(cond, a, b)
-
-
+# elementwise.cu (unary, binary and where call the launcher's methods of the same name)
 def _clamp(be: CudaBackend, kern: Launcher, x: Array, lo: Any, hi: Any) -> Array | None:
     return kern.ternary("clamp", x, -_INF if lo is None else lo, _INF if hi is None else hi)
 
@@ -331,9 +345,9 @@ def _add_at(be: CudaBackend, kern: Launcher, a: Array, index: Any, values: Any) 
 
 
 ROUTES: dict[Primitive, Route] = {
-    "unary": Route(_unary),
-    "binary": Route(_binary),
-    "where": Route(_where),
+    "unary": Route(method="unary"),
+    "binary": Route(method="binary"),
+    "where": Route(method="where"),
     "clamp": Route(_clamp, when=lambda x, lo, hi: lo is not None or hi is not None),
     "gelu": Route(_gelu),
     "gelu_backward": Route(_gelu_backward, when=lambda g, x, approximate="none": g.dtype == x.dtype),
