@@ -8,6 +8,6 @@ setup(
     package_dir={"minitorch_gpu.kernels": "kernels"},
     package_data={
         "minitorch_gpu.kernels": ["*.cu", "*.cuh", "*.cpp", "README.md"],
-        "minitorch_gpu.cuda.sim": ["*.h", "*.cpp", "include/*"],
+        "minitorch_gpu.backends.cuda.sim": ["*.h", "*.cpp", "include/*"],
     },
 )

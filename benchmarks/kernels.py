@@ -76,7 +76,7 @@ def cases(cp, quick):
     import minitorch_gpu as mt
     from minitorch_gpu.backends.base import Backend
     be = mt.ones(1, device="cuda")._be
-    k = be.k
+    k = be.kernels
     torch = _torch_cuda()
     n = (1 << 22) if quick else (1 << 26)
     rng = cp.random.default_rng(0)

@@ -1,6 +1,6 @@
 // common.cuh: device code shared by every kernels/*.cu file.
 //
-// The loader (minitorch_gpu/cuda/loader.py) pastes this header in place of `#include "common.cuh"`, so a
+// The loader (minitorch_gpu/backends/cuda/loader.py) pastes this header in place of `#include "common.cuh"`, so a
 // change here changes every file's compile-cache key. Contents:
 //   - integer aliases and the grid-stride loop
 //   - float/double math overloads (mt_exp, ...): one spelling for NVRTC and for the CPU simulator's g++

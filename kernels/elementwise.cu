@@ -14,7 +14,7 @@
 // An operation is an op code (the enums below) passed to the kernel, not a template parameter: one compile
 // per file instead of one instantiation per op and dtype and path (hundreds), and the switch is uniform across
 // the grid (every thread takes the same branch), so it costs no divergence. The Python launcher
-// (minitorch_gpu/cuda/launch.py) reads the enums from this file, so the names here are the primitive names.
+// (minitorch_gpu/backends/cuda/launch.py) reads the enums from this file, so the names here are the primitive names.
 //
 // float16 never reaches these kernels: the backend routes it to the array library's built-ins (the CPU
 // simulator that runs this file in CI has no half types).

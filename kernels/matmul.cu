@@ -10,7 +10,7 @@
 //                       operand's inner dim is contiguous, its rows 16-byte aligned and K (A) / N (B) a
 //                       multiple of the pack (`vec` bit 0 for A, bit 1 for B).
 //
-// The launcher (cuda/launch.py) picks this kernel for float32 and float64 unless
+// The launcher (backends/cuda/launch.py) picks this kernel for float32 and float64 unless
 // mt.backends.cuda.matmul.allow_tf32 asks for cuBLAS TF32 on a GPU.
 #include "common.cuh"
 

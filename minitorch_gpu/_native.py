@@ -4,6 +4,8 @@ libraries it makes are cached, and how a failure is reported.
 Libraries are cached on disk under a content key (the caller hashes its sources, flags and ``compiler_id``),
 written to a temporary name and renamed into place, so concurrent processes never load a half-written file.
 """
+from __future__ import annotations
+
 import functools
 import hashlib
 import os
@@ -12,11 +14,15 @@ import subprocess
 import tempfile
 import threading
 from pathlib import Path
+from typing import Any
+
+ErrorType = type[Exception]
+"""The exception class a caller wants its build failures raised as."""
 
 __all__ = ["cache_dir", "compiler", "compiler_id", "sha", "run_compiler", "build_library", "atomic_write"]
 
 
-def cache_dir(sub, error=RuntimeError, purpose="minitorch_gpu"):
+def cache_dir(sub: str, error: ErrorType = RuntimeError, purpose: str = "minitorch_gpu") -> Path:
     """A writable cache folder ``<root>/<sub>``: the root is ``$MINITORCH_GPU_CACHE``, else
     ``~/.cache/minitorch_gpu`` (``$XDG_CACHE_HOME`` respected), else a per-user temporary directory."""
     root = os.environ.get("MINITORCH_GPU_CACHE")
@@ -36,18 +42,18 @@ def cache_dir(sub, error=RuntimeError, purpose="minitorch_gpu"):
                 "writable directory")
 
 
-def compiler():
+def compiler() -> str:
     """The C++ compiler: ``$CXX``, else ``g++``."""
     return os.environ.get("CXX", "g++")
 
 
 @functools.lru_cache(maxsize=None)
-def _version_line(cxx):
+def _version_line(cxx: str) -> str:
     out = subprocess.run([cxx, "--version"], capture_output=True, text=True, check=True).stdout
     return out.splitlines()[0] if out else cxx
 
 
-def compiler_id(cxx, error=RuntimeError, purpose="minitorch_gpu"):
+def compiler_id(cxx: str, error: ErrorType = RuntimeError, purpose: str = "minitorch_gpu") -> str:
     """The first line of ``cxx --version`` (part of every cache key, so a new compiler rebuilds)."""
     try:
         return _version_line(cxx)
@@ -56,7 +62,7 @@ def compiler_id(cxx, error=RuntimeError, purpose="minitorch_gpu"):
                     "point $CXX at one") from e
 
 
-def sha(*parts):
+def sha(*parts: Any) -> str:
     """Hex SHA-256 of the parts (bytes, or anything with a str), each followed by a separator."""
     h = hashlib.sha256()
     for p in parts:
@@ -65,7 +71,8 @@ def sha(*parts):
     return h.hexdigest()
 
 
-def run_compiler(cmd, what, error=RuntimeError, purpose="minitorch_gpu"):
+def run_compiler(cmd: list[str], what: str, error: ErrorType = RuntimeError,
+                 purpose: str = "minitorch_gpu") -> subprocess.CompletedProcess[str]:
     """Run a compiler command; ``error`` with the compiler's output (truncated) when it fails."""
     try:
         r = subprocess.run(cmd, capture_output=True, text=True)
@@ -80,7 +87,8 @@ def run_compiler(cmd, what, error=RuntimeError, purpose="minitorch_gpu"):
     return r
 
 
-def build_library(path, cmd, what, error=RuntimeError, purpose="minitorch_gpu"):
+def build_library(path: Path, cmd: list[str], what: str, error: ErrorType = RuntimeError,
+                  purpose: str = "minitorch_gpu") -> Path:
     """Compile ``cmd + ["-o", <temporary>]`` and rename the result to ``path``, unless ``path`` exists already
     (a library cached under its content key)."""
     if path.exists():
@@ -95,7 +103,7 @@ def build_library(path, cmd, what, error=RuntimeError, purpose="minitorch_gpu"):
     return path
 
 
-def atomic_write(path, data):
+def atomic_write(path: Path, data: bytes) -> None:
     """Write bytes to ``path`` through a temporary file and a rename."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     tmp.write_bytes(data)

@@ -1,5 +1,5 @@
 """One test body, every backend: the ``device`` fixture runs a test on ``cpu``, on ``cuda-sim`` (device
-"cuda" backed by the CPU simulator: NumPy arrays and the kernels of kernels/*.cu run by cuda/sim) and on
+"cuda" backed by the CPU simulator: NumPy arrays and the kernels of kernels/*.cu run by backends/cuda/sim) and on
 ``cuda`` (a real GPU; skipped without one). A ``cuda-sim`` test sees the device string "cuda", so the
 same body runs unchanged; the simulator is switched on for that test only and the CUDA backends are reset
 around it, so the real GPU and the simulator never share a backend."""

@@ -17,15 +17,36 @@ through ``out=`` into the parameter, its state, or scratch buffers kept per thre
 float32 arithmetic in float32. A long group is split across a small thread pool (NumPy ufuncs release the
 GIL); the pieces are independent, so results do not depend on the number of threads.
 """
+from __future__ import annotations
+
 import functools
 import os
-import re
 import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypedDict
 
 import numpy as np
 
+from ._types import Array, NpDtype
+from .cuda.fused_step import FusedStep
+
+Arrays = list[Array]
+"""One array per tensor of a parameter group."""
+Scalars = float | Sequence[float]
+"""One number for every tensor of a list, or one per tensor."""
+Body = Callable[[list[Any], Arrays, int], None]
+"""A fused step's array-module body: ``body(arrays of one tensor by role, scratch arrays, tensor index)``."""
+
+
+class _PoolState(TypedDict):
+    pool: ThreadPoolExecutor | None
+    pid: int | None
+    workers: int
+
+
 _local = threading.local()
-_pool_state = {"pool": None, "pid": None, "workers": 0}
+_pool_state: _PoolState = {"pool": None, "pid": None, "workers": 0}
 _pool_lock = threading.Lock()
 
 # below this many elements in a group, handing pieces to threads costs more than it saves
@@ -35,7 +56,7 @@ _UNARY = {"neg": "negative", "sqrt": "sqrt", "sign": "sign"}
 _BINARY = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide", "maximum": "maximum"}
 
 
-def _default_threads():
+def _default_threads() -> int:
     env = os.environ.get("MINITORCH_GPU_OPTIM_THREADS")
     if env:
         return max(1, int(env))
@@ -43,34 +64,39 @@ def _default_threads():
 
 
 @functools.lru_cache(maxsize=None)
-def _cpu_count():
+def _cpu_count() -> int:
     return os.cpu_count() or 1  # costs microseconds per call, and is asked on every step
 
 
-def _pool(workers):
+def _pool(workers: int) -> ThreadPoolExecutor:
     """A process-wide thread pool of ``workers`` threads, rebuilt after a fork (threads do not survive one)."""
     st = _pool_state
     pid = os.getpid()
     if st["pool"] is None or st["pid"] != pid or st["workers"] != workers:
         with _pool_lock:
             if st["pool"] is None or st["pid"] != pid or st["workers"] != workers:
-                from concurrent.futures import ThreadPoolExecutor
                 old = st["pool"]
                 if old is not None and st["pid"] == pid:
                     old.shutdown(wait=False)
                 st["pool"] = ThreadPoolExecutor(workers, thread_name_prefix="minitorch_gpu-optim")
                 st["pid"] = pid
                 st["workers"] = workers
-    return st["pool"]
+    pool = st["pool"]
+    assert pool is not None
+    return pool
 
 
-def _per_tensor(values, n):
+def _per_tensor(values: Any, n: int) -> list[Any]:
     """A scalar repeated ``n`` times, or a per-tensor sequence as a list."""
     if isinstance(values, (list, tuple)):
         if len(values) != n:
             raise ValueError(f"expected {n} scalars, one per tensor, but got {len(values)}")
         return list(values)
     return [values] * n
+
+
+_Piece = tuple[int, list[Any], int, int]
+"""One piece of a fused step's work: (tensor index, its flat arrays by role, start, stop)."""
 
 
 class OptimMixin:
@@ -80,21 +106,24 @@ class OptimMixin:
     # None processes whole tensors (the right choice for a GPU, where there is no cache to fit).
     optim_chunk = 32768
     # threads for long fused steps on the CPU; None: $MINITORCH_GPU_OPTIM_THREADS or the CPU count (at most 8)
-    optim_threads = None
+    optim_threads: int | None = None
+    # what the mixin uses of Backend (declared for the type checker only)
+    xp: Any
+    copy_into: Callable[[Array, Any], None]
 
     # ------------------------------------------------------------------ foreach: one op over a list
-    def foreach_unary(self, name, xs, inplace=False):
+    def foreach_unary(self, name: str, xs: Arrays, inplace: bool = False) -> Arrays:
         """``name`` (neg, sqrt or sign) applied to every array, in place or into new arrays."""
         fn = getattr(self.xp, _UNARY[name])
         return [fn(x, out=x if inplace else self.xp.empty_like(x)) for x in xs]
 
-    def foreach_scalar(self, name, xs, scalars, inplace=False):
+    def foreach_scalar(self, name: str, xs: Arrays, scalars: Scalars, inplace: bool = False) -> Arrays:
         """``x <name> s`` for every array; ``scalars`` is one number or one per array."""
         fn = getattr(self.xp, _BINARY[name])
         ss = _per_tensor(scalars, len(xs))
         return [fn(x, s, out=x if inplace else self.xp.empty_like(x)) for x, s in zip(xs, ss)]
 
-    def foreach_list(self, name, xs, ys, alpha=1, inplace=False):
+    def foreach_list(self, name: str, xs: Arrays, ys: Arrays, alpha: float = 1, inplace: bool = False) -> Arrays:
         """``x <name> alpha * y`` pairwise (``alpha`` is meant for add and sub)."""
         fn = getattr(self.xp, _BINARY[name])
         out = []
@@ -104,7 +133,7 @@ class OptimMixin:
             out.append(fn(x, y, out=x if inplace else self.xp.empty_like(x)))
         return out
 
-    def foreach_lerp(self, xs, ys, weight, inplace=True):
+    def foreach_lerp(self, xs: Arrays, ys: Arrays, weight: float, inplace: bool = True) -> Arrays:
         """``x + weight * (y - x)`` pairwise, with PyTorch's two-sided formula (exact at both ends)."""
         xp = self.xp
         w = float(weight)
@@ -120,15 +149,15 @@ class OptimMixin:
             out.append(r)
         return out
 
-    def foreach_addcmul(self, xs, ys, zs, values=1, inplace=False):
+    def foreach_addcmul(self, xs: Arrays, ys: Arrays, zs: Arrays, values: Scalars = 1, inplace: bool = False) -> Arrays:
         """``x + value * y * z``; ``values`` is one number or one per array."""
         return self._foreach_addc(self.xp.multiply, xs, ys, zs, values, inplace)
 
-    def foreach_addcdiv(self, xs, ys, zs, values=1, inplace=False):
+    def foreach_addcdiv(self, xs: Arrays, ys: Arrays, zs: Arrays, values: Scalars = 1, inplace: bool = False) -> Arrays:
         """``x + value * y / z``; ``values`` is one number or one per array."""
         return self._foreach_addc(self.xp.divide, xs, ys, zs, values, inplace)
 
-    def _foreach_addc(self, op, xs, ys, zs, values, inplace):
+    def _foreach_addc(self, op: Any, xs: Arrays, ys: Arrays, zs: Arrays, values: Scalars, inplace: bool) -> Arrays:
         xp = self.xp
         vs = _per_tensor(values, len(xs))
         out = []
@@ -140,7 +169,7 @@ class OptimMixin:
         return out
 
     # ------------------------------------------------------------------ the fused driver
-    def _optim_scratch(self, n, np_dtype, k):
+    def _optim_scratch(self, n: int, np_dtype: Any, k: int) -> Arrays:
         """``k`` scratch arrays of at least ``n`` elements, kept per thread and grown on demand."""
         cache = getattr(_local, "scratch", None)
         if cache is None:
@@ -153,11 +182,11 @@ class OptimMixin:
             cache[key] = bufs
         return bufs
 
-    def _optim_threads(self):
+    def _optim_threads(self) -> int:
         n = self.optim_threads
         return _default_threads() if n is None else max(1, int(n))
 
-    def _fused_run(self, body, lists, written, n_tmp):
+    def _fused_run(self, body: Body, lists: list[list[Any]], written: tuple[int, ...], n_tmp: int) -> None:
         """Run ``body(arrays, tmps, i)`` over every tensor ``i`` of a group.
 
         ``lists`` holds one list per role (parameter, gradient, each state), entries may be None where a role
@@ -190,7 +219,7 @@ class OptimMixin:
             for j in written:
                 if arrs[j] is not None and work[j] is not arrs[j]:
                     self.copy_into(arrs[j], work[j])
-        if not pieces:
+        if not pieces or chunk is None:  # pieces are only cut with a chunk size
             return
         total = sum(stop - start for _, _, start, stop in pieces)
         workers = self._optim_threads() if xp is np else 1
@@ -204,14 +233,15 @@ class OptimMixin:
         else:
             self._fused_pieces(body, pieces, n_tmp, chunk, dtypes)
 
-    def _fused_pieces(self, body, pieces, n_tmp, chunk, dtypes):
+    def _fused_pieces(self, body: Body, pieces: list[_Piece], n_tmp: int, chunk: int,
+                      dtypes: set[NpDtype]) -> None:
         scratch = {dt: self._optim_scratch(chunk, dt, n_tmp) for dt in dtypes}
         for i, flat, s, e in pieces:
             k = e - s
             bufs = scratch[flat[0].dtype]
             body([None if a is None else a[s:e] for a in flat], [b[:k] for b in bufs[:n_tmp]], i)
 
-    def _scalar_fn(self, params):
+    def _scalar_fn(self, params: Arrays) -> Callable[[float], Any]:
         """How a fused body passes its scalars: NumPy dispatches a 0-d array of the compute dtype about twice as
         fast as a Python float (which it converts on every call), and the per-call cost adds up over hundreds of
         pieces. Other array modules take Python floats."""
@@ -225,18 +255,20 @@ class OptimMixin:
     # Each method describes its step as a FusedStep and offers it to ``_fused_step`` (one compiled pass: a
     # kernel launch on a GPU, native code on the CPU); when that declines, the array-module body below runs the
     # same operations in the same order with the same scalars.
-    def _fused_step(self, step):
-        """Run ``step`` (a FusedStep) natively and return True, or return False to have the caller's body run."""
-        return False
+    def _fused_step(self, step: FusedStep) -> bool | None:
+        """Run ``step`` natively and return True, or return None to have the caller's body run."""
+        return None
 
-    def _body_scalars(self, step):
+    def _body_scalars(self, step: FusedStep) -> tuple[dict[str, Any], list[tuple[Any, ...]]]:
         """The step's group scalars by name, and its per-tensor scalars, as the array-module body passes them."""
-        c = self._scalar_fn(step.roles[0])
+        c = self._scalar_fn(step.params)
         return ({k: c(v) for k, v in step.scalars.items()},
                 [tuple(c(x) for x in ts) for ts in step.tensor_scalars or ()])
 
-    def fused_adam(self, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, lr, beta1, beta2, eps,
-                   weight_decay, amsgrad, maximize, decoupled):
+    def fused_adam(self, params: Arrays, grads: Arrays, exp_avgs: Arrays, exp_avg_sqs: Arrays,
+                   max_exp_avg_sqs: Arrays,
+                   steps: list[float], lr: float, beta1: float, beta2: float, eps: float, weight_decay: float,
+                   amsgrad: bool, maximize: bool, decoupled: bool) -> None:
         """One Adam (``decoupled=False``) or AdamW step over a group, in place.
 
         ``steps``: each tensor's step count after this step's increment (Python floats). ``max_exp_avg_sqs`` is
@@ -264,7 +296,7 @@ class OptimMixin:
         s, consts = self._body_scalars(step)
         decay = s["decay"] if (weight_decay != 0 and decoupled) else None
 
-        def body(a, t, i):
+        def body(a: list[Any], t: Arrays, i: int) -> None:
             p, g, m, v, vmax = a
             A, B = t
             if decay is not None:
@@ -292,8 +324,9 @@ class OptimMixin:
 
         self._fused_run(body, step.roles_or_none(), (0, 2, 3, 4), 2)
 
-    def fused_sgd(self, params, grads, momentum_buffers, first_steps, lr, weight_decay, momentum, dampening,
-                  nesterov, maximize):
+    def fused_sgd(self, params: Arrays, grads: Arrays, momentum_buffers: list[Any], first_steps: Sequence[bool],
+                  lr: float, weight_decay: float, momentum: float, dampening: float, nesterov: bool,
+                  maximize: bool) -> None:
         """One SGD step over a group, in place. ``momentum_buffers`` are used when ``momentum != 0``;
         ``first_steps[i]`` says buffer ``i`` is new and takes the (decayed) gradient as it is."""
         use_mom = momentum != 0
@@ -310,7 +343,7 @@ class OptimMixin:
         mul, add, sub = xp.multiply, xp.add, xp.subtract
         s, _ = self._body_scalars(step)
 
-        def body(a, t, i):
+        def body(a: list[Any], t: Arrays, i: int) -> None:
             p, g, buf = a
             A, B = t
             g = self._decayed_grad(p, g, A, use_wd, s["weight_decay"], maximize)
@@ -335,7 +368,7 @@ class OptimMixin:
 
         self._fused_run(body, step.roles_or_none(), (0, 2), 2)
 
-    def _decayed_grad(self, p, g, out, use_wd, weight_decay, maximize):
+    def _decayed_grad(self, p: Array, g: Array, out: Array, use_wd: bool, weight_decay: Any, maximize: bool) -> Array:
         """``p * wd + g`` (``- g`` when maximizing) or ``-g`` into ``out``, or ``g`` itself when neither applies:
         the gradient every fused body but Adam's starts from."""
         xp = self.xp
@@ -347,8 +380,9 @@ class OptimMixin:
             return xp.negative(g, out=out)
         return g
 
-    def fused_rmsprop(self, params, grads, square_avgs, grad_avgs, momentum_buffers, lr, alpha, eps, weight_decay,
-                      momentum, centered, maximize):
+    def fused_rmsprop(self, params: Arrays, grads: Arrays, square_avgs: Arrays, grad_avgs: list[Any],
+                      momentum_buffers: list[Any], lr: float, alpha: float, eps: float, weight_decay: float,
+                      momentum: float, centered: bool, maximize: bool) -> None:
         """One RMSprop step over a group, in place (``grad_avgs`` used when centered, ``momentum_buffers`` when
         ``momentum > 0``)."""
         use_mom = momentum > 0
@@ -365,7 +399,7 @@ class OptimMixin:
         mul, add, sub = xp.multiply, xp.add, xp.subtract
         s, _ = self._body_scalars(step)
 
-        def body(a, t, i):
+        def body(a: list[Any], t: Arrays, i: int) -> None:
             p, g, sq, gavg, buf = a
             A, B, C = t
             g = self._decayed_grad(p, g, A, use_wd, s["weight_decay"], maximize)
@@ -394,7 +428,8 @@ class OptimMixin:
 
         self._fused_run(body, step.roles_or_none(), (0, 2, 3, 4), 3)
 
-    def fused_adagrad(self, params, grads, state_sums, steps, lr, lr_decay, weight_decay, eps, maximize):
+    def fused_adagrad(self, params: Arrays, grads: Arrays, state_sums: Arrays, steps: list[float], lr: float,
+                      lr_decay: float, weight_decay: float, eps: float, maximize: bool) -> None:
         """One Adagrad step over a group, in place; ``steps`` as in :meth:`fused_adam`."""
         use_wd = weight_decay != 0
         step = FusedStep("adagrad", [params, grads, state_sums],
@@ -407,7 +442,7 @@ class OptimMixin:
         mul, add = xp.multiply, xp.add
         s, consts = self._body_scalars(step)
 
-        def body(a, t, i):
+        def body(a: list[Any], t: Arrays, i: int) -> None:
             p, g, ssum = a
             A, B = t
             g = self._decayed_grad(p, g, A, use_wd, s["weight_decay"], maximize)
@@ -421,7 +456,8 @@ class OptimMixin:
 
         self._fused_run(body, step.roles_or_none(), (0, 2), 2)
 
-    def fused_lion(self, params, grads, exp_avgs, lr, beta1, beta2, weight_decay, maximize):
+    def fused_lion(self, params: Arrays, grads: Arrays, exp_avgs: Arrays, lr: float, beta1: float, beta2: float,
+                   weight_decay: float, maximize: bool) -> None:
         """One Lion step over a group, in place: ``c = b1 m + (1 - b1) g``; ``p *= 1 - lr wd``;
         ``p -= lr sign(c)``; ``m = b2 m + (1 - b2) g``."""
         sgn = -1.0 if maximize else 1.0
@@ -435,7 +471,7 @@ class OptimMixin:
         s, _ = self._body_scalars(step)
         decay = s["decay"] if weight_decay != 0 else None
 
-        def body(a, t, i):
+        def body(a: list[Any], t: Arrays, i: int) -> None:
             p, g, m = a
             A, B = t
             mul(m, s["beta1"], out=A)
@@ -451,90 +487,3 @@ class OptimMixin:
             add(m, B, out=m)
 
         self._fused_run(body, step.roles_or_none(), (0, 2), 2)
-
-
-# ---------------------------------------------------------------------- one fused step, described
-_KERNEL_ENUM = {"adam": "Adam", "sgd": "Sgd", "rmsprop": "Rmsprop", "adagrad": "Adagrad", "lion": "Lion"}
-
-
-@functools.lru_cache(maxsize=None)
-def enum_codes(fname, enum):
-    """{name: code} of an enum in a kernels/ file (read once per process)."""
-    from ..cuda.loader import enum_codes as read
-    return read(fname, enum)
-
-
-def _codes(kind, what):
-    """{name: code} of kernels/optim_math.cuh's ``<Kind><what>`` enum (what: Scalar or Flag)."""
-    return enum_codes("optim_math.cuh", _KERNEL_ENUM[kind] + what)
-
-
-def _bits(kind, flags):
-    """The option bits of a {flag name: bool} dict."""
-    codes = _codes(kind, "Flag")
-    return sum(1 << codes[k] for k, on in flags.items() if on)
-
-
-@functools.lru_cache(maxsize=None)
-def _group_scalar_count():
-    from ..cuda.loader import kernel_dir
-    with open(os.path.join(kernel_dir(), "optim_math.cuh"), encoding="utf-8") as f:
-        m = re.search(r"#define\s+MT_OPTIM_GROUP_SCALARS\s+(\d+)", f.read())
-    return int(m.group(1))
-
-
-class FusedStep:
-    """One fused optimizer step over a group, in the terms of kernels/optim_math.cuh, for whichever
-    implementation runs it.
-
-    ``roles``: the parameters, the gradients and each state in the kernel's order (None for a state the options
-    leave unused). ``scalars`` and ``flags`` are the group's, by their names in the kernel's enums;
-    ``tensor_scalars`` (up to two numbers) and ``tensor_flags`` (a dict of flags) are per tensor.
-    """
-    __slots__ = ("kind", "roles", "scalars", "flags", "tensor_scalars", "tensor_flags")
-
-    def __init__(self, kind, roles, scalars, flags, tensor_scalars=None, tensor_flags=None):
-        self.kind, self.roles, self.scalars, self.flags = kind, list(roles), scalars, flags
-        self.tensor_scalars, self.tensor_flags = tensor_scalars, tensor_flags
-
-    def roles_or_none(self):
-        """The roles with a list of Nones for each unused state (the array-module bodies' layout)."""
-        n = len(self.roles[0])
-        return [r if r is not None else [None] * n for r in self.roles]
-
-    def flag_bits(self):
-        return _bits(self.kind, self.flags)
-
-    def consts(self):
-        """[group scalars | per tensor: extra flag bits, t0, t1] as floats: the kernels' ``consts`` argument
-        (float64)."""
-        n = len(self.roles[0])
-        g = _group_scalar_count()
-        out = [0.0] * (g + 3 * n)
-        codes = _codes(self.kind, "Scalar")
-        for k, v in self.scalars.items():
-            out[codes[k]] = float(v)
-        if self.tensor_flags is not None:
-            for i, tf in enumerate(self.tensor_flags):
-                out[g + 3 * i] = float(_bits(self.kind, tf))
-        if self.tensor_scalars is not None:
-            for i, ts in enumerate(self.tensor_scalars):
-                out[g + 3 * i + 1:g + 3 * i + 1 + len(ts)] = map(float, ts)
-        return out
-
-
-def fused_group_sizes(step, array_type, dt, writeable=False):
-    """Element counts of the group's tensors when every array of every used role is a C-contiguous
-    ``array_type`` of dtype ``dt`` with its parameter's size (and, with ``writeable``, every role but the
-    gradients writeable): what a compiled step needs. Else None."""
-    sizes = []
-    for arrs in zip(*[r for r in step.roles if r is not None]):
-        n = arrs[0].size
-        for j, a in enumerate(arrs):
-            if type(a) is not array_type or (a.dtype is not dt and a.dtype != dt) or a.size != n:
-                return None
-            fl = a.flags
-            if not fl.c_contiguous or (writeable and j != 1 and not fl.writeable):
-                return None
-        sizes.append(n)
-    return sizes

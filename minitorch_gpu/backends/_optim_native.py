@@ -10,17 +10,22 @@ no compiler, half precision, strided or overlapping arrays).
 ``MINITORCH_GPU_NATIVE_OPTIM=0`` switches it off. A build failure is reported once as a warning and the NumPy
 path is used from then on.
 """
+from __future__ import annotations
+
 import ctypes
 import os
 import platform
 import threading
 import warnings
 from pathlib import Path
+from typing import Any, Literal, TypedDict
 
 import numpy as np
 
 from .. import _native
-from ._optim import _pool, enum_codes, fused_group_sizes
+from ._optim import _pool
+from .cuda.fused_step import FusedStep, fused_group_sizes, group_scalar_count
+from .cuda.loader import enum_codes, kernel_dir
 
 __all__ = ["available", "unavailable_reason", "run"]
 
@@ -35,20 +40,27 @@ _DTYPES = {np.dtype(np.float32): 0, np.dtype(np.float64): 1}
 _ROLES = 5  # param, grad and up to three states: optim_cpu.cpp's kRoles
 
 _lock = threading.Lock()
-_state = {"lib": None, "tried": False, "reason": None}
+
+
+class _LibraryState(TypedDict):
+    lib: _Library | None
+    tried: bool
+    reason: str | None
+
+
+_state: _LibraryState = {"lib": None, "tried": False, "reason": None}
 
 
 class NativeBuildError(RuntimeError):
     """The native optimizer library could not be built."""
 
 
-def _sources():
-    from ..cuda.loader import kernel_dir
+def _sources() -> tuple[Path, list[Path]]:
     d = Path(kernel_dir())
     return d, [d / "optim_cpu.cpp", d / "optim_math.cuh"]
 
 
-def _cpu_signature():
+def _cpu_signature() -> str:
     """What ``-march=native`` depends on: the cache key must change when the same home directory is used from a
     different kind of CPU."""
     try:
@@ -61,7 +73,7 @@ def _cpu_signature():
     return platform.processor() or platform.machine()
 
 
-def _flags(native):
+def _flags(native: bool) -> list[str]:
     # contraction off keeps every product and sum rounded on its own, as NumPy's ufuncs do (bit-identical
     # results); errno/trapping off lets sqrt and the selects vectorise
     flags = ["-std=c++17", "-O3", "-ffp-contract=off", "-fno-math-errno", "-fno-trapping-math", "-fPIC", "-shared"]
@@ -75,12 +87,12 @@ def _flags(native):
     return flags
 
 
-def _data_offset():
+def _data_offset() -> int:
     """Where a NumPy array object keeps its data pointer (right after the object header in every NumPy), found
     and checked on arrays of several kinds, or -1 (then Python passes data addresses itself)."""
     if ctypes.sizeof(ctypes.c_void_p) != 8:
         return -1
-    probes = [np.empty(3, np.float32), np.zeros((4, 5))[1:], np.arange(9.0)[::2], np.ones((2, 3), np.float32).T]
+    probes: list[Any] = [np.empty(3, np.float32), np.zeros((4, 5))[1:], np.arange(9.0)[::2], np.ones((2, 3), np.float32).T]
     want = [a.__array_interface__["data"][0] for a in probes]
     for off in range(8, 72, 8):
         if all(ctypes.c_uint64.from_address(id(a) + off).value == w for a, w in zip(probes, want)):
@@ -91,7 +103,7 @@ def _data_offset():
 class _Library:
     """The loaded library's two entry points, typed."""
 
-    def __init__(self, path):
+    def __init__(self, path: Path) -> None:
         lib = ctypes.CDLL(str(path))
         i64, ptr = ctypes.c_longlong, ctypes.c_void_p
         self.step = lib.mt_optim_cpu_step
@@ -100,19 +112,18 @@ class _Library:
         self.disjoint = lib.mt_optim_cpu_disjoint
         self.disjoint.restype = ctypes.c_int
         self.disjoint.argtypes = [i64, ptr, i64, ptr, ctypes.c_int]
-        from ._optim import _group_scalar_count
-        if lib.mt_optim_cpu_group_scalars() != _group_scalar_count():
+        if lib.mt_optim_cpu_group_scalars() != group_scalar_count():
             raise NativeBuildError(f"{path} disagrees with optim_math.cuh on the number of group scalars")
         self.data_offset = _data_offset()
 
 
-def _build():
+def _build() -> _Library:
     kdir, srcs = _sources()
     cxx = _native.compiler()
     cid = _native.compiler_id(cxx, NativeBuildError, _PURPOSE)
     texts = [p.read_bytes() for p in srcs]
     d = _native.cache_dir("cpu", NativeBuildError, _PURPOSE)
-    last = None
+    last: NativeBuildError | None = None
     # -march=native where the compiler knows it (vector width is most of the speed), else the baseline target
     for native in (True, False):
         key = _native.sha(_ABI, cid, _flags(native), _cpu_signature(), *texts)[:24]
@@ -124,10 +135,11 @@ def _build():
             last = e
             continue
         return _Library(path)
+    assert last is not None
     raise last
 
 
-def _library():
+def _library() -> _Library | None:
     """The loaded library, built on first use; None when switched off or unbuildable."""
     if _state["tried"]:
         return _state["lib"]
@@ -147,48 +159,49 @@ def _library():
     return _state["lib"]
 
 
-def available():
+def available() -> bool:
     """Whether the compiled CPU step can run here (builds it on the first call)."""
     return _library() is not None
 
 
-def unavailable_reason():
+def unavailable_reason() -> str | None:
     """Why :func:`available` is False (None when it is True)."""
     _library()
     return _state["reason"]
 
 
-def run(step, threads):
+def run(step: FusedStep, threads: int) -> Literal[True] | None:
     """Run a FusedStep on NumPy arrays with the compiled loop, over up to ``threads`` threads for long groups;
-    False (nothing touched) when the library is unavailable or the group does not fit it: a dtype other than
+    None (nothing touched) when the library is unavailable or the group does not fit it: a dtype other than
     float32/float64, a strided or read-only array, or two roles of a tensor sharing memory."""
     roles = step.roles
-    if not roles[0]:
+    params = step.params
+    if not params:
         return True
     lib = _library()
     if lib is None:
-        return False
-    dt = roles[0][0].dtype
+        return None
+    dt = params[0].dtype
     code = _DTYPES.get(dt)
     if code is None:
-        return False
-    sizes = fused_group_sizes(step, np.ndarray, dt, writeable=True)
-    if sizes is None:
-        return False
-    n = len(sizes)
+        return None
+    group_sizes = fused_group_sizes(step, np.ndarray, dt, writeable=True)
+    if group_sizes is None:
+        return None
+    n = len(group_sizes)
     off = lib.data_offset
-    table = []
+    addrs: list[int] = []
     for role in roles:
         if role is None:
-            table += [0] * n
+            addrs += [0] * n
         else:
-            table += [id(a) for a in role] if off >= 0 else [a.__array_interface__["data"][0] for a in role]
-    table += [0] * (n * (_ROLES - len(roles)))  # the library reads five roles
-    table = (ctypes.c_uint64 * len(table))(*table)
-    total = sum(sizes)
-    sizes = (ctypes.c_longlong * n)(*sizes)
+            addrs += [id(a) for a in role] if off >= 0 else [a.__array_interface__["data"][0] for a in role]
+    addrs += [0] * (n * (_ROLES - len(roles)))  # the library reads five roles
+    table = (ctypes.c_uint64 * len(addrs))(*addrs)
+    total = sum(group_sizes)
+    sizes = (ctypes.c_longlong * n)(*group_sizes)
     if not lib.disjoint(n, table, off, sizes, dt.itemsize):
-        return False
+        return None
     consts = step.consts()
     args = (enum_codes("optim_cpu.cpp", "OptimKind")[step.kind], code, n, table, off, sizes)
     tail = ((ctypes.c_double * len(consts))(*consts), step.flag_bits())
@@ -196,7 +209,7 @@ def run(step, threads):
     next_chunk = ctypes.c_longlong(0)
     counter = ctypes.addressof(next_chunk)
 
-    def call():
+    def call() -> None:
         rc = lib.step(*args, _CHUNK, counter, *tail)
         if rc != 0:
             raise RuntimeError(f"{_PURPOSE} rejected its arguments (code {rc})")

@@ -2,319 +2,426 @@
 
 * real: CuPy arrays on one GPU, our kernels (kernels/*.cu) compiled by NVRTC through ``cupy.RawModule``;
 * simulated (``MINITORCH_GPU_SIM=1`` or ``mt.cuda.use_simulator()``): NumPy arrays, the same kernels run by
-  the CPU simulator (``minitorch_gpu.cuda.sim.SimModule``).
+  the CPU simulator (``backends/cuda/sim``).
 
-Both go through one ``Launcher`` (minitorch_gpu/cuda/launch.py): grid sizes, argument packing and pointer
-tables are the same code, so CI runs on the simulator what a GPU runs. Each primitive that has a kernel
-asks the launcher first and falls back to the array library's built-in when the launcher declines (another
-dtype, float16 included; an unsupported layout). ``MINITORCH_GPU_KERNELS=0`` (read when the backend is
-created) sends every primitive to the built-ins, for A/B comparisons and bisecting.
+Both go through one ``Launcher`` (backends/cuda/launch.py): grid sizes, argument packing and pointer tables are
+the same code, so CI runs on the simulator what a GPU runs.
+
+Kernel first, built-in second: ``ROUTES`` below is the one table that says, per primitive, which launcher call
+serves it and when that applies. A route's launch returns the result, or None when the kernels decline the
+call (another dtype, float16 included; an unsupported layout); the primitive then runs the array library's
+built-in body of ``Backend``. ``MINITORCH_GPU_KERNELS=0`` (read when the backend is created) leaves the backend
+without kernels, so every primitive takes the built-in, for A/B comparisons and bisecting.
 
 On a GPU every primitive runs with the backend's GPU current, so tensors on ``cuda:1`` work while
 ``cuda:0`` is the current device, as in PyTorch.
 """
+from __future__ import annotations
+
 import functools
+import inspect
+import math
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 
-from .._device import device
+from .. import _device
 from .._dtype import bfloat16
+from ._types import Array
 from .base import Backend
+from .cuda import device as _probe
+from .cuda import matmul as _matmul_flags
+from .cuda import sim
+from .cuda.fused_step import FusedStep
+from .cuda.launch import Launcher
+
+__all__ = ["CudaBackend", "CupyBackend", "SimBackend", "ROUTES", "Route", "kernels_enabled", "make_cuda_backend"]
 
 
-def kernels_enabled():
+def kernels_enabled() -> bool:
     """False when ``MINITORCH_GPU_KERNELS=0``: CUDA primitives then use the array library's built-ins."""
     return os.environ.get("MINITORCH_GPU_KERNELS", "1").strip() not in ("0", "false", "False", "off")
 
 
-def _on_device(fn):
+_device_cls: Callable[..., Any] = _device.device  # a typed handle on the untyped device class
+_INF = float("inf")
+# the dtypes the row kernels (cross_entropy.cu, layernorm.cu) are instantiated for
+_KERNEL_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+Primitive = Literal[
+    "unary", "binary", "where", "clamp", "gelu", "gelu_backward", "softplus",
+    "foreach_lerp", "foreach_addcmul", "foreach_addcdiv",
+    "softmax_forward", "log_softmax_forward", "softmax_backward", "log_softmax_backward",
+    "cross_entropy_forward", "cross_entropy_backward", "layer_norm_forward", "layer_norm_backward",
+    "matmul", "_fused_step", "philox4x32_10", "rand_uniform", "rand_normal", "rand_int", "add_at"]
+"""The primitives of ``Backend`` that the CUDA kernels serve."""
+
+Launch = Callable[..., Any]
+"""``launch(backend, kernels, *primitive args)``: the result, or None to decline."""
+
+
+@dataclass(frozen=True)
+class Route:
+    """How the kernels serve one primitive.
+
+    ``launch(backend, kernels, *args)`` (the primitive's own arguments) returns the result or None; a route
+    whose launcher method takes exactly the primitive's arguments names it instead (``method``), and the
+    primitive calls ``kernels.<method>(*args)``. ``when(*args)``, if given, is checked first: a call it rejects
+    goes to the built-in without asking the kernels. ``in_place`` primitives return None, as their built-in does,
+    after a launch that wrote the result. ``fallback(backend, *args)`` replaces the built-in body of ``Backend``
+    when the kernels decline."""
+
+    launch: Launch | None = None
+    method: str | None = None
+    when: Callable[..., Any] | None = None
+    in_place: bool = False
+    fallback: Callable[..., Any] | None = None
+
+    def __post_init__(self) -> None:
+        if (self.launch is None) == (self.method is None):
+            raise ValueError("a Route needs exactly one of launch (a function) or method (a Launcher method name)")
+
+
+def _builtin(name: str) -> Callable[..., Any]:
+    """The array-library body of primitive ``name`` (``Backend``'s)."""
+    fn: Callable[..., Any] = getattr(Backend, name)
+    return fn
+
+
+_PRIMITIVE_TEMPLATE = """\
+def {name}(self, {params}):
+    kernels = self.kernels
+    if kernels is not None{guard}:
+        r = {launch}({launch_args})
+        if r is not None:
+            return {result}
+    return fallback(self, {args})
+"""
+
+
+def _kernel_first(name: Primitive, route: Route) -> Callable[..., Any]:
+    """Primitive ``name`` of ``CudaBackend``: ``route`` first, the built-in body when it declines.
+
+    NOTE: the method is generated with the built-in's own parameter list (as ``dataclasses`` generates
+    ``__init__``) rather than as a ``*args, **kwargs`` wrapper: packing and unpacking the arguments would cost
+    about 150 ns a call, and ``binary`` runs on every ``a + b``. The generated body is the pattern every
+    primitive used to spell out by hand."""
+    builtin = _builtin(name)
+    params: list[str] = []
+    args: list[str] = []
+    defaults: dict[str, Any] = {}
+    keyword_only = False
+    for p in list(inspect.signature(builtin).parameters.values())[1:]:
+        if p.kind not in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY):
+            raise TypeError(f"Backend.{name}: a routed primitive takes named parameters only, not {p}")
+        if p.kind is inspect.Parameter.KEYWORD_ONLY and not keyword_only:
+            params.append("*")
+            keyword_only = True
+        if p.default is inspect.Parameter.empty:
+            params.append(p.name)
+        else:
+            defaults[f"_default_{p.name}"] = p.default
+            params.append(f"{p.name}=_default_{p.name}")
+        args.append(f"{p.name}={p.name}" if keyword_only else p.name)
+    call = ", ".join(args)
+    source = _PRIMITIVE_TEMPLATE.format(
+        name=name, params=", ".join(params), args=call,
+        guard=f" and when({call})" if route.when is not None else "",
+        launch=f"kernels.{route.method}" if route.method else "launch",
+        launch_args=call if route.method else f"self, kernels, {call}",
+        result="None" if route.in_place else "r")
+    namespace: dict[str, Any] = {"launch": route.launch, "when": route.when,
+                                 "fallback": route.fallback or builtin, **defaults}
+    exec(compile(source, f"<kernel-first route of {name}>", "exec"), namespace)
+    primitive: Callable[..., Any] = namespace[name]
+    primitive.__qualname__ = f"CudaBackend.{name}"
+    primitive.__doc__ = builtin.__doc__
+    return primitive
+
+
+# ---------------------------------------------------------------------- launches, by kernel file
+# Each takes (backend, kernels, <the primitive's arguments>) and returns the result or None.
+
+# elementwise.cu (unary, binary and where call the launcher's methods of the same name)
+def _clamp(be: CudaBackend, kern: Launcher, x: Array, lo: Any, hi: Any) -> Array | None:
+    return kern.ternary("clamp", x, -_INF if lo is None else lo, _INF if hi is None else hi)
+
+
+def _gelu(be: CudaBackend, kern: Launcher, x: Array, approximate: str = "none") -> Array | None:
+    return kern.unary("gelu_tanh" if approximate == "tanh" else "gelu", x)
+
+
+def _gelu_backward(be: CudaBackend, kern: Launcher, g: Array, x: Array, approximate: str = "none") -> Array | None:
+    return kern.binary("gelu_tanh_backward" if approximate == "tanh" else "gelu_backward", g, x)
+
+
+def _softplus(be: CudaBackend, kern: Launcher, x: Array, beta: float = 1.0, threshold: float = 20.0) -> Array | None:
+    return kern.unary("softplus", x, None, float(beta), float(threshold))
+
+
+# elementwise.cu, one launch per tensor of a list: a tensor the kernels decline takes the built-in on its own,
+# so an in-place update never runs twice on the tensors the kernels did take
+def _foreach_lerp(be: CudaBackend, kern: Launcher, xs: list[Array], ys: list[Array], weight: float,
+                  inplace: bool = True) -> list[Array]:
+    builtin = _builtin("foreach_lerp")
+    out = []
+    for x, y in zip(xs, ys):
+        r = kern.ternary("lerp", x, y, float(weight), out=x if inplace else None)
+        out.append(r if r is not None else builtin(be, [x], [y], weight, inplace)[0])
+    return out
+
+
+def _foreach_addc(name: Literal["addcmul", "addcdiv"]) -> Launch:
+    builtin = _builtin("foreach_" + name)
+
+    def launch(be: CudaBackend, kern: Launcher, xs: list[Array], ys: list[Array], zs: list[Array],
+               values: Any = 1, inplace: bool = False) -> list[Array] | None:
+        vs = values if isinstance(values, (list, tuple)) else [values] * len(xs)
+        if len(vs) != len(xs):
+            return None  # the built-in reports the mismatch
+        out = []
+        for x, y, z, v in zip(xs, ys, zs, vs):
+            r = kern.ternary(name, x, y, z, alpha=float(v), out=x if inplace else None)
+            out.append(r if r is not None else builtin(be, [x], [y], [z], [v], inplace)[0])
+        return out
+    return launch
+
+
+# softmax.cu: rows of the last dim
+def _last_axis(x: Array, axis: int) -> bool:
+    return bool(x.ndim) and axis == x.ndim - 1
+
+
+def _last_axis_backward(y: Array, g: Array, axis: int) -> bool:
+    return _last_axis(y, axis)
+
+
+def _softmax(log: bool) -> Launch:
+    def launch(be: CudaBackend, kern: Launcher, x: Array, axis: int) -> Array | None:
+        return kern.softmax(x, log, axis)
+    return launch
+
+
+def _softmax_backward(log: bool) -> Launch:
+    def launch(be: CudaBackend, kern: Launcher, y: Array, g: Array, axis: int) -> Array | None:
+        return kern.softmax_backward(y, g, log, axis)
+    return launch
+
+
+# cross_entropy.cu: 2-D (rows, C) float32/float64 logits; the saved state is the per-row log-sum-exp, and the
+# backward re-reads the logits. Spatial inputs, 2-byte floats and mismatched weights use the built-in bodies.
+def _cross_entropy_applies(x: Array, target: Array, weight: Array | None = None, *args: Any, **kwargs: Any) -> bool:
+    return x.ndim == 2 and x.dtype in _KERNEL_FLOATS and (weight is None or weight.dtype == x.dtype)
+
+
+def _cross_entropy(be: CudaBackend, kern: Launcher, x: Array, target: Array, weight: Array | None = None,
+                   ignore_index: int = -100, label_smoothing: float = 0.0, *, tidx: Any = None, mask: Any = None,
+                   coef: Any = None) -> tuple[Array, dict[str, Array]] | None:
+    r = kern.cross_entropy(x, target.reshape(-1), weight, ignore_index, label_smoothing)
+    if r is None:
+        return None
+    loss, _, lse = r
+    return loss.reshape(target.shape), {"lse": lse}
+
+
+def _cross_entropy_backward(be: CudaBackend, kern: Launcher, gout: Array, x: Array, target: Array,
+                            weight: Array | None, ignore_index: int, label_smoothing: float, saved: dict[str, Array],
+                            denom: float | None = None, *, tidx: Any = None, mask: Any = None) -> Array | None:
+    lse = saved.get("lse")
+    if lse is None:
+        return None  # the forward ran the built-in: so does the backward
+    g = gout.reshape(-1) if gout.ndim else gout.reshape(1)
+    return kern.cross_entropy_backward(x, target.reshape(-1), weight, lse, g, 1.0 / denom if denom else 1.0,
+                                       ignore_index, label_smoothing)
+
+
+def _cross_entropy_backward_builtin(be: CudaBackend, gout: Array, x: Array, target: Array, weight: Array | None,
+                                    ignore_index: int, label_smoothing: float, saved: dict[str, Array],
+                                    denom: float | None = None, *, tidx: Any = None, mask: Any = None) -> Array:
+    if saved.get("lse") is not None:
+        # the kernel's saved state is its own: the built-in backward needs the built-in forward's, computed again
+        _, saved = _builtin("cross_entropy_forward")(be, x, target, weight, ignore_index, label_smoothing,
+                                                     tidx=tidx, mask=mask)
+    return _builtin("cross_entropy_backward")(be, gout, x, target, weight, ignore_index, label_smoothing, saved,
+                                              denom, tidx=tidx, mask=mask)
+
+
+# layernorm.cu: rows of a 2-D float32/float64 array with mean and 1/std saved per row; RMS norm (center=False)
+# and 2-byte floats use the built-in bodies
+def _layer_norm_applies(x: Array, weight: Array | None = None, bias: Array | None = None, eps: float = 1e-5,
+                        center: bool = True, keep: bool = True) -> bool:
+    return center and x.ndim == 2 and x.dtype in _KERNEL_FLOATS and \
+        all(p is None or p.dtype == x.dtype for p in (weight, bias))
+
+
+def _layer_norm(be: CudaBackend, kern: Launcher, x: Array, weight: Array | None = None, bias: Array | None = None,
+                eps: float = 1e-5, center: bool = True, keep: bool = True) -> tuple[Array, dict[str, Array]] | None:
+    r = kern.layer_norm(x, weight, bias, eps)
+    if r is None:
+        return None
+    y, mean, rstd = r
+    # kept dims, so that the built-in backward can use them too
+    return y, {"mean": mean.reshape(-1, 1), "rstd": rstd.reshape(-1, 1)}
+
+
+def _layer_norm_backward_applies(g: Array, x: Array, weight: Array | None, saved: dict[str, Array],
+                                 center: bool = True, needs: tuple[bool, bool, bool] = (True, True, True)) -> bool:
+    return center and saved.get("mean") is not None and g.dtype == x.dtype and \
+        (weight is None or weight.dtype == x.dtype)
+
+
+def _layer_norm_backward(be: CudaBackend, kern: Launcher, g: Array, x: Array, weight: Array | None,
+                         saved: dict[str, Array], center: bool = True,
+                         needs: tuple[bool, bool, bool] = (True, True, True)) -> tuple[Any, Any, Any] | None:
+    nx, nw, nb = needs
+    r = kern.layer_norm_backward(g, x, weight, saved["mean"].reshape(-1), saved["rstd"].reshape(-1), nw, nb)
+    if r is None:
+        return None
+    dx, dw, db = r
+    return (dx if nx else None), dw, db
+
+
+# matmul.cu
+def _matmul(be: CudaBackend, kern: Launcher, a: Array, b: Array, transpose_a: bool = False,
+            transpose_b: bool = False) -> Array | None:
+    a2 = a.swapaxes(-1, -2) if transpose_a and a.ndim >= 2 else a
+    b2 = b.swapaxes(-1, -2) if transpose_b and b.ndim >= 2 else b
+    if a2.dtype == np.float32 and be._tf32():
+        return be._matmul_tf32(a2, b2)
+    return kern.matmul(a2, b2)
+
+
+# optim.cu: the whole step in one launch (True), or None
+def _fused_step(be: CudaBackend, kern: Launcher, step: FusedStep) -> Literal[True] | None:
+    return kern.optim_step(step)
+
+
+def _fused_step_builtin(be: CudaBackend, step: FusedStep) -> None:
+    return None  # the optimizer's array-module body runs the step
+
+
+# random.cu
+def _philox(be: CudaBackend, kern: Launcher, counter: int, key: int, n: int) -> Array:
+    return kern.philox_words(key, counter, n)
+
+
+def _rand_uniform(be: CudaBackend, kern: Launcher, seed: int, offset: int, shape: tuple[int, ...], np_dtype: Any,
+                  low: float = 0.0, high: float = 1.0) -> tuple[Array, int] | None:
+    r = kern.uniform(seed, offset, math.prod(shape), np.dtype(np_dtype), low, high)
+    return None if r is None else (r[0].reshape(shape), r[1])
+
+
+def _scalar_moments(seed: int, offset: int, shape: tuple[int, ...], np_dtype: Any, mean: Any = 0.0,
+                    std: Any = 1.0) -> bool:
+    return isinstance(mean, (int, float)) and isinstance(std, (int, float))
+
+
+def _rand_normal(be: CudaBackend, kern: Launcher, seed: int, offset: int, shape: tuple[int, ...], np_dtype: Any,
+                 mean: float = 0.0, std: float = 1.0) -> tuple[Array, int] | None:
+    r = kern.normal(seed, offset, math.prod(shape), np.dtype(np_dtype), float(mean), float(std))
+    return None if r is None else (r[0].reshape(shape), r[1])
+
+
+def _span_fits(seed: int, offset: int, shape: tuple[int, ...], low: int, high: int, np_dtype: Any) -> bool:
+    return bool(high - low <= 1 << 64)
+
+
+def _rand_int(be: CudaBackend, kern: Launcher, seed: int, offset: int, shape: tuple[int, ...], low: int, high: int,
+              np_dtype: Any) -> tuple[Array, int]:
+    r, nb = kern.randint(seed, offset, math.prod(shape), int(low), int(high))
+    return r.reshape(shape).astype(np_dtype, copy=False), nb
+
+
+# embedding.cu: a scatter-add of rows, in place
+def _add_at(be: CudaBackend, kern: Launcher, a: Array, index: Any, values: Any) -> Literal[True] | None:
+    idx = index[0] if isinstance(index, tuple) and len(index) == 1 else index
+    xp = be.xp
+    if not (isinstance(idx, xp.ndarray) and isinstance(values, xp.ndarray)):
+        return None
+    return kern.embedding_backward(a, idx, values)
+
+
+ROUTES: dict[Primitive, Route] = {
+    "unary": Route(method="unary"),
+    "binary": Route(method="binary"),
+    "where": Route(method="where"),
+    "clamp": Route(_clamp, when=lambda x, lo, hi: lo is not None or hi is not None),
+    "gelu": Route(_gelu),
+    "gelu_backward": Route(_gelu_backward, when=lambda g, x, approximate="none": g.dtype == x.dtype),
+    "softplus": Route(_softplus),
+    "foreach_lerp": Route(_foreach_lerp),
+    "foreach_addcmul": Route(_foreach_addc("addcmul")),
+    "foreach_addcdiv": Route(_foreach_addc("addcdiv")),
+    "softmax_forward": Route(_softmax(False), when=_last_axis),
+    "log_softmax_forward": Route(_softmax(True), when=_last_axis),
+    "softmax_backward": Route(_softmax_backward(False), when=_last_axis_backward),
+    "log_softmax_backward": Route(_softmax_backward(True), when=_last_axis_backward),
+    "cross_entropy_forward": Route(_cross_entropy, when=_cross_entropy_applies),
+    "cross_entropy_backward": Route(_cross_entropy_backward, fallback=_cross_entropy_backward_builtin),
+    "layer_norm_forward": Route(_layer_norm, when=_layer_norm_applies),
+    "layer_norm_backward": Route(_layer_norm_backward, when=_layer_norm_backward_applies),
+    "matmul": Route(_matmul),
+    "_fused_step": Route(_fused_step, fallback=_fused_step_builtin),
+    "philox4x32_10": Route(_philox),
+    "rand_uniform": Route(_rand_uniform),
+    "rand_normal": Route(_rand_normal, when=_scalar_moments),
+    "rand_int": Route(_rand_int, when=_span_fits),
+    "add_at": Route(_add_at, in_place=True),
+}
+"""Per primitive, how the kernels serve it (see ``Route``)."""
+
+
+class CudaBackend(Backend):
+    """The primitives of ``ROUTES`` ask ``self.kernels`` (a Launcher, or None with kernels off) first and run
+    the built-in body of ``Backend`` when it declines."""
+
+    name = "cuda"
+    kernels: Launcher | None = None
+    index: int
+    device: Any
+
+    def _init_cuda(self, index: int, xp: Any, launcher: Launcher | None) -> None:
+        self.xp = xp
+        self.index = index
+        self.device = _device_cls("cuda", index)
+        self.kernels = launcher if kernels_enabled() else None
+
+    def np_dtype(self, dtype: Any) -> Any:
+        if dtype is bfloat16:
+            raise TypeError("bfloat16 is not supported on CUDA devices by the CuPy backend; use float16 or "
+                            "float32 on the GPU (bfloat16 works on the CPU with ml_dtypes installed)")
+        return _builtin("np_dtype")(self, dtype)
+
+    def supports(self, dtype: Any) -> bool:
+        return dtype.np_dtype is not None and dtype is not bfloat16
+
+    def _tf32(self) -> bool:
+        return False
+
+    def _matmul_tf32(self, a: Array, b: Array) -> Array:
+        return _builtin("matmul")(self, a, b)
+
+
+for _primitive, _route in ROUTES.items():
+    setattr(CudaBackend, _primitive, _kernel_first(_primitive, _route))
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _on_device(fn: _F) -> _F:
+    """``fn`` run with the backend's GPU current."""
     @functools.wraps(fn)
-    def wrapper(self, *args, **kwargs):
+    def wrapper(self: CupyBackend, *args: Any, **kwargs: Any) -> Any:
         cp = self.xp
         if cp.cuda.runtime.getDevice() == self.index:
             return fn(self, *args, **kwargs)
         with cp.cuda.Device(self.index):
             return fn(self, *args, **kwargs)
-    return wrapper
-
-
-_INF = float("inf")
-# the dtypes the row kernels (cross_entropy.cu, layernorm.cu) are instantiated for
-_KERNEL_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
-
-
-class CudaBackend(Backend):
-    """Primitives with a kernel ask ``self.k`` (a Launcher, or None with kernels off) and fall back to the
-    built-in body of ``Backend`` when it returns None."""
-
-    name = "cuda"
-    k = None
-
-    def _init_cuda(self, index, xp, launcher):
-        self.xp = xp
-        self.index = index
-        self.device = device("cuda", index)
-        self.k = launcher if kernels_enabled() else None
-
-    def np_dtype(self, dtype):
-        if dtype is bfloat16:
-            raise TypeError("bfloat16 is not supported on CUDA devices by the CuPy backend; use float16 or "
-                            "float32 on the GPU (bfloat16 works on the CPU with ml_dtypes installed)")
-        return Backend.np_dtype(self, dtype)
-
-    def supports(self, dtype):
-        return dtype.np_dtype is not None and dtype is not bfloat16
-
-    # ------------------------------------------------------------------ elementwise (elementwise.cu)
-    def unary(self, name, x, out=None):
-        k = self.k
-        if k is not None:
-            r = k.unary(name, x, out)
-            if r is not None:
-                return r
-        return Backend.unary(self, name, x, out)
-
-    def binary(self, name, a, b, out=None):
-        k = self.k
-        if k is not None:
-            r = k.binary(name, a, b, out)
-            if r is not None:
-                return r
-        return Backend.binary(self, name, a, b, out)
-
-    def where(self, cond, a, b):
-        k = self.k
-        if k is not None:
-            r = k.where(cond, a, b)
-            if r is not None:
-                return r
-        return Backend.where(self, cond, a, b)
-
-    def clamp(self, x, lo, hi):
-        k = self.k
-        if k is not None and (lo is not None or hi is not None):
-            r = k.ternary("clamp", x, -_INF if lo is None else lo, _INF if hi is None else hi)
-            if r is not None:
-                return r
-        return Backend.clamp(self, x, lo, hi)
-
-    def gelu(self, x, approximate="none"):
-        k = self.k
-        if k is not None:
-            r = k.unary("gelu_tanh" if approximate == "tanh" else "gelu", x)
-            if r is not None:
-                return r
-        return Backend.gelu(self, x, approximate)
-
-    def gelu_backward(self, g, x, approximate="none"):
-        k = self.k
-        if k is not None and g.dtype == x.dtype:
-            r = k.binary("gelu_tanh_backward" if approximate == "tanh" else "gelu_backward", g, x)
-            if r is not None:
-                return r
-        return Backend.gelu_backward(self, g, x, approximate)
-
-    def softplus(self, x, beta=1.0, threshold=20.0):
-        k = self.k
-        if k is not None:
-            r = k.unary("softplus", x, None, float(beta), float(threshold))
-            if r is not None:
-                return r
-        return Backend.softplus(self, x, beta, threshold)
-
-    # ------------------------------------------------------------------ foreach (elementwise.cu, per tensor)
-    def foreach_lerp(self, xs, ys, weight, inplace=True):
-        k = self.k
-        if k is None:
-            return Backend.foreach_lerp(self, xs, ys, weight, inplace)
-        out = []
-        for x, y in zip(xs, ys):
-            r = k.ternary("lerp", x, y, float(weight), out=x if inplace else None)
-            out.append(r if r is not None else Backend.foreach_lerp(self, [x], [y], weight, inplace)[0])
-        return out
-
-    def foreach_addcmul(self, xs, ys, zs, values=1, inplace=False):
-        return self._foreach_addc_k("addcmul", xs, ys, zs, values, inplace)
-
-    def foreach_addcdiv(self, xs, ys, zs, values=1, inplace=False):
-        return self._foreach_addc_k("addcdiv", xs, ys, zs, values, inplace)
-
-    def _foreach_addc_k(self, name, xs, ys, zs, values, inplace):
-        base = Backend.foreach_addcmul if name == "addcmul" else Backend.foreach_addcdiv
-        k = self.k
-        if k is None:
-            return base(self, xs, ys, zs, values, inplace)
-        vs = values if isinstance(values, (list, tuple)) else [values] * len(xs)
-        if len(vs) != len(xs):
-            return base(self, xs, ys, zs, values, inplace)
-        out = []
-        for x, y, z, v in zip(xs, ys, zs, vs):
-            r = k.ternary(name, x, y, z, alpha=float(v), out=x if inplace else None)
-            out.append(r if r is not None else base(self, [x], [y], [z], [v], inplace)[0])
-        return out
-
-
-    # ------------------------------------------------------------------ softmax family (softmax.cu)
-    def softmax_forward(self, x, axis):
-        k = self.k
-        if k is not None and x.ndim and axis == x.ndim - 1:
-            r = k.softmax(x, False, axis)
-            if r is not None:
-                return r
-        return Backend.softmax_forward(self, x, axis)
-
-    def log_softmax_forward(self, x, axis):
-        k = self.k
-        if k is not None and x.ndim and axis == x.ndim - 1:
-            r = k.softmax(x, True, axis)
-            if r is not None:
-                return r
-        return Backend.log_softmax_forward(self, x, axis)
-
-    def softmax_backward(self, y, g, axis):
-        k = self.k
-        if k is not None and y.ndim and axis == y.ndim - 1:
-            r = k.softmax_backward(y, g, False, axis)
-            if r is not None:
-                return r
-        return Backend.softmax_backward(self, y, g, axis)
-
-    def log_softmax_backward(self, y, g, axis):
-        k = self.k
-        if k is not None and y.ndim and axis == y.ndim - 1:
-            r = k.softmax_backward(y, g, True, axis)
-            if r is not None:
-                return r
-        return Backend.log_softmax_backward(self, y, g, axis)
-
-    # ------------------------------------------------------------------ cross-entropy (cross_entropy.cu)
-    # The kernels take 2-D (rows, C) float32/float64 logits; the saved state is the per-row log-sum-exp, and the
-    # backward re-reads the logits. Spatial inputs, 2-byte floats and mismatched weights use the base bodies.
-    def cross_entropy_forward(self, x, target, weight=None, ignore_index=-100, label_smoothing=0.0, *, tidx=None,
-                              mask=None, coef=None):
-        k = self.k
-        if k is not None and x.ndim == 2 and x.dtype in _KERNEL_FLOATS and (weight is None or weight.dtype == x.dtype):
-            r = k.cross_entropy(x, target.reshape(-1), weight, ignore_index, label_smoothing)
-            if r is not None:
-                loss, _, lse = r
-                return loss.reshape(target.shape), {"lse": lse}
-        return Backend.cross_entropy_forward(self, x, target, weight, ignore_index, label_smoothing, tidx=tidx,
-                                             mask=mask, coef=coef)
-
-    def cross_entropy_backward(self, gout, x, target, weight, ignore_index, label_smoothing, saved, denom=None, *,
-                               tidx=None, mask=None):
-        k = self.k
-        lse = saved.get("lse")
-        if k is not None and lse is not None:
-            g = gout.reshape(-1) if gout.ndim else gout.reshape(1)
-            r = k.cross_entropy_backward(x, target.reshape(-1), weight, lse, g, 1.0 / denom if denom else 1.0,
-                                         ignore_index, label_smoothing)
-            if r is not None:
-                return r
-        if lse is not None:
-            # the kernel's state is its own: the base body needs the forward's, computed again
-            _, saved = Backend.cross_entropy_forward(self, x, target, weight, ignore_index, label_smoothing,
-                                                     tidx=tidx, mask=mask)
-        return Backend.cross_entropy_backward(self, gout, x, target, weight, ignore_index, label_smoothing, saved,
-                                              denom, tidx=tidx, mask=mask)
-
-    # ------------------------------------------------------------------ layer norm (layernorm.cu)
-    # The kernels normalise rows of a 2-D float32/float64 array with mean and 1/std saved per row; RMS norm
-    # (center=False) and 2-byte floats use the base bodies.
-    def layer_norm_forward(self, x, weight=None, bias=None, eps=1e-5, center=True, keep=True):
-        k = self.k
-        if k is not None and center and x.ndim == 2 and x.dtype in _KERNEL_FLOATS and \
-                all(p is None or p.dtype == x.dtype for p in (weight, bias)):
-            r = k.layer_norm(x, weight, bias, eps)
-            if r is not None:
-                y, mean, rstd = r
-                # kept dims, so that the base backward can use them too
-                return y, {"mean": mean.reshape(-1, 1), "rstd": rstd.reshape(-1, 1)}
-        return Backend.layer_norm_forward(self, x, weight, bias, eps, center, keep)
-
-    def layer_norm_backward(self, g, x, weight, saved, center=True, needs=(True, True, True)):
-        k = self.k
-        mean = saved.get("mean")
-        if k is not None and center and mean is not None and g.dtype == x.dtype and \
-                (weight is None or weight.dtype == x.dtype):
-            nx, nw, nb = needs
-            r = k.layer_norm_backward(g, x, weight, mean.reshape(-1), saved["rstd"].reshape(-1), nw, nb)
-            if r is not None:
-                dx, dw, db = r
-                return (dx if nx else None), dw, db
-        return Backend.layer_norm_backward(self, g, x, weight, saved, center, needs)
-
-    # ------------------------------------------------------------------ matmul (matmul.cu)
-    def matmul(self, a, b, transpose_a=False, transpose_b=False):
-        k = self.k
-        if k is not None:
-            a2 = a.swapaxes(-1, -2) if transpose_a and a.ndim >= 2 else a
-            b2 = b.swapaxes(-1, -2) if transpose_b and b.ndim >= 2 else b
-            if a2.dtype == np.float32 and self._tf32():
-                return self._matmul_tf32(a2, b2)
-            r = k.matmul(a2, b2)
-            if r is not None:
-                return r
-        return Backend.matmul(self, a, b, transpose_a, transpose_b)
-
-    def _tf32(self):
-        return False
-
-    def _matmul_tf32(self, a, b):
-        return Backend.matmul(self, a, b)
-
-    # ------------------------------------------------------------------ fused optimizers (optim.cu)
-    def _fused_step(self, step):
-        k = self.k
-        return k is not None and k.optim_step(step)
-
-    # ------------------------------------------------------------------ random streams (random.cu)
-    def philox4x32_10(self, counter, key, n):
-        k = self.k
-        if k is None:
-            return Backend.philox4x32_10(self, counter, key, n)
-        return k.philox_words(key, counter, n)
-
-    def rand_uniform(self, seed, offset, shape, np_dtype, low=0.0, high=1.0):
-        k = self.k
-        if k is not None:
-            r = k.uniform(seed, offset, _numel(shape), np.dtype(np_dtype), low, high)
-            if r is not None:
-                return r[0].reshape(shape), r[1]
-        return Backend.rand_uniform(self, seed, offset, shape, np_dtype, low, high)
-
-    def rand_normal(self, seed, offset, shape, np_dtype, mean=0.0, std=1.0):
-        k = self.k
-        if k is not None and isinstance(mean, (int, float)) and isinstance(std, (int, float)):
-            r = k.normal(seed, offset, _numel(shape), np.dtype(np_dtype), float(mean), float(std))
-            if r is not None:
-                return r[0].reshape(shape), r[1]
-        return Backend.rand_normal(self, seed, offset, shape, np_dtype, mean, std)
-
-    def rand_int(self, seed, offset, shape, low, high, np_dtype):
-        k = self.k
-        if k is not None and high - low <= 1 << 64:
-            r, nb = k.randint(seed, offset, _numel(shape), int(low), int(high))
-            return r.reshape(shape).astype(np_dtype, copy=False), nb
-        return Backend.rand_int(self, seed, offset, shape, low, high, np_dtype)
-
-    # ------------------------------------------------------------------ scatter-add of rows (embedding.cu)
-    def add_at(self, a, index, values):
-        k = self.k
-        if k is not None:
-            idx = index[0] if isinstance(index, tuple) and len(index) == 1 else index
-            if isinstance(idx, self.xp.ndarray) and isinstance(values, self.xp.ndarray) and \
-                    k.embedding_backward(a, idx, values):
-                return
-        Backend.add_at(self, a, index, values)
-
-
-def _numel(shape):
-    n = 1
-    for s in shape:
-        n *= s
-    return n
+    return wrapper  # type: ignore[return-value]
 
 
 class CupyBackend(CudaBackend):
@@ -322,65 +429,54 @@ class CupyBackend(CudaBackend):
 
     name = "cupy"
 
-    def __init__(self, index):
+    def __init__(self, index: int) -> None:
         import cupy
-        from ..cuda.launch import Launcher
         with cupy.cuda.Device(index):
             sms = cupy.cuda.runtime.getDeviceProperties(index)["multiProcessorCount"]
         # enough resident blocks to fill every SM several times over; grid-stride loops cover the rest
         launcher = Launcher(cupy, cupy.RawModule, lambda a: a.data.ptr, max_blocks=32 * sms)
         self._init_cuda(index, cupy, launcher)
 
-    def to_numpy(self, arr):
+    def to_numpy(self, arr: Array) -> Any:
         return self.xp.asnumpy(arr)
 
-    def asarray(self, obj, np_dtype=None, copy=False):
+    def asarray(self, obj: Any, np_dtype: Any = None, copy: bool = False) -> Array:
         if copy:
             return self.xp.array(obj, dtype=np_dtype, copy=True)
         return self.xp.asarray(obj, dtype=np_dtype)
 
-    def data_ptr(self, arr):
-        return arr.data.ptr
+    def data_ptr(self, arr: Array) -> int:
+        return int(arr.data.ptr)
 
-    def copy_into(self, dst, src):
+    def copy_into(self, dst: Array, src: Any) -> None:
         xp = self.xp
         if isinstance(src, xp.ndarray) and xp.may_share_memory(dst, src):
             # CuPy copies element by element in parallel; overlapping source and destination need a buffer
             src = src.copy()
-        Backend.copy_into(self, dst, xp.asarray(src) if hasattr(src, "__array__") else src)
+        _builtin("copy_into")(self, dst, xp.asarray(src) if hasattr(src, "__array__") else src)
 
-    def synchronize(self):
+    def synchronize(self) -> None:
         self.xp.cuda.Device(self.index).synchronize()
 
-    def _tf32(self):
-        from . import cuda_flags
-        return cuda_flags.matmul.allow_tf32
+    def _tf32(self) -> bool:
+        return _matmul_flags.allow_tf32
 
-    def _matmul_tf32(self, a, b):
+    def _matmul_tf32(self, a: Array, b: Array) -> Array:
         """float32 matmul on cuBLAS with TF32 tensor-core math (``mt.backends.cuda.matmul.allow_tf32``)."""
         from cupy_backends.cuda.libs import cublas
         handle = self.xp.cuda.device.get_cublas_handle()
         cublas.setMathMode(handle, cublas.CUBLAS_TF32_TENSOR_OP_MATH)
         try:
-            return Backend.matmul(self, a, b)
+            return _builtin("matmul")(self, a, b)
         finally:
             cublas.setMathMode(handle, cublas.CUBLAS_DEFAULT_MATH)
 
 
-def _wrap_all(cls):
-    for name in dir(cls):
-        if name.startswith("_") or name in ("supports", "np_dtype", "strides", "is_contiguous"):
-            continue
-        attr = getattr(cls, name)
-        if callable(attr):
-            setattr(cls, name, _on_device(attr))
-    return cls
-
-
-_wrap_all(CupyBackend)
-
-
-_SIM_LAUNCHER = []
+# the methods that CuPy's own calls do not pin to a device
+_NOT_ON_DEVICE = ("supports", "np_dtype", "strides", "is_contiguous")
+for _name in dir(CupyBackend):
+    if not _name.startswith("_") and _name not in _NOT_ON_DEVICE and callable(getattr(CupyBackend, _name)):
+        setattr(CupyBackend, _name, _on_device(getattr(CupyBackend, _name)))
 
 
 class SimBackend(CudaBackend):
@@ -393,40 +489,34 @@ class SimBackend(CudaBackend):
 
     name = "cuda-sim"
 
-    def __init__(self, index):
-        from ..cuda.launch import Launcher
-        launcher = _SIM_LAUNCHER[0] if _SIM_LAUNCHER else None
-        if launcher is None:
-            try:
-                from ..cuda import sim
-                sim.SimModule
-            except (ImportError, AttributeError):
-                pass  # the simulator is not part of this build: built-in NumPy primitives only
-            else:
-                # a few blocks: the simulator runs them on a small worker pool, grid-stride loops do the rest
-                launcher = Launcher(np, sim.SimModule, lambda a: a.__array_interface__["data"][0], max_blocks=8,
-                                    upload=np.ascontiguousarray)
-                # one per process: tests switch the simulator on and off around every test, and the loaded
-                # modules and strided metadata stay valid across backends
-                _SIM_LAUNCHER.append(launcher)
-        self._init_cuda(index, np, launcher)
-
-    def asarray(self, obj, np_dtype=None, copy=False):
-        if copy or isinstance(obj, np.ndarray):
-            return np.array(obj, dtype=np_dtype, copy=True)
-        return np.asarray(obj, dtype=np_dtype)
-
-    def to_numpy(self, arr):
-        return np.array(arr, copy=True)
-
     # DLPack exports (and __dlpack_device__ reports) this device's arrays as kDLCPU: they are host memory, and a
     # consumer told kDLCUDA would hand a host address to CUDA. Importing a tensor exported this way gives a CPU
     # tensor sharing the memory.
     host_memory = True
 
+    def __init__(self, index: int) -> None:
+        self._init_cuda(index, np, _sim_launcher())
 
-def make_cuda_backend(index):
-    from .. import cuda
-    if cuda.is_simulated():
+    def asarray(self, obj: Any, np_dtype: Any = None, copy: bool = False) -> Array:
+        if copy or isinstance(obj, np.ndarray):
+            return np.array(obj, dtype=np_dtype, copy=True)
+        return np.asarray(obj, dtype=np_dtype)
+
+    def to_numpy(self, arr: Array) -> Any:
+        return np.array(arr, copy=True)
+
+
+@functools.lru_cache(maxsize=1)
+def _sim_launcher() -> Launcher:
+    """The simulator's Launcher, one per process: tests switch the simulator on and off around every test, and
+    the loaded modules and strided metadata stay valid across backends."""
+    # a few blocks: the simulator runs them on a small worker pool, grid-stride loops do the rest
+    return Launcher(np, sim.SimModule, lambda a: a.__array_interface__["data"][0], max_blocks=8,
+                    upload=np.ascontiguousarray)
+
+
+def make_cuda_backend(index: int) -> CudaBackend:
+    """The backend of device ``cuda:<index>``: the simulator's when it backs device "cuda", else CuPy's."""
+    if _probe.is_simulated():
         return SimBackend(index)
     return CupyBackend(index)

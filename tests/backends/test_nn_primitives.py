@@ -30,17 +30,17 @@ def sim_be():
     """A simulated CUDA backend whose launcher covers at most 2 blocks, so every row count above 2 runs the
     kernels' grid-stride loops."""
     try:
-        from minitorch_gpu.cuda import sim  # noqa: F401
+        from minitorch_gpu.backends.cuda import sim  # noqa: F401
     except ImportError:
         pytest.skip("the CUDA simulator is not part of this build")
     from minitorch_gpu.backends.cuda_backend import SimBackend
     be = SimBackend(0)
-    if be.k is None:
+    if be.kernels is None:
         pytest.skip("kernels are switched off (MINITORCH_GPU_KERNELS=0)")
-    saved = be.k.max_blocks
-    be.k.max_blocks = 2
+    saved = be.kernels.max_blocks
+    be.kernels.max_blocks = 2
     yield be
-    be.k.max_blocks = saved
+    be.kernels.max_blocks = saved
 
 
 def _spy(monkeypatch, launcher, *names):
@@ -177,7 +177,7 @@ def test_cross_entropy_numpy_extreme_logits(np_be):
 @pytest.mark.parametrize("ls", [0.0, 0.1])
 @pytest.mark.parametrize("ignore", [None, -100, 0])
 def test_cross_entropy_kernel_matches_numpy(np_be, sim_be, monkeypatch, shape, dt, weighted, ls, ignore):
-    calls = _spy(monkeypatch, sim_be.k, "cross_entropy", "cross_entropy_backward")
+    calls = _spy(monkeypatch, sim_be.kernels, "cross_entropy", "cross_entropy_backward")
     ii = -100 if ignore is None else ignore
     x, t, w = _ce_case(shape, dt, weighted, ignore, sum(shape) + 7 * weighted)
     tol = _tol(dt)
@@ -215,7 +215,7 @@ def test_cross_entropy_kernel_keeps_the_digits_of_large_logits(sim_be, dt, offse
 
 
 def test_cross_entropy_kernel_falls_back(np_be, sim_be, monkeypatch):
-    calls = _spy(monkeypatch, sim_be.k, "cross_entropy", "cross_entropy_backward")
+    calls = _spy(monkeypatch, sim_be.kernels, "cross_entropy", "cross_entropy_backward")
     # spatial logits, 2-byte floats, weights of another dtype: the base body, on the same arrays
     x, t, w = _ce_case((5, 6), np.float32, True, -100, 2)
     cases = [_ce_case((3, 4, 5), np.float32, True, -100, 1), (x.astype(np.float16), t, w.astype(np.float16)),
@@ -237,7 +237,7 @@ def test_cross_entropy_backward_declined_by_kernel(np_be, sim_be, monkeypatch):
     x, t, w = _ce_case((7, 31), np.float64, True, -100, 5)
     _, saved = sim_be.cross_entropy_forward(x, t, w, -100, 0.1)
     assert set(saved) == {"lse"}
-    monkeypatch.setattr(sim_be.k, "cross_entropy_backward", lambda *a, **k: None)
+    monkeypatch.setattr(sim_be.kernels, "cross_entropy_backward", lambda *a, **k: None)
     g = np.random.default_rng(3).standard_normal(t.shape)
     d = sim_be.cross_entropy_backward(g, x, t, w, -100, 0.1, saved)
     _, ref_grad = _ce_ref(x, t, w, -100, 0.1)
@@ -246,13 +246,13 @@ def test_cross_entropy_backward_declined_by_kernel(np_be, sim_be, monkeypatch):
 
 def test_kernels_switched_off_use_the_base_bodies(np_be, monkeypatch):
     try:
-        from minitorch_gpu.cuda import sim  # noqa: F401
+        from minitorch_gpu.backends.cuda import sim  # noqa: F401
     except ImportError:
         pytest.skip("the CUDA simulator is not part of this build")
     from minitorch_gpu.backends.cuda_backend import SimBackend
     monkeypatch.setenv("MINITORCH_GPU_KERNELS", "0")
     be = SimBackend(0)
-    assert be.k is None
+    assert be.kernels is None
     x, t, w = _ce_case((7, 31), np.float32, True, -100, 6)
     loss, saved = be.cross_entropy_forward(x, t, w, -100, 0.0)
     assert {"e", "se"} <= set(saved) and "lse" not in saved
@@ -350,7 +350,7 @@ def test_layer_norm_numpy_keeps_saved_apart_and_half(np_be):
 @pytest.mark.parametrize("shape", LN_SHAPES)
 @pytest.mark.parametrize("affine", AFFINE)
 def test_layer_norm_kernel_matches_numpy(np_be, sim_be, monkeypatch, shape, dt, affine):
-    calls = _spy(monkeypatch, sim_be.k, "layer_norm", "layer_norm_backward")
+    calls = _spy(monkeypatch, sim_be.kernels, "layer_norm", "layer_norm_backward")
     x, w, b, dy = _ln_case(shape, dt, affine, 3 * sum(shape))
     tol = {"rtol": 1e-4, "atol": 1e-5} if dt == np.float32 else _tol(dt)
     want, saved_np = np_be.layer_norm_forward(x, w, b, 1e-5)
@@ -371,7 +371,7 @@ def test_layer_norm_kernel_matches_numpy(np_be, sim_be, monkeypatch, shape, dt, 
 
 
 def test_layer_norm_kernel_falls_back(np_be, sim_be, monkeypatch):
-    calls = _spy(monkeypatch, sim_be.k, "layer_norm", "layer_norm_backward")
+    calls = _spy(monkeypatch, sim_be.kernels, "layer_norm", "layer_norm_backward")
     x, w, b, dy = _ln_case((5, 9), np.float32, "both", 4)
     cases = [(x, w, b, dy, False),  # RMS normalisation
              (x.astype(np.float16), w, b, dy.astype(np.float16), True),  # 2-byte input, float32 parameters
@@ -391,7 +391,7 @@ def test_layer_norm_backward_declined_by_kernel(sim_be, monkeypatch):
     x, w, b, dy = _ln_case((7, 33), np.float64, "both", 5)
     _, saved = sim_be.layer_norm_forward(x, w, b, 1e-5)
     assert set(saved) == {"mean", "rstd"}
-    monkeypatch.setattr(sim_be.k, "layer_norm_backward", lambda *a, **k: None)
+    monkeypatch.setattr(sim_be.kernels, "layer_norm_backward", lambda *a, **k: None)
     got = sim_be.layer_norm_backward(dy, x, w, saved)
     _check_ln_grads(got, _ln_ref(x, w, b, 1e-5, True, dy), (True, True, True), True, True, _tol(np.float64))
 
@@ -518,11 +518,11 @@ def test_adaptive_max_pool(np_be, spatial, sizes):
 @pytest.fixture
 def sim_device():
     try:
-        from minitorch_gpu.cuda import sim  # noqa: F401
+        from minitorch_gpu.backends.cuda import sim  # noqa: F401
     except ImportError:
         pytest.skip("the CUDA simulator is not part of this build")
     prev = mt.cuda.use_simulator(True)
-    if get_backend("cuda").k is None:
+    if get_backend("cuda").kernels is None:
         mt.cuda.use_simulator(prev)
         pytest.skip("kernels are switched off (MINITORCH_GPU_KERNELS=0)")
     yield get_backend("cuda")
@@ -530,7 +530,7 @@ def sim_device():
 
 
 def test_nn_cross_entropy_runs_the_kernels(sim_device, monkeypatch):
-    calls = _spy(monkeypatch, sim_device.k, "cross_entropy", "cross_entropy_backward")
+    calls = _spy(monkeypatch, sim_device.kernels, "cross_entropy", "cross_entropy_backward")
     rng = np.random.default_rng(9)
     x = rng.standard_normal((11, 13)).astype(np.float32)
     t = rng.integers(0, 13, 11)
@@ -551,7 +551,7 @@ def test_nn_cross_entropy_runs_the_kernels(sim_device, monkeypatch):
 
 
 def test_nn_layer_norm_runs_the_kernels(sim_device, monkeypatch):
-    calls = _spy(monkeypatch, sim_device.k, "layer_norm", "layer_norm_backward")
+    calls = _spy(monkeypatch, sim_device.kernels, "layer_norm", "layer_norm_backward")
     rng = np.random.default_rng(10)
     x = rng.standard_normal((3, 5, 4, 6)).astype(np.float32)
     w = rng.standard_normal((4, 6)).astype(np.float32)

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from minitorch_gpu.cuda import loader, nvrtc
+from minitorch_gpu.backends.cuda import loader, nvrtc
 
 ARCHS = ["sm_80", "sm_90"]
 FILES = loader.kernel_files()

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from minitorch_gpu.cuda import launch
+from minitorch_gpu.backends.cuda import loader
 
 SIZES = [0, 1, 3, 4, 5, 31, 255, 257, 1031]
 DTYPES = [np.float32, np.float64]
@@ -82,10 +82,10 @@ def _check(got, want, dt, name=""):
 
 
 def test_every_op_code_has_a_reference():
-    assert set(launch.codes("elementwise.cu", "UnaryOp")) == set(UNARY_REF)
-    assert set(launch.codes("elementwise.cu", "PredicateOp")) == set(PRED_REF)
-    assert set(launch.codes("elementwise.cu", "CompareOp")) == set(CMP_REF)
-    assert set(launch.codes("elementwise.cu", "BinaryOp")) == set(BINARY_REF) | {"gelu_tanh_backward"}
+    assert set(loader.enum_codes("elementwise.cu", "UnaryOp")) == set(UNARY_REF)
+    assert set(loader.enum_codes("elementwise.cu", "PredicateOp")) == set(PRED_REF)
+    assert set(loader.enum_codes("elementwise.cu", "CompareOp")) == set(CMP_REF)
+    assert set(loader.enum_codes("elementwise.cu", "BinaryOp")) == set(BINARY_REF) | {"gelu_tanh_backward"}
 
 
 @pytest.mark.parametrize("dt", DTYPES)

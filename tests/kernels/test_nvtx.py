@@ -1,4 +1,5 @@
-"""cuda/nvtx.py: ranges reach the nvtx package when enabled, cost nothing and need nothing when not."""
+"""backends/cuda/nvtx.py (``mt.cuda.nvtx``): ranges reach the nvtx package when enabled, cost nothing and need
+nothing when not."""
 import sys
 import types
 

@@ -73,20 +73,20 @@ def test_dlpack_exports_host_memory(sim):
 
 def test_kernel_switch(monkeypatch):
     monkeypatch.setenv("MINITORCH_GPU_KERNELS", "0")
-    assert SimBackend(0).k is None
+    assert SimBackend(0).kernels is None
     monkeypatch.setenv("MINITORCH_GPU_KERNELS", "1")
-    assert SimBackend(0).k is not None
+    assert SimBackend(0).kernels is not None
 
 
 def _spy(monkeypatch, be):
     calls = []
-    orig = be.k.loader.function
+    orig = be.kernels.loader.function
 
     def function(fname, kernel):
         calls.append((fname, kernel))
         return orig(fname, kernel)
 
-    monkeypatch.setattr(be.k.loader, "function", function)
+    monkeypatch.setattr(be.kernels.loader, "function", function)
     return calls
 
 

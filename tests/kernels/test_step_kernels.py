@@ -30,7 +30,7 @@ def test_fused_step_kernel_matches_reference(sim_backend, k, monkeypatch, dt, ki
 
 
 def test_optimizer_declines_mixed_or_strided_groups(sim_backend, k):
-    from minitorch_gpu.backends._optim import FusedStep
+    from minitorch_gpu.backends.cuda.fused_step import FusedStep
     p = [np.ones(4, np.float32), np.ones((4, 4), np.float32).T]
     step = FusedStep("sgd", [p, [np.ones_like(x) for x in p], None], dict(lr=0.1), {})
     assert not k.optim_step(step)

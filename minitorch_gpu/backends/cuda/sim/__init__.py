@@ -3,7 +3,7 @@ launches kernels runs (and its faults are found) without a GPU.
 
 API (mirrors ``cupy.RawModule`` / ``cupy.RawKernel``)::
 
-    from minitorch_gpu.cuda import sim
+    from minitorch_gpu.backends.cuda import sim
     mod = sim.SimModule(code=source, options=("-DBLOCK=256",), name_expressions=("scale<float>",),
                         include_dirs=(kernels_dir,), filename="elementwise.cu")
     fn = mod.get_function("vec_add")            # extern "C" kernel, or one of the name_expressions

@@ -6,21 +6,27 @@ placed in ``Op.apply`` (the op's node name, e.g. ``AddBackward0``) and ``Module.
 name). With the switch off (the default) or without the ``nvtx`` package (the ``nvtx`` extra) ``enabled`` is
 False and the callers skip the calls entirely, so the cost is one module-global read per op.
 
+It lives with the CUDA runtime, below autograd and nn which call it; ``mt.cuda.nvtx`` is this module.
+
     >>> from minitorch_gpu.cuda import nvtx
     >>> with nvtx.range("data loading"):
     ...     pass
 """
+from __future__ import annotations
+
 import contextlib
 import os
+from collections.abc import Iterator
+from typing import Any
 
 __all__ = ["enabled", "enable", "range_push", "range_pop", "range"]
 
 _DOMAIN = "minitorch_gpu"
-_lib = None
+_lib: Any = None  # the nvtx module once loaded (it ships no types)
 enabled = False
 
 
-def _load():
+def _load() -> Any:
     try:
         import nvtx as lib
     except ImportError:
@@ -28,7 +34,7 @@ def _load():
     return lib
 
 
-def enable(on=True):
+def enable(on: bool = True) -> bool:
     """Turn the ranges on (needs the ``nvtx`` package; returns whether they are on) or off."""
     global _lib, enabled
     if on:
@@ -39,20 +45,20 @@ def enable(on=True):
     return enabled
 
 
-def range_push(name):
+def range_push(name: str) -> None:
     """Open a range named ``name`` on this thread (a no-op while disabled)."""
     if enabled:
         _lib.push_range(message=name, domain=_DOMAIN)
 
 
-def range_pop():
+def range_pop() -> None:
     """Close the innermost open range of this thread (a no-op while disabled)."""
     if enabled:
         _lib.pop_range(domain=_DOMAIN)
 
 
 @contextlib.contextmanager
-def range(name):  # noqa: A001 - nvtx's own name for it
+def range(name: str) -> Iterator[None]:  # nvtx's own name, shadowing the builtin on purpose
     """A range around a ``with`` block."""
     if not enabled:
         yield

@@ -11,10 +11,19 @@ Each method returns the result array, or ``None`` when the inputs fall outside w
 (another dtype, overlapping output, more than 8 non-collapsible dims...); the backend then uses the array
 library's built-in for that call.
 """
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
 import numpy as np
 
-from ..backends._optim import fused_group_sizes
+from .._types import Array, NpDtype, Shape
+
 from . import loader as _loader
+from .fused_step import FusedStep, fused_group_sizes
+from .loader import enum_codes as codes
 
 __all__ = ["Launcher", "THREADS"]
 
@@ -28,34 +37,23 @@ _META_CACHE_MAX = 512
 _BOOL = np.dtype(np.bool_)
 MODE_VEC = 1 << 4  # elementwise.cu's MODE_VEC: operands are contiguous and 16-byte aligned
 
-# the op codes, read once from the kernel sources (see loader.enum_codes)
-_CODES = {}
+Strides = tuple[int, ...]
+Operand = Any
+"""An array of the launcher's array module, or a Python scalar."""
+TailArgs = Callable[[list[Any], int], tuple[Any, ...]]
+"""(typed scalars, mode bits) -> the trailing kernel arguments of a map kernel."""
+Layout = tuple[Shape, Any, bool, int, Any]
+"""(shape, array whose layout a new output copies or None, contiguous, dims walked, device meta or None)."""
 
-
-def codes(fname, enum):
-    key = (fname, enum)
-    c = _CODES.get(key)
-    if c is None:
-        c = _CODES[key] = _loader.enum_codes(fname, enum)
-    return c
-
-
-def _i64(v):
+def _i64(v: int) -> np.int64:
     return np.int64(v)
 
 
-def _i32(v):
+def _i32(v: int) -> np.int32:
     return np.int32(v)
 
 
-def _numel(shape):
-    n = 1
-    for s in shape:
-        n *= s
-    return n
-
-
-def _broadcast_shape(shapes):
+def _broadcast_shape(shapes: Sequence[Shape]) -> Shape | None:
     nd = max(len(s) for s in shapes)
     out = [1] * nd
     for s in shapes:
@@ -69,7 +67,7 @@ def _broadcast_shape(shapes):
     return tuple(out)
 
 
-def collapse(shape, strides_list):
+def collapse(shape: Shape, strides_list: Sequence[Strides]) -> tuple[Shape, list[Strides]]:
     """Merge dims that every operand walks contiguously and drop size-1 dims: (shape, [strides per operand]).
 
     ``strides_list`` holds element strides aligned with ``shape``. The result describes the same elements
@@ -94,24 +92,27 @@ def collapse(shape, strides_list):
 class _MapKernels:
     """Launch plumbing (kernel lookup, grids, strided metadata) and the elementwise maps of elementwise.cu."""
 
-    def __init__(self, xp, module_cls, ptr, max_blocks, upload=None):
+    def __init__(self, xp: Any, module_cls: Any, ptr: Callable[[Array], int], max_blocks: int,
+                 upload: Callable[[np.ndarray[Any, Any]], Array] | None = None) -> None:
         self.xp = xp
         self.loader = _loader.KernelLoader(module_cls)
         self.ptr = ptr
         self.max_blocks = max_blocks
         # host int64 array -> device array (CuPy: an H2D copy; NumPy: the array itself)
         self.upload = upload or xp.asarray
-        self._meta = {}
+        self._meta: dict[tuple[Any, ...], Array] = {}
 
     # ------------------------------------------------------------------ plumbing
-    def fn(self, fname, kernel):
+    def fn(self, fname: str, kernel: str) -> Any:
+        """The callable kernel ``kernel`` of ``kernels/<fname>``."""
         return self.loader.function(fname, kernel)
 
-    def grid(self, n, per_thread=1, threads=THREADS):
+    def grid(self, n: int, per_thread: int = 1, threads: int = THREADS) -> tuple[int]:
+        """A 1-d grid for ``n`` work items, capped at ``max_blocks`` (the kernels loop over the rest)."""
         work = (n + per_thread - 1) // per_thread
         return (max(1, min((work + threads - 1) // threads, self.max_blocks)),)
 
-    def meta(self, shape, strides_list):
+    def meta(self, shape: Shape, strides_list: Sequence[Strides]) -> Array:
         """The device int64 array [shape | strides of each operand], cached by content: training repeats the
         same broadcast patterns every step, so steady state uploads nothing."""
         key = (shape, tuple(strides_list))
@@ -126,11 +127,11 @@ class _MapKernels:
             self._meta[key] = m
         return m
 
-    def _aligned(self, *arrays):
+    def _aligned(self, *arrays: Array | None) -> bool:
         return all(a is None or self.ptr(a) % 16 == 0 for a in arrays)
 
     @staticmethod
-    def _estrides(a, shape):
+    def _estrides(a: Array, shape: Shape) -> Strides:
         """Element strides of array ``a`` broadcast to ``shape`` (0 on broadcast dims)."""
         item = a.itemsize
         off = len(shape) - a.ndim
@@ -139,7 +140,7 @@ class _MapKernels:
             st.append(0 if (n == 1 and target != 1) else s // item)
         return tuple(st)
 
-    def _operands(self, items, dt):
+    def _operands(self, items: Sequence[Operand], dt: NpDtype) -> tuple[list[Any], list[Any], int] | None:
         """Split ``items`` (arrays or Python scalars) into arrays and typed scalars for a kernel over ``dt``:
         (arrays with None for scalars, scalars with 0 for arrays, mode bits) or None when an item does not fit
         (an array of another dtype or library, a NumPy scalar, which NumPy would not treat as weak)."""
@@ -161,7 +162,7 @@ class _MapKernels:
                 return None
         return arrays, scalars, mode
 
-    def _layout(self, arrays, out):
+    def _layout(self, arrays: Sequence[Array | None], out: Array | None) -> Layout | None:
         """How to walk array operands ``arrays`` (None entries are scalars) and the output:
         (shape, like, contiguous, nd, meta), or None when unsupported. ``like`` is the operand whose memory
         layout a new output should copy (a dense permuted input, as NumPy and PyTorch keep it), else None
@@ -204,14 +205,14 @@ class _MapKernels:
             return None
         return shape, like, False, len(cshape), self.meta(cshape, cstrides)
 
-    def _out(self, out, shape, dt, like):
+    def _out(self, out: Array | None, shape: Shape, dt: NpDtype, like: Array | None) -> Array:
         if out is not None:
             return out
         if like is not None:
             return self.xp.empty_like(like, dtype=dt)
         return self.xp.empty(shape, dtype=dt)
 
-    def _overlaps(self, out, arrays):
+    def _overlaps(self, out: Array, arrays: Sequence[Array | None]) -> bool:
         """Whether ``out`` shares memory with an input other than by being that same element layout."""
         xp = self.xp
         for a in arrays:
@@ -223,14 +224,15 @@ class _MapKernels:
                 return True
         return False
 
-    def _strided_arrays(self, arrays, out):
+    def _strided_arrays(self, arrays: Sequence[Array | None], out: Array) -> list[Array]:
         """Arrays in kernel argument order for the strided path: the first array stands in for scalars (never
         read), because a kernel pointer argument must be a real allocation on both runtimes."""
         fill = next(a for a in arrays if a is not None)
         return [fill if a is None else a for a in arrays]
 
     # ------------------------------------------------------------------ elementwise
-    def _map(self, kernel_contig, kernel_strided, items, out, out_dt, dt, tail_args, vec_ok):
+    def _map(self, kernel_contig: str | None, kernel_strided: str, items: Sequence[Operand], out: Array | None,
+             out_dt: NpDtype, dt: NpDtype, tail_args: TailArgs, vec_ok: bool) -> Array | None:
         """The common driver of the map kernels: operands -> layout -> output -> launch. ``items`` are arrays or
         Python scalars; returns the output or None (unsupported case)."""
         got = self._operands(items, dt)
@@ -244,7 +246,7 @@ class _MapKernels:
             return None
         shape, like, contig, nd, meta = lay
         out = self._out(out, shape, out_dt, like)
-        n = _numel(shape)
+        n = math.prod(shape)
         if n == 0:
             return out
         ptrs = self._strided_arrays(arrays, out)
@@ -262,10 +264,10 @@ class _MapKernels:
             self.grid(n), (THREADS,), (_i64(n), _i32(nd), meta, *ptrs, out, *tail_args(scalars, mode)))
         return out
 
-    def _empty_meta(self):
+    def _empty_meta(self) -> Array:
         return self.meta((0,), ())
 
-    def unary(self, name, x, out=None, p0=0.0, p1=0.0):
+    def unary(self, name: str, x: Array, out: Array | None = None, p0: float = 0.0, p1: float = 0.0) -> Array | None:
         """``name`` (an UnaryOp or PredicateOp of elementwise.cu) of a float32/float64 array."""
         dt = x.dtype
         if dt not in _FLOATS:
@@ -282,7 +284,7 @@ class _MapKernels:
         return self._map(f"unary_forward<{t}>", f"unary_strided_forward<{t}>", (x,), out, dt, dt,
                          lambda s, m: _unary_tail(op, s0, s1, m), True)
 
-    def binary(self, name, a, b, out=None):
+    def binary(self, name: str, a: Operand, b: Operand, out: Array | None = None) -> Array | None:
         """``a <name> b`` (a BinaryOp or CompareOp of elementwise.cu); either side may be a Python scalar."""
         xp = self.xp
         arr = a if isinstance(a, xp.ndarray) else b
@@ -302,7 +304,8 @@ class _MapKernels:
         return self._map(f"binary_forward<{t}>", f"binary_strided_forward<{t}>", (a, b), out, dt, dt,
                          lambda s, m: (_i32(op), s[0], s[1], _i32(m)), True)
 
-    def ternary(self, name, a, b, c, alpha=1.0, out=None):
+    def ternary(self, name: str, a: Array, b: Operand, c: Operand, alpha: float = 1.0,
+                out: Array | None = None) -> Array | None:
         """clamp(a, b, c), lerp(a, b, c), addcmul / addcdiv ``a + alpha * b (*|/) c``; b and c may be Python
         scalars (a missing clamp bound is passed as -inf / inf)."""
         xp = self.xp
@@ -317,7 +320,7 @@ class _MapKernels:
         return self._map(None, f"ternary_forward<{_TNAME[dt]}>", (a, b, c), out, dt, dt,
                          lambda s, m: (_i32(op), s[0], s[1], s[2], al, _i32(m)), False)
 
-    def where(self, cond, a, b):
+    def where(self, cond: Array, a: Operand, b: Operand) -> Array | None:
         """``cond ? a : b`` for a bool array ``cond`` and float32/float64 ``a``, ``b`` (arrays or scalars)."""
         xp = self.xp
         if not isinstance(cond, xp.ndarray) or cond.dtype != _BOOL:
@@ -335,7 +338,7 @@ class _MapKernels:
             return None
         shape, like, contig, nd, meta = lay
         out = self._out(None, shape, dt, like)
-        n = _numel(shape)
+        n = math.prod(shape)
         if n == 0:
             return out
         if contig:
@@ -346,11 +349,11 @@ class _MapKernels:
         return out
 
 
-def _unary_tail(op, s0, s1, mode):
+def _unary_tail(op: int, s0: Any, s1: Any, mode: int) -> tuple[Any, ...]:
     return (_i32(op), s0, s1, _i32(1 if mode & MODE_VEC else 0))
 
 
-def _c_strides(shape):
+def _c_strides(shape: Shape) -> Strides:
     out = []
     acc = 1
     for n in reversed(shape):
@@ -359,7 +362,7 @@ def _c_strides(shape):
     return tuple(reversed(out))
 
 
-def _dense(a):
+def _dense(a: Array) -> bool:
     """Whether ``a``'s elements tile one block of memory with positive strides (any dim order)."""
     item = a.itemsize
     dims = sorted((s, n) for s, n in zip(a.strides, a.shape) if n != 1)
@@ -372,13 +375,13 @@ def _dense(a):
 
 
 # ---------------------------------------------------------------------- row-wise kernels and GEMM
-class _RowKernels:
+class _RowKernels(_MapKernels):
     """softmax / log_softmax, cross-entropy, layer norm: kernels over rows of a contiguous last dim."""
 
     # rows up to this long get a warp each (v1); longer rows a block each (v2)
     WARP_ROW_MAX = 1024
 
-    def softmax(self, x, log, axis):
+    def softmax(self, x: Array, log: bool, axis: int) -> Array | None:
         """softmax (or log_softmax) of float32/float64 ``x`` along ``axis`` (the last dim only)."""
         if x.dtype not in _FLOATS or x.ndim == 0 or axis != x.ndim - 1:
             return None
@@ -389,19 +392,11 @@ class _RowKernels:
         rows = x.size // cols if cols else 0
         if rows == 0 or cols == 0:
             return y
-        t = _TNAME[x.dtype]
-        if cols <= self.WARP_ROW_MAX:
-            per_block = THREADS // 32
-            grid = (max(1, min((rows + per_block - 1) // per_block, self.max_blocks)),)
-            self.fn("softmax.cu", f"softmax_forward_v1<{t}>")(grid, (THREADS,), (x, y, _i64(rows), _i64(cols),
-                                                                                  _i32(log)))
-        else:
-            grid = (max(1, min(rows, self.max_blocks)),)
-            self.fn("softmax.cu", f"softmax_forward_v2<{t}>")(grid, (THREADS,), (x, y, _i64(rows), _i64(cols),
-                                                                                  _i32(log)))
+        self._softmax_rows("softmax_forward", x.dtype, rows, cols, (x, y, _i64(rows), _i64(cols), _i32(log)))
         return y
 
-    def softmax_backward(self, y, g, log, axis):
+    def softmax_backward(self, y: Array, g: Array, log: bool, axis: int) -> Array | None:
+        """The gradient of softmax (or log_softmax) from its output ``y`` and the output gradient ``g``."""
         if y.dtype not in _FLOATS or g.dtype != y.dtype or y.ndim == 0 or axis != y.ndim - 1 or g.shape != y.shape:
             return None
         xp = self.xp
@@ -412,21 +407,27 @@ class _RowKernels:
         rows = y.size // cols if cols else 0
         if rows == 0 or cols == 0:
             return dx
-        t = _TNAME[y.dtype]
+        self._softmax_rows("softmax_backward", y.dtype, rows, cols,
+                           (y, g, dx, _i64(rows), _i64(cols), _i32(log)))
+        return dx
+
+    def _softmax_rows(self, kernel: str, dt: NpDtype, rows: int, cols: int, args: tuple[Any, ...]) -> None:
+        """Launch ``kernel``'s v1 (a warp per row) for rows up to ``WARP_ROW_MAX`` long, else its v2 (a block
+        per row)."""
         if cols <= self.WARP_ROW_MAX:
             per_block = THREADS // 32
             grid = (max(1, min((rows + per_block - 1) // per_block, self.max_blocks)),)
-            name = f"softmax_backward_v1<{t}>"
+            version = "v1"
         else:
             grid = (max(1, min(rows, self.max_blocks)),)
-            name = f"softmax_backward_v2<{t}>"
-        self.fn("softmax.cu", name)(grid, (THREADS,), (y, g, dx, _i64(rows), _i64(cols), _i32(log)))
-        return dx
+            version = "v2"
+        self.fn("softmax.cu", f"{kernel}_{version}<{_TNAME[dt]}>")(grid, (THREADS,), args)
 
-    def _flag(self):
+    def _flag(self) -> Array:
         return self.xp.zeros(1, dtype=np.int32)
 
-    def cross_entropy(self, logits, target, weight, ignore_index, label_smoothing):
+    def cross_entropy(self, logits: Array, target: Array, weight: Array | None, ignore_index: int,
+                      label_smoothing: float) -> tuple[Array, Array, Array] | None:
         """Per-row (loss, weight, log-sum-exp relative to the row max) of 2-d float logits (rows, C) and int64
         targets (rows,); IndexError for a target outside [0, C) that is not ``ignore_index``."""
         xp = self.xp
@@ -454,7 +455,8 @@ class _RowKernels:
                              f"({ignore_index})")
         return loss, wsum, lse
 
-    def cross_entropy_backward(self, logits, target, weight, lse, gout, scale, ignore_index, label_smoothing):
+    def cross_entropy_backward(self, logits: Array, target: Array, weight: Array | None, lse: Array, gout: Array,
+                               scale: float, ignore_index: int, label_smoothing: float) -> Array | None:
         """dlogits of the per-row losses; ``gout`` is a 0-d gradient (broadcast to every row) or one per row."""
         xp = self.xp
         dt = logits.dtype
@@ -474,7 +476,8 @@ class _RowKernels:
              _i64(rows), _i64(C), _i64(ignore_index), dt.type(label_smoothing), _i32(weight is not None)))
         return d
 
-    def layer_norm(self, x, weight, bias, eps):
+    def layer_norm(self, x: Array, weight: Array | None, bias: Array | None,
+                   eps: float) -> tuple[Array, Array, Array] | None:
         """(y, mean, rstd) of layer norm over the last dim of float ``x`` (weight / bias of shape (N,) or None)."""
         xp = self.xp
         dt = x.dtype
@@ -499,7 +502,8 @@ class _RowKernels:
              _i32(bias is not None)))
         return y, mean, rstd
 
-    def layer_norm_backward(self, dy, x, weight, mean, rstd, want_weight, want_bias):
+    def layer_norm_backward(self, dy: Array, x: Array, weight: Array | None, mean: Array, rstd: Array,
+                            want_weight: bool, want_bias: bool) -> tuple[Array, Array | None, Array | None] | None:
         """(dx, dweight or None, dbias or None) of layer norm."""
         xp = self.xp
         dt = x.dtype
@@ -526,7 +530,7 @@ class _RowKernels:
                  _i32(want_weight), _i32(want_bias)))
         return dx, dw, db
 
-    def matmul(self, a, b, bias=None):
+    def matmul(self, a: Array, b: Array, bias: Array | None = None) -> Array | None:
         """``a @ b`` (+ ``bias`` per output column) for float32/float64 operands with NumPy's matmul rules for
         1-d operands and broadcast batch dims; transposed (strided) operands are read in place."""
         xp = self.xp
@@ -559,11 +563,12 @@ class _RowKernels:
             out = out[..., 0]
         return out
 
-    def _gemm(self, a, b, out, bias, batch_shape, M, N, K):
+    def _gemm(self, a: Array, b: Array, out: Array, bias: Array | None, batch_shape: Shape, M: int, N: int,
+              K: int) -> None:
         item = a.itemsize
         sAm, sAk = (s // item for s in a.strides[-2:])
         sBk, sBn = (s // item for s in b.strides[-2:])
-        nb = _numel(batch_shape)
+        nb = math.prod(batch_shape)
         sa = self._estrides(a[..., 0, 0], batch_shape) if a.ndim > 2 else (0,) * len(batch_shape)
         sb = self._estrides(b[..., 0, 0], batch_shape) if b.ndim > 2 else (0,) * len(batch_shape)
         sc = _c_strides(batch_shape)
@@ -584,12 +589,12 @@ class _RowKernels:
             (a, b, out, bias if has_bias else out, offs, _i64(nb), _i64(M), _i64(N), _i64(K), _i64(sAm), _i64(sAk),
              _i64(sBk), _i64(sBn), _i64(N), _i64(1), _i32(has_bias), _i32(vec)))
 
-    def _batch_offsets(self, batch_shape, sa, sb, sc):
+    def _batch_offsets(self, batch_shape: Shape, sa: Strides, sb: Strides, sc: Strides) -> Array:
         """Device int64 table [off_a, off_b, off_c] per batch entry (row-major over ``batch_shape``)."""
         key = ("gemm", batch_shape, sa, sb, sc)
         m = self._meta.get(key)
         if m is None:
-            nb = _numel(batch_shape)
+            nb = math.prod(batch_shape)
             idx = np.indices(batch_shape).reshape(len(batch_shape), nb) if batch_shape else np.zeros((0, 1), np.int64)
             tab = np.empty((nb, 3), dtype=np.int64)
             for j, st in enumerate((sa, sb, sc)):
@@ -602,25 +607,26 @@ class _RowKernels:
 
 
 # ---------------------------------------------------------------------- optimizers, random, embedding
-class _StepKernels:
+class _StepKernels(_MapKernels):
     """Fused multi-tensor optimizer steps (optim.cu), Philox streams (random.cu), embedding backward."""
 
     # elements per chunk of a tensor: one block's share of the fused optimizer work
     OPTIM_CHUNK = 65536
 
-    def optim_step(self, step):
-        """One fused optimizer step (a backends._optim.FusedStep) in one launch; False when a tensor does not
-        fit (not a contiguous float32/float64 array of the group's dtype)."""
+    def optim_step(self, step: FusedStep) -> Literal[True] | None:
+        """One fused optimizer step in one launch; None when a tensor does not fit (not a contiguous
+        float32/float64 array of the group's dtype)."""
         roles = step.roles
-        if not roles[0]:
+        params = step.params
+        if not params:
             return True
-        dt = roles[0][0].dtype
+        dt = params[0].dtype
         if dt not in _FLOATS:
-            return False
-        sizes = fused_group_sizes(step, self.xp.ndarray, dt)
-        if sizes is None:
-            return False
-        sizes = np.asarray(sizes, dtype=np.int64)
+            return None
+        group = fused_group_sizes(step, self.xp.ndarray, dt)
+        if group is None:
+            return None
+        sizes = np.asarray(group, dtype=np.int64)
         chunk = self.OPTIM_CHUNK
         counts = (sizes + chunk - 1) // chunk
         n_chunks = int(counts.sum())
@@ -636,16 +642,17 @@ class _StepKernels:
         tabs = [t if t is not None else tabs[0] for t in tabs] + [tabs[0]] * (5 - len(tabs))
         self.fn("optim.cu", f"{step.kind}_step<{_TNAME[dt]}>")(
             (min(n_chunks, self.max_blocks),), (THREADS,),
-            (*tabs, self.upload(sizes), self.upload(chunks.reshape(-1)), self.upload(np.asarray(step.consts(), dtype=np.float64)), _i64(n_chunks),
-             _i64(chunk), _i32(step.flag_bits())))
+            (*tabs, self.upload(sizes), self.upload(chunks.reshape(-1)),
+             self.upload(np.asarray(step.consts(), dtype=np.float64)), _i64(n_chunks), _i64(chunk),
+             _i32(step.flag_bits())))
         return True
 
     @staticmethod
-    def _counter(offset):
+    def _counter(offset: int) -> tuple[np.uint64, np.uint64]:
         offset &= (1 << 128) - 1
         return np.uint64(offset & 0xFFFFFFFFFFFFFFFF), np.uint64(offset >> 64)
 
-    def philox_words(self, seed, offset, nblocks):
+    def philox_words(self, seed: int, offset: int, nblocks: int) -> Array:
         """(nblocks, 4) uint32 words of the Philox stream of ``seed`` from block ``offset``."""
         out = self.xp.empty((nblocks, 4), dtype=np.uint32)
         if nblocks:
@@ -654,7 +661,8 @@ class _StepKernels:
                                                   (np.uint64(seed & 0xFFFFFFFFFFFFFFFF), lo, hi, _i64(nblocks), out))
         return out
 
-    def uniform(self, seed, offset, n, dt, low, high):
+    def uniform(self, seed: int, offset: int, n: int, dt: NpDtype, low: float,
+                high: float) -> tuple[Array, int] | None:
         """``n`` uniforms of float32/float64 ``dt`` in [low, high) and the blocks used, or None."""
         if dt not in _FLOATS:
             return None
@@ -671,7 +679,7 @@ class _StepKernels:
                 (np.uint64(seed & 0xFFFFFFFFFFFFFFFF), lo, hi, _i64(n), out, scale, lo_v, _i32(shift)))
         return out, nb
 
-    def normal(self, seed, offset, n, dt, mean, std):
+    def normal(self, seed: int, offset: int, n: int, dt: NpDtype, mean: float, std: float) -> tuple[Array, int] | None:
         """``n`` normals of float32/float64 ``dt`` (scalar mean and std) and the blocks used, or None."""
         if dt not in _FLOATS:
             return None
@@ -688,7 +696,7 @@ class _StepKernels:
                  _i32(wide)))
         return out, nb
 
-    def randint(self, seed, offset, n, low, high):
+    def randint(self, seed: int, offset: int, n: int, low: int, high: int) -> tuple[Array, int]:
         """``n`` int64 integers in [low, high) and the blocks used."""
         span = high - low
         wide = span > 1 << 32
@@ -702,16 +710,16 @@ class _StepKernels:
                  np.uint64(span & 0xFFFFFFFFFFFFFFFF), _i32(wide)))
         return out, nb
 
-    def embedding_backward(self, out, idx, grad):
-        """out[idx[i], :] += grad[i, :] (in place) for a contiguous 2-d float ``out``; False when unsupported."""
+    def embedding_backward(self, out: Array, idx: Array, grad: Array) -> Literal[True] | None:
+        """out[idx[i], :] += grad[i, :] (in place) for a contiguous 2-d float ``out``; None when unsupported."""
         xp = self.xp
         dt = out.dtype
         if dt not in _FLOATS or out.ndim != 2 or not out.flags.c_contiguous or idx.dtype != np.int64:
-            return False
+            return None
         n_idx = idx.size
         dim = out.shape[1]
         if grad.dtype != dt or grad.shape != idx.shape + (dim,):
-            return False
+            return None
         if n_idx == 0 or dim == 0:
             return True
         grad = xp.ascontiguousarray(grad)
@@ -724,7 +732,7 @@ class _StepKernels:
         return True
 
 
-class Launcher(_MapKernels, _RowKernels, _StepKernels):
+class Launcher(_RowKernels, _StepKernels):
     """Kernel launches for one device: ``xp`` (NumPy or CuPy), ``module_cls`` (``sim.SimModule`` or
     ``cupy.RawModule``), ``ptr(array)`` (its device address), ``max_blocks`` (grid cap; grid-stride loops cover
     the rest) and ``upload`` (host int64/uint64/float64 array -> device array)."""

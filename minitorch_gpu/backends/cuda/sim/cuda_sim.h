@@ -1,5 +1,5 @@
 // cuda_sim.h: the CUDA device dialect as plain C++20, so g++ compiles unmodified kernels/*.cu for the CPU
-// simulator (minitorch_gpu/cuda/sim).
+// simulator (minitorch_gpu/backends/cuda/sim).
 //
 // Sections
 //   1. qualifiers and launch attributes        (__global__, __device__, __shared__, __launch_bounds__ ...)

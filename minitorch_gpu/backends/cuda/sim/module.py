@@ -1,9 +1,12 @@
 """SimModule / SimFunction: the cupy.RawModule / RawKernel look-alikes that launch kernels on the simulator."""
+from __future__ import annotations
+
 import ctypes
 import re
 import struct
 import threading
 from pathlib import Path
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -23,7 +26,7 @@ for _k in ("i", "u"):
         _NP_NAME[f"{_k}{_n}"] = f"{'u' if _k == 'u' else ''}int{8 * _n}"
 
 
-def _code(dtype):
+def _code(dtype: np.dtype[Any]) -> str | None:
     """'f4', 'i8', 'b1' ... for a NumPy dtype (kind and size), None for other kinds."""
     if dtype.kind == "b":
         return "b1"
@@ -32,7 +35,7 @@ def _code(dtype):
     return None
 
 
-_SCALAR_CODES = {}
+_SCALAR_CODES: dict[type, str | None] = {}
 for _t in (np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64,
            np.longlong, np.ulonglong, np.intc, np.uintc, np.float16, np.float32, np.float64, np.longdouble):
     _SCALAR_CODES[_t] = _code(np.dtype(_t))
@@ -41,15 +44,17 @@ for _t in (np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32
 class _Param:
     __slots__ = ("index", "kind", "pointee", "size", "offset", "ctype")
 
-    def __init__(self, index, desc):
+    def __init__(self, index: int, desc: str) -> None:
         kind, size, _align, offset, ctype = desc.split("|", 4)
         self.index, self.size, self.offset, self.ctype = index, int(size), int(offset), ctype
+        # a pointer's pointee code ("f4", "v", "p>..." for a pointer table); the empty string for a non-pointer
+        self.pointee = ""
         if kind.startswith("p>"):
             self.kind, self.pointee = "p", kind[2:]
         else:
-            self.kind, self.pointee = kind, None
+            self.kind = kind
 
-    def expected(self):
+    def expected(self) -> str:
         if self.kind == "p":
             return f"{self.ctype} (a NumPy array, or np.uint64 holding an address)"
         if self.kind == "s":
@@ -57,7 +62,7 @@ class _Param:
         return f"{self.ctype} (np.{_NP_NAME.get(self.kind, self.kind)})"
 
 
-def _describe(value):
+def _describe(value: Any) -> str:
     if isinstance(value, np.ndarray):
         return f"an array of {value.dtype}"
     if isinstance(value, np.generic):
@@ -67,9 +72,9 @@ def _describe(value):
     return f"{type(value).__module__}.{type(value).__qualname__}"
 
 
-def _dims(value, what, kernel):
+def _dims(value: Any, what: str, kernel: str) -> tuple[int, int, int]:
     if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
-        dims = (int(value), 1, 1)
+        dims: tuple[int, ...] = (int(value), 1, 1)
     elif isinstance(value, (tuple, list)) and 1 <= len(value) <= 3 and all(
             isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in value):
         dims = tuple(int(v) for v in value) + (1,) * (3 - len(value))
@@ -79,17 +84,18 @@ def _dims(value, what, kernel):
     if any(not 0 < v < 2 ** 32 for v in dims):
         raise SimError(f"{kernel}: invalid configuration argument: {what} {dims}; every dimension must be at "
                        f"least 1", kernel=kernel)
-    return dims
+    return dims[0], dims[1], dims[2]
 
 
 _tls = threading.local()
 
 
-def _error_buffer():
+def _error_buffer() -> tuple[ctypes.Array[ctypes.c_char], ctypes.c_int]:
     buf = getattr(_tls, "err", None)
     if buf is None:
         buf = _tls.err = (ctypes.create_string_buffer(2048), ctypes.c_int())
-    return buf
+    err: tuple[ctypes.Array[ctypes.c_char], ctypes.c_int] = buf
+    return err
 
 
 class SimFunction:
@@ -99,7 +105,7 @@ class SimFunction:
     >>> fn((4,), (256,), (x, y, out, np.int64(x.size)))                     # doctest: +SKIP
     """
 
-    def __init__(self, library, name, index, signature, location):
+    def __init__(self, library: builder.Library, name: str, index: int, signature: str, location: str) -> None:
         self.name = name
         self._lib = library
         self._index = index
@@ -123,35 +129,35 @@ class SimFunction:
         self._shared_limit = _DEFAULT_SHARED
 
     @property
-    def param_types(self):
+    def param_types(self) -> list[str]:
         """The C types of the kernel's parameters, as the compiler sees them."""
         return [p.ctype for p in self.params]
 
     @property
-    def max_dynamic_shared_size_bytes(self):
+    def max_dynamic_shared_size_bytes(self) -> int:
         """Dynamic shared memory a launch may request; raise it (up to 227 KiB) to opt in, as with CuPy."""
         return self._shared_limit
 
     @max_dynamic_shared_size_bytes.setter
-    def max_dynamic_shared_size_bytes(self, value):
+    def max_dynamic_shared_size_bytes(self, value: int) -> None:
         value = int(value)
         if not 0 <= value <= _MAX_SHARED_OPT_IN:
             raise SimError(f"{self.name}: max_dynamic_shared_size_bytes must be between 0 and "
                            f"{_MAX_SHARED_OPT_IN}, got {value}", kernel=self.name)
         self._shared_limit = value
 
-    def _where(self):
+    def _where(self) -> str:
         return f"{self.name} ({self._location})" if self._location else self.name
 
-    def _arg_error(self, p, value, detail=""):
+    def _arg_error(self, p: _Param, value: Any, detail: str = "") -> NoReturn:
         raise SimArgumentError(f"{self._where()}: argument {p.index} expects {p.expected()}, got "
                                f"{_describe(value)}{detail}", kernel=self.name, line=self._line())
 
-    def _line(self):
+    def _line(self) -> int:
         m = re.search(r":(\d+)$", self._location or "")
         return int(m.group(1)) if m else 0
 
-    def _pack(self, args):
+    def _pack(self, args: Any) -> bytes:
         if not isinstance(args, (tuple, list)):
             raise SimArgumentError(f"{self._where()}: args must be a tuple of kernel arguments, got "
                                    f"{_describe(args)}", kernel=self.name, line=self._line())
@@ -159,7 +165,7 @@ class SimFunction:
             raise SimArgumentError(f"{self._where()}: the kernel takes {len(self.params)} arguments "
                                    f"({', '.join(self.param_types)}), got {len(args)}", kernel=self.name,
                                    line=self._line())
-        values = []
+        values: list[Any] = []
         for p, a in zip(self.params, args):
             if p.kind == "p":
                 if isinstance(a, np.ndarray):
@@ -189,7 +195,7 @@ class SimFunction:
                 values.append(a)
         return self._struct.pack(*values)
 
-    def _check_pointee(self, p, a):
+    def _check_pointee(self, p: _Param, a: np.ndarray[Any, Any]) -> None:
         want = p.pointee
         if want in ("v", "s"):
             return
@@ -204,7 +210,7 @@ class SimFunction:
             need = "uint64 addresses" if want.startswith("p>") else _NP_NAME.get(want, want)
             self._arg_error(p, a, f" (the kernel reads it as {need})")
 
-    def __call__(self, grid, block, args, *, shared_mem=0):
+    def __call__(self, grid: Any, block: Any, args: Any, *, shared_mem: int = 0) -> None:
         """Launch on the simulator and wait for it; faults raise SimError naming the kernel and source line."""
         g = _dims(grid, "grid", self.name)
         b = _dims(block, "block", self.name)
@@ -222,7 +228,7 @@ class SimFunction:
         if rc != 0:
             raise SimError(f"{self.name}: {err.value.decode(errors='replace')}", kernel=self.name, line=line.value)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<SimFunction {self.name}({', '.join(self.param_types)})>"
 
 
@@ -235,8 +241,9 @@ class SimModule:
     source). Compiles on first use; results are cached on disk and in memory.
     """
 
-    def __init__(self, code=None, options=(), name_expressions=None, include_dirs=(), *, path=None,
-                 filename=None, backend="nvrtc", jitify=False):
+    def __init__(self, code: str | None = None, options: Any = (), name_expressions: Any = None,
+                 include_dirs: Any = (), *, path: str | Path | None = None, filename: str | None = None,
+                 backend: str = "nvrtc", jitify: bool = False) -> None:
         if (code is None) == (path is None):
             raise TypeError("SimModule needs exactly one of code= (CUDA source text) or path= (a .cu file)")
         if path is not None:
@@ -252,11 +259,11 @@ class SimModule:
         self.name_expressions = tuple(name_expressions or ())
         self.include_dirs = tuple(str(d) for d in include_dirs)
         self.filename = filename or "kernel.cu"
-        self._library = None
-        self._functions = {}
+        self._library: builder.Library | None = None
+        self._functions: dict[str, SimFunction] = {}
         self._lock = threading.Lock()
 
-    def compile(self):
+    def compile(self) -> SimModule:
         """Compile now (otherwise the first get_function does); raises SimCompileError with g++'s output."""
         with self._lock:
             if self._library is None:
@@ -264,13 +271,12 @@ class SimModule:
                                                      self.include_dirs, self.filename)
         return self
 
-    def get_function(self, name):
+    def get_function(self, name: str) -> SimFunction:
         """The kernel `name`: an extern "C" kernel, or one of the name_expressions."""
         fn = self._functions.get(name)
         if fn is not None:
             return fn
-        self.compile()
-        lib = self._library
+        lib = self._compiled()
         if name not in lib.exports:
             raise SimError(self._missing(name), kernel=name)
         index, signature = lib.exports[name]
@@ -279,15 +285,20 @@ class SimModule:
         fn = self._functions[name] = SimFunction(lib, name, index, signature, location)
         return fn
 
-    def _info(self, expr):
+    def _compiled(self) -> builder.Library:
+        self.compile()
+        assert self._library is not None
+        return self._library
+
+    def _info(self, expr: str) -> builder.KernelInfo | None:
         base = re.match(r"\s*(?:::)?([\w:]+)", expr)
         qualified = base.group(1) if base else expr
-        for k in self._library.kernels:
+        for k in self._compiled().kernels:
             if k.qualified == qualified or k.name == qualified:
                 return k
         return None
 
-    def _missing(self, name):
+    def _missing(self, name: str) -> str:
         info = self._info(name)
         if info is not None and info.template:
             return (f"{name} is a template ({info.file}:{info.line}): list each instantiation to export in "
@@ -295,5 +306,5 @@ class SimModule:
         if info is not None and not info.extern_c:
             return (f"{name} has C++ linkage ({info.file}:{info.line}): declare it extern \"C\" or list it in "
                     f"name_expressions")
-        known = sorted(self._library.exports)
+        known = sorted(self._compiled().exports)
         return f"no kernel named {name!r} in {self.filename}; exported kernels: {', '.join(known) or 'none'}"

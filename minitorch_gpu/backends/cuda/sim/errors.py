@@ -1,4 +1,5 @@
 """Exceptions raised by the CUDA simulator."""
+from __future__ import annotations
 
 __all__ = ["SimError", "SimCompileError", "SimArgumentError"]
 
@@ -9,7 +10,7 @@ class SimError(RuntimeError):
     ``kernel`` is the kernel's name and ``line`` the source line the fault points at (0 when there is none).
     """
 
-    def __init__(self, message, kernel=None, line=0):
+    def __init__(self, message: str, kernel: str | None = None, line: int = 0) -> None:
         super().__init__(message)
         self.kernel = kernel
         self.line = line

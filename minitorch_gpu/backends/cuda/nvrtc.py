@@ -5,29 +5,34 @@ machine without a driver: CI's compile gate (every ``kernels/*.cu`` for sm_80 an
 register and spill report) and ahead-of-time checks. The library comes from the ``nvidia-cuda-nvrtc-cu12``
 wheel (a ``test`` extra), from ``$MINITORCH_GPU_NVRTC`` (a path to ``libnvrtc.so``), or from the system.
 
-    >>> from minitorch_gpu.cuda import nvrtc
+    >>> from minitorch_gpu.backends.cuda import nvrtc
     >>> r = nvrtc.compile('extern "C" __global__ void k(float* x) { x[0] = 1; }', arch="sm_80")
     >>> r.cubin[:4] == b"\\x7fELF"
     True
 """
+from __future__ import annotations
+
 import ctypes
 import ctypes.util
 import glob
 import os
 import re
 import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 __all__ = ["NVRTCError", "CompileResult", "available", "version", "compile", "resource_usage"]
 
 _lock = threading.Lock()
-_lib = []
+# [(the loaded library or None, why each candidate failed)] once probed
+_lib: list[tuple[Any, list[str]]] = []
 
 
 class NVRTCError(RuntimeError):
     """A compilation that failed; the message carries NVRTC's log."""
 
 
-def _candidates():
+def _candidates() -> Iterator[str]:
     env = os.environ.get("MINITORCH_GPU_NVRTC")
     if env:
         yield env
@@ -48,14 +53,14 @@ def _candidates():
             yield from sorted(glob.glob(os.path.join(root, "lib64", "libnvrtc.so*")))
 
 
-def _load():
+def _load() -> tuple[Any, list[str]]:
     if _lib:
         return _lib[0]
     with _lock:
         if _lib:
             return _lib[0]
-        lib = None
-        errors = []
+        lib: Any = None
+        errors: list[str] = []
         for path in _candidates():
             try:
                 lib = ctypes.CDLL(path)
@@ -81,7 +86,7 @@ def _load():
         return _lib[0]
 
 
-def _library():
+def _library() -> Any:
     lib, errors = _load()
     if lib is None:
         detail = "; ".join(errors) if errors else "no libnvrtc.so found"
@@ -90,12 +95,12 @@ def _library():
     return lib
 
 
-def available():
+def available() -> bool:
     """Whether a libnvrtc could be loaded."""
     return _load()[0] is not None
 
 
-def version():
+def version() -> tuple[int, int]:
     """NVRTC's (major, minor) version."""
     lib = _library()
     major, minor = ctypes.c_int(), ctypes.c_int()
@@ -103,7 +108,7 @@ def version():
     return major.value, minor.value
 
 
-def _check(lib, status, what, log=""):
+def _check(lib: Any, status: int, what: str, log: str = "") -> None:
     if status != 0:
         msg = lib.nvrtcGetErrorString(status).decode()
         raise NVRTCError(f"{what} failed: {msg}" + (f"\n{log}" if log else ""))
@@ -113,19 +118,20 @@ class CompileResult:
     """A compiled program: ``cubin`` (bytes, None when ``ptx_only``), ``ptx`` (str or None), ``log`` (NVRTC and
     ptxas messages), ``lowered`` ({name expression: mangled symbol})."""
 
-    def __init__(self, cubin, ptx, log, lowered):
+    def __init__(self, cubin: bytes | None, ptx: str | None, log: str, lowered: dict[str, str]) -> None:
         self.cubin = cubin
         self.ptx = ptx
         self.log = log
         self.lowered = lowered
 
-    def resource_usage(self):
+    def resource_usage(self) -> dict[str, dict[str, int]]:
         """{kernel symbol: {"registers", "spill_stores", "spill_loads", "stack", "smem"}} parsed from the ptxas
         report (present when the program was compiled with ``verbose=True``)."""
         return resource_usage(self.log)
 
 
-def compile(source, name="kernel.cu", arch="sm_80", options=(), name_expressions=(), verbose=False, ptx=False):
+def compile(source: str, name: str = "kernel.cu", arch: str = "sm_80", options: Sequence[str] = (),
+            name_expressions: Sequence[str] = (), verbose: bool = False, ptx: bool = False) -> CompileResult:
     """Compile ``source`` for ``arch`` (``sm_XY``: a cubin; ``compute_XY`` with ``ptx=True``: PTX only).
 
     ``verbose`` asks ptxas for its per-kernel register, stack and spill report (in ``log``). Raises
@@ -149,12 +155,13 @@ def compile(source, name="kernel.cu", arch="sm_80", options=(), name_expressions
         lib.nvrtcGetProgramLog(prog, buf)
         log = buf.value.decode(errors="replace")
         _check(lib, status, f"compiling {name} for {arch}", log)
-        lowered = {}
+        lowered: dict[str, str] = {}
         for expr in name_expressions:
             out = ctypes.c_char_p()
             _check(lib, lib.nvrtcGetLoweredName(prog, expr.encode(), ctypes.byref(out)), "nvrtcGetLoweredName")
-            lowered[expr] = out.value.decode()
-        cubin = ptx_text = None
+            lowered[expr] = (out.value or b"").decode()
+        cubin: bytes | None = None
+        ptx_text: str | None = None
         if arch.startswith("sm_") and not ptx:
             lib.nvrtcGetCUBINSize(prog, ctypes.byref(size))
             cbuf = ctypes.create_string_buffer(size.value)
@@ -176,11 +183,11 @@ _REG_RE = re.compile(r"Used (\d+) registers")
 _SMEM_RE = re.compile(r"(\d+) bytes smem")
 
 
-def resource_usage(log):
+def resource_usage(log: str) -> dict[str, dict[str, int]]:
     """Per-kernel resources from a ptxas ``-v`` report: {symbol: {registers, stack, spill_stores, spill_loads,
     smem}}."""
-    out = {}
-    current = None
+    out: dict[str, dict[str, int]] = {}
+    current: dict[str, int] | None = None
     for line in log.splitlines():
         m = _FUNC_RE.search(line)
         if m:

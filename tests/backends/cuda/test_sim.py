@@ -1,4 +1,4 @@
-"""The CPU simulator of CUDA kernels (minitorch_gpu.cuda.sim): the toy kernels in sim_kernels/ against NumPy,
+"""The CPU simulator of CUDA kernels (minitorch_gpu.backends.cuda.sim): the toy kernels in sim_kernels/ against NumPy,
 the faults it must report with kernel name and source line, typed launches, and the compile cache."""
 import os
 import subprocess
@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from minitorch_gpu.cuda import sim
-from minitorch_gpu.cuda.sim import builder
+from minitorch_gpu.backends.cuda import sim
+from minitorch_gpu.backends.cuda.sim import builder
 
 KERNELS = Path(__file__).parent / "sim_kernels"
 
@@ -530,7 +530,7 @@ def test_compile_cache_in_memory_and_on_disk(tmp_path, monkeypatch):
 
 _UCONTEXT_CHILD = """
 import numpy as np
-from minitorch_gpu.cuda import sim
+from minitorch_gpu.backends.cuda import sim
 mod = sim.SimModule(path={path!r}, include_dirs=({inc!r},))
 x = np.arange(96, dtype=np.float32)
 out = np.zeros_like(x)

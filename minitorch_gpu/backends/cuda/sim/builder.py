@@ -11,6 +11,8 @@ Pipeline for one source (one ``SimModule``):
   5. cache    on disk by content hash (source, header, runtime, options, name expressions, compiler), verified
               against the hashes of every header the source included; and in memory per process.
 """
+from __future__ import annotations
+
 import bisect
 import ctypes
 import json
@@ -18,11 +20,13 @@ import os
 import platform
 import re
 import shutil
+import subprocess
 import tempfile
 import threading
 from pathlib import Path
+from typing import Any
 
-from ... import _native
+from .... import _native
 from .errors import SimCompileError
 
 __all__ = ["cache_dir", "build_module", "runtime_library", "Library", "KernelInfo"]
@@ -32,14 +36,16 @@ _HEADER = _HERE / "cuda_sim.h"
 _RUNTIME_SRC = _HERE / "runtime.cpp"
 _ABI = "1"
 _lock = threading.RLock()
-_loaded = {}  # content key -> Library
-_runtime = []  # [(path, CDLL)] once built
+_loaded: dict[str, Library] = {}  # content key -> Library
+_runtime: list[tuple[Path, ctypes.CDLL]] = []  # [(path, CDLL)] once built
+Scope = tuple[str, str | None]
+"""An enclosing scope: ("ns", name), ("C", None) for extern "C", or ("other", None)."""
 
 
 _PURPOSE = "the CUDA simulator"
 
 
-def cache_dir():
+def cache_dir() -> Path:
     """Where compiled simulator libraries live: ``<cache>/sim`` (see ``minitorch_gpu._native.cache_dir``)."""
     return _native.cache_dir("sim", SimCompileError, _PURPOSE)
 
@@ -49,11 +55,11 @@ _sha = _native.sha
 _atomic_write = _native.atomic_write
 
 
-def _compiler_id(cxx):
+def _compiler_id(cxx: str) -> str:
     return _native.compiler_id(cxx, SimCompileError, _PURPOSE)
 
 
-def _flags():
+def _flags() -> list[str]:
     flags = ["-std=c++20", "-O2", "-fPIC", "-fno-strict-aliasing", "-fno-math-errno", "-pthread"]
     # NOTE: CUDA code type-puns freely (float4 loads of float arrays): strict aliasing would miscompile it.
     if platform.machine() in ("x86_64", "AMD64"):
@@ -61,18 +67,18 @@ def _flags():
     return flags
 
 
-def _includes():
+def _includes() -> list[str]:
     # include/ holds <assert.h> and <cassert> replacements, so a kernel's own #include of them cannot bring back
     # the abort()ing assert
     return [f"-I{_HERE / 'include'}", f"-I{_HERE}"]
 
 
-def _run_compiler(cmd, what):
+def _run_compiler(cmd: list[str], what: str) -> subprocess.CompletedProcess[str]:
     return _native.run_compiler(cmd, what, SimCompileError, _PURPOSE)
 
 
 # ------------------------------------------------------------------------------------------ runtime library
-def runtime_library():
+def runtime_library() -> tuple[Path, ctypes.CDLL]:
     """(path, ctypes.CDLL) of the simulator runtime, built on first use."""
     with _lock:
         if _runtime:
@@ -97,10 +103,10 @@ _BLANK_RE = re.compile(
     re.S | re.M)
 
 
-def _blank(src):
+def _blank(src: str) -> str:
     """Comments, string/char literals and preprocessor lines replaced by spaces (newlines and the "C" of
     extern "C" kept), so braces and keywords can be found by position."""
-    def repl(m):
+    def repl(m: re.Match[str]) -> str:
         s = m.group(0)
         if s == '"C"':
             return s
@@ -111,9 +117,11 @@ def _blank(src):
 _SCOPE_RE = re.compile(r'\bnamespace\b\s*(?:([\w:]+)\s*)?\{|\bextern\s*"C"\s*\{|\{|\}')
 
 
-def _scopes_at(blanked, positions):
+def _scopes_at(blanked: str, positions: list[int]) -> dict[int, tuple[Scope, ...]]:
     """For each position (sorted), the stack of enclosing scopes: ("ns", name), ("C", None) or ("other", None)."""
-    stack, out, events = [], {}, list(_SCOPE_RE.finditer(blanked))
+    stack: list[Scope] = []
+    out: dict[int, tuple[Scope, ...]] = {}
+    events = list(_SCOPE_RE.finditer(blanked))
     ei = 0
     for pos in sorted(positions):
         while ei < len(events) and events[ei].start() < pos:
@@ -140,7 +148,7 @@ _EXTERN_SHARED_RE = re.compile(
 _NOINLINE_RE = re.compile(r"\b__noinline__\b")
 
 
-def rewrite_source(src):
+def rewrite_source(src: str) -> str:
     """Turn every ``extern __shared__ T name[];`` into a pointer to the block's dynamic shared buffer, and
     ``__noinline__`` into its GCC attribute (as a macro it would break libstdc++'s own use of the name).
 
@@ -153,7 +161,8 @@ def rewrite_source(src):
         return src
     matches.sort(key=lambda m: m.start())
     scopes = _scopes_at(blanked, [m.start() for m in matches])
-    out, last = [], 0
+    out: list[str] = []
+    last = 0
     for m in matches:
         out.append(src[last:m.start()])
         last = m.end()
@@ -177,15 +186,15 @@ class KernelInfo:
     """A __global__ function found in the preprocessed source."""
     __slots__ = ("name", "qualified", "extern_c", "template", "file", "line")
 
-    def __init__(self, name, qualified, extern_c, template, file, line):
+    def __init__(self, name: str, qualified: str, extern_c: bool, template: bool, file: str, line: int) -> None:
         self.name, self.qualified, self.extern_c = name, qualified, extern_c
         self.template, self.file, self.line = template, file, line
 
-    def to_json(self):
+    def to_json(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__slots__}
 
     @classmethod
-    def from_json(cls, d):
+    def from_json(cls, d: dict[str, Any]) -> KernelInfo:
         return cls(**d)
 
 
@@ -195,14 +204,15 @@ _NAME_RE = re.compile(r"__cs_global__\b(?:[^;{}()]|__attribute__\s*\(\([^()]*\)\
                       r"([A-Za-z_]\w*)\s*\(")
 
 
-def find_kernels(preprocessed):
+def find_kernels(preprocessed: str) -> list[KernelInfo]:
     """Kernels in `g++ -E` output of the source compiled with -DCUDA_SIM_DISCOVER."""
     markers = [(m.start(), int(m.group(1)), m.group(2)) for m in _MARKER_RE.finditer(preprocessed)]
     marker_pos = [m[0] for m in markers]
     blanked = _blank(preprocessed)
     hits = [m.start() for m in _GLOBAL_RE.finditer(blanked)]
     scopes = _scopes_at(blanked, hits)
-    found, seen = [], set()
+    found: list[KernelInfo] = []
+    seen: set[str] = set()
     for pos in hits:
         stack = scopes[pos]
         if any(kind == "other" for kind, _ in stack):
@@ -231,10 +241,10 @@ def find_kernels(preprocessed):
 
 
 # ------------------------------------------------------------------------------------------ options
-def parse_options(options):
+def parse_options(options: Any) -> list[str]:
     """NVRTC-style options -> g++ arguments. Macros and include paths carry over; code-generation options
     (-arch, --use_fast_math, -std, -lineinfo ...) mean nothing to the simulator and are dropped."""
-    out = []
+    out: list[str] = []
     for opt in options:
         if not isinstance(opt, str):
             raise TypeError(f"compile options must be strings, got {opt!r}")
@@ -249,7 +259,7 @@ def parse_options(options):
 
 
 # ------------------------------------------------------------------------------------------ building
-def _glue(exports):
+def _glue(exports: list[tuple[str, str]]) -> str:
     """C++ appended to the source: the launch table of the exported kernels."""
     lines = ['#line 1 "<cuda_sim glue>"']
     for i, (_, expr) in enumerate(exports):
@@ -283,14 +293,14 @@ int cs_kernel_launch(int i, unsigned gx, unsigned gy, unsigned gz, unsigned bx, 
     return "\n".join(lines) + "\n"
 
 
-def _parse_deps(text):
+def _parse_deps(text: str) -> list[str]:
     """File names from a make-style dependency file (escaped spaces kept)."""
     body = text.split(":", 1)[1] if ":" in text else ""
     body = body.replace("\\\n", " ")
     return [t.replace("\\ ", " ") for t in re.findall(r"(?:\\ |[^\s])+", body)]
 
 
-def _deps_ok(deps):
+def _deps_ok(deps: dict[str, str]) -> bool:
     for path, digest in deps.items():
         try:
             if _sha(Path(path).read_bytes()) != digest:
@@ -303,7 +313,7 @@ def _deps_ok(deps):
 class Library:
     """A compiled module loaded into the process: its exported kernels and everything found in its source."""
 
-    def __init__(self, path, kernels, filename):
+    def __init__(self, path: Path, kernels: list[KernelInfo], filename: str) -> None:
         self.path = path
         self.filename = filename
         self.kernels = kernels  # every KernelInfo found, exported or not
@@ -318,13 +328,14 @@ class Library:
                            [ctypes.c_ulonglong, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int,
                             ctypes.POINTER(ctypes.c_int)])
         self.launch = launch
-        self.exports = {}
+        self.exports: dict[str, tuple[int, str]] = {}
         for i in range(self.lib.cs_kernel_count()):
             name = self.lib.cs_kernel_name(i).decode()
             self.exports[name] = (i, self.lib.cs_kernel_signature(i).decode())
 
 
-def build_module(code, options=(), name_expressions=(), include_dirs=(), filename="kernel.cu"):
+def build_module(code: str, options: Any = (), name_expressions: Any = (), include_dirs: Any = (),
+                 filename: str = "kernel.cu") -> Library:
     """Compile (or fetch from the caches) the simulator library for one CUDA source; returns a Library."""
     rt_path, _ = runtime_library()
     cxx = _compiler()
@@ -335,7 +346,7 @@ def build_module(code, options=(), name_expressions=(), include_dirs=(), filenam
                rt_path.name, src, gflags,
                name_expressions, filename)[:32]
     with _lock:
-        lib = _loaded.get(key)
+        lib: Library | None = _loaded.get(key)
         if lib is not None:
             return lib
         d = cache_dir()
@@ -354,7 +365,8 @@ def build_module(code, options=(), name_expressions=(), include_dirs=(), filenam
         return lib
 
 
-def _compile(cxx, src, gflags, name_expressions, filename, rt_path, d, key):
+def _compile(cxx: str, src: str, gflags: list[str], name_expressions: tuple[str, ...], filename: str, rt_path: Path,
+             d: Path, key: str) -> Library:
     tmp = Path(tempfile.mkdtemp(prefix="build-", dir=d))
     try:
         unit = tmp / "source.cu.cpp"
@@ -363,7 +375,8 @@ def _compile(cxx, src, gflags, name_expressions, filename, rt_path, d, key):
         pre = _run_compiler([cxx, "-std=c++20", "-E", "-x", "c++", "-DCUDA_SIM_DISCOVER", *_includes(), *gflags,
                              str(unit)], filename)
         kernels = find_kernels(pre.stdout)
-        exports, names = [], set()
+        exports: list[tuple[str, str]] = []
+        names: set[str] = set()
         for k in kernels:
             if k.extern_c and not k.template and k.name not in names:
                 exports.append((k.name, "::" + k.qualified))
@@ -377,7 +390,7 @@ def _compile(cxx, src, gflags, name_expressions, filename, rt_path, d, key):
         _run_compiler([cxx, *_flags(), "-shared", *_includes(), *gflags, "-MMD", "-MF", str(tmp / "deps.d"),
                        "-x", "c++", str(unit), "-x", "none", "-o", str(out), str(rt_path), "-Wl,-rpath,$ORIGIN"],
                       filename)
-        deps = {}
+        deps: dict[str, str] = {}
         for p in _parse_deps((tmp / "deps.d").read_text()):
             path = Path(p)
             if path.resolve() == unit.resolve() or not path.exists():

@@ -1,0 +1,67 @@
+"""The CUDA runtime, private to the dispatch layer, and ``mt.backends.cuda``'s public switches.
+
+Layers, lowest first (each module imports only those above it in this list):
+
+* ``loader``     kernel sources (``kernels/*.cu`` with ``common.cuh`` pasted in), their exports, the one cached
+                 reader of enums and ``#define`` values, and the per-runtime module cache;
+* ``fused_step`` ``FusedStep``: one fused optimizer step in the terms of ``kernels/optim_math.cuh``;
+* ``device``     the GPU probe: CuPy or the simulator as device "cuda", device count, the current device;
+* ``sim/``       the CPU simulator that runs the same kernels (g++, fibers);
+* ``nvrtc``      NVRTC through ctypes, for compiling without a driver (CI's compile gate);
+* ``nvtx``       NVTX ranges around ops and module calls (public as ``mt.cuda.nvtx``; autograd and nn call it);
+* ``launch``     ``Launcher``: grid sizes, argument packing and pointer tables, shared by GPU and simulator.
+
+``backends/cuda_backend.py`` routes primitives to a ``Launcher``; the public ``mt.cuda`` package sits above
+and imports from here, never the other way round.
+
+The public part is PyTorch's switches for CUDA math:
+
+    >>> import minitorch_gpu as mt
+    >>> mt.backends.cuda.matmul.allow_tf32
+    False
+    >>> mt.backends.cuda.matmul.allow_tf32 = True   # float32 matmul on CUDA may use TF32 tensor cores
+    >>> mt.backends.cuda.matmul.allow_tf32 = False
+
+``matmul.allow_tf32`` (default False, as in PyTorch) routes float32 matrix products on CUDA to cuBLAS with
+TF32 tensor-core math (10-bit mantissa inputs, float32 accumulation) instead of our full-precision SGEMM
+kernel. The simulated device has no tensor cores and ignores it.
+"""
+from __future__ import annotations
+
+__all__ = ["matmul", "is_built"]
+
+
+class _MatmulFlags:
+    """``mt.backends.cuda.matmul``: flags read by the CUDA backend's matmul on every call."""
+
+    __slots__ = ("_allow_tf32",)
+    _allow_tf32: bool
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "_allow_tf32", False)
+
+    @property
+    def allow_tf32(self) -> bool:
+        return self._allow_tf32
+
+    @allow_tf32.setter
+    def allow_tf32(self, value: bool) -> None:
+        if not isinstance(value, bool):
+            raise TypeError(f"allow_tf32 must be bool, not {type(value).__name__}")
+        object.__setattr__(self, "_allow_tf32", value)
+
+    def __repr__(self) -> str:
+        return f"<minitorch_gpu.backends.cuda.matmul allow_tf32={self._allow_tf32}>"
+
+
+matmul = _MatmulFlags()
+
+
+def is_built() -> bool:
+    """Whether this build can use CUDA: true when CuPy is importable (the GPU itself is checked by
+    ``mt.cuda.is_available()``)."""
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        return False
+    return True
