@@ -1,12 +1,15 @@
 """device objects: ``mt.device("cuda:1")``, ``mt.device("cpu")``, ``mt.device("cuda", 0)``, and the
 default device that factories use."""
+from __future__ import annotations
+
 import builtins
 import threading
+from typing import Any, SupportsIndex
 
 _TYPES = ("cpu", "cuda")
 
 
-def _parse_index(text, full):
+def _parse_index(text: str, full: str) -> int:
     # PyTorch accepts only plain decimal digits without a leading zero ("cuda:01" is rejected)
     if not text or not text.isdigit() or not text.isascii() or (len(text) > 1 and text[0] == "0"):
         raise RuntimeError(f"Invalid device string: '{full}'")
@@ -20,8 +23,10 @@ class device:
     Used as a context manager it is the default device for factories inside the block."""
 
     __slots__ = ("type", "index")
+    type: str
+    index: int | None
 
-    def __new__(cls, type, index=None):  # noqa: A002 - PyTorch's parameter name
+    def __new__(cls, type: str | int | device, index: SupportsIndex | None = None) -> device:  # noqa: A002 - PyTorch's parameter name
         if isinstance(type, device):
             if index is not None:
                 raise TypeError("device(): argument 'type' (position 1) must be str, not device")
@@ -102,7 +107,7 @@ class device:
         return False
 
 
-def _make(type_, index):
+def _make(type_: str, index: int | None) -> device:
     self = object.__new__(device)
     object.__setattr__(self, "type", type_)
     object.__setattr__(self, "index", index)
@@ -121,11 +126,11 @@ def _ctx_stack():
     return s
 
 
-def set_default_device(d):
+def set_default_device(d: Any) -> None:
     """Device that factory functions (``zeros``, ``tensor``, ...) use when none is given; None means cpu."""
     _default_device[0] = _CPU if d is None else device(d)
 
 
-def get_default_device():
+def get_default_device() -> device:
     """The device factories use when none is given."""
     return _default_device[0]

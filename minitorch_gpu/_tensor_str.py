@@ -17,6 +17,7 @@ import numpy as np
 
 from . import _dtype
 from ._device import get_default_device
+from .backends.cuda.device import current_device as _current_cuda_device
 from .tensor import Tensor, register_methods
 
 __all__ = ["set_printoptions", "get_printoptions", "printoptions", "tensor_repr"]
@@ -227,8 +228,7 @@ def tensor_repr(t, tensor_contents=None):
     if dev.type != get_default_device().type:
         suffixes.append(f"device='{dev}'")
     elif dev.type == "cuda":
-        from . import cuda
-        if cuda.current_device() != dev.index:
+        if _current_cuda_device() != dev.index:
             suffixes.append(f"device='{dev}'")
     dt = t.dtype
     default = _dtype.get_default_dtype()

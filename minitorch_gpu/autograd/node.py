@@ -21,7 +21,7 @@ from ..backends._types import Array
 
 from .._dtype import _BY_NP
 from .._mode import _state
-from ..cuda import nvtx as _nvtx
+from ..backends.cuda import nvtx as _nvtx
 from ..tensor import Tensor, VersionCounter, _new_tensor
 from ..utils.hooks import RemovableHandle
 from . import anomaly

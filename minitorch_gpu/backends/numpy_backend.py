@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .._device import device
+from . import _optim_native
 from .base import Backend
 
 if TYPE_CHECKING:
-    from ._optim import FusedStep
+    from .cuda.fused_step import FusedStep
 
 
 # PyTorch computes log(0), 1/0, inf*0 silently (IEEE results); NumPy warns. Entering np.errstate around
@@ -71,11 +72,9 @@ class NumpyBackend(Backend):
     native_optim = True
 
     def __init__(self) -> None:
-        self.device = device("cpu")  # type: ignore[no-untyped-call]  # _device.py has no annotations yet
+        self.device = device("cpu")
 
-    def _fused_step(self, step: FusedStep) -> bool:
+    def _fused_step(self, step: FusedStep) -> bool | None:
         if not self.native_optim:
-            return False
-        from . import _optim_native
-        # (_optim.py and _optim_native.py have no annotations yet)
-        return _optim_native.run(step, self._optim_threads())  # type: ignore[no-untyped-call,no-any-return]
+            return None
+        return _optim_native.run(step, self._optim_threads())

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..autograd.function import Function
-from ..cuda import nvtx as _nvtx
+from ..backends.cuda import nvtx as _nvtx
 from ..autograd.grad_mode import _state, no_grad
 from ..tensor import Tensor
 from ..utils.hooks import RemovableHandle

@@ -17,6 +17,7 @@ import numpy as np
 from .. import _dtype
 from .._device import device as _device_cls
 from ..backends import get_backend
+from ..backends.cuda.device import current_device as _current_cuda_device
 from ..tensor import Tensor
 
 __all__ = ["from_dlpack"]
@@ -309,8 +310,7 @@ def from_dlpack(ext_tensor, *, device=None, copy=None):
     src = _device_cls(_device_of(dev))
     target = src if device is None else _device_cls(device)
     if target.type == "cuda" and target.index is None:
-        from .. import cuda
-        target = _device_cls("cuda", cuda.current_device())
+        target = _device_cls("cuda", _current_cuda_device())
     cross = target != src
     if cross and copy is False:
         raise ValueError(f"cannot move DLPack tensor from device {src} to {target} without copying. Set copy=None "

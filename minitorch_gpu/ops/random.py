@@ -19,6 +19,7 @@ from .._device import device as _device_cls
 from ..autograd.node import Op, bump_version
 from ..autograd.grad_mode import _state
 from ..backends import get_backend
+from ..backends.cuda import device as _cuda
 from ..tensor import Tensor
 from ..autograd._inplace import apply_inplace
 from ._util import broadcast_shapes, is_expandable_to
@@ -211,14 +212,13 @@ def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="device
     if not enabled:
         yield
         return
-    from .. import cuda
     if devices is None:
-        indices = list(range(cuda.device_count())) if cuda.is_available() else []
+        indices = list(range(_cuda.device_count())) if _cuda.is_available() else []
     else:
         indices = []
         for d in devices:
             d = _device_cls(d) if not isinstance(d, int) else _device_cls("cuda", d)
-            indices.append(d.index if d.index is not None else cuda.current_device())
+            indices.append(d.index if d.index is not None else _cuda.current_device())
     cpu_state = default_generator.get_state()
     gpu_states = [(i, cuda_default_generator(i).get_state()) for i in indices]
     try:
