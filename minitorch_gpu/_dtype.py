@@ -21,11 +21,11 @@ class dtype:
     """A tensor element type (``mt.float32``, ``mt.int64``, ...); compare with ``is``."""
 
     __slots__ = ("name", "np_dtype", "itemsize", "is_floating_point", "is_signed", "_category", "_tensor_name",
-                 "_scalar_name")
+                 "_scalar_name", "_cpp_name", "_cpp_typeid_name")
 
     is_complex = False
 
-    def __init__(self, name, np_dtype, category, tensor_name, itemsize=None):
+    def __init__(self, name, np_dtype, category, tensor_name, cpp_name, cpp_typeid_name, itemsize=None):
         self.name = name
         self.np_dtype = np_dtype
         self.itemsize = np_dtype.itemsize if np_dtype is not None else itemsize
@@ -35,6 +35,10 @@ class dtype:
         self._tensor_name = tensor_name
         # PyTorch's ScalarType name, used in its error messages ("not implemented for 'Long'")
         self._scalar_name = tensor_name[:-len("Tensor")]
+        # the C++ type PyTorch's kernels name in their messages ("expected scalar type c10::Half"), and the
+        # same type as GCC's typeid spells it, which other messages print ("but got long int instead")
+        self._cpp_name = cpp_name
+        self._cpp_typeid_name = cpp_typeid_name
 
     def __repr__(self):
         return f"minitorch_gpu.{self.name}"
@@ -64,17 +68,17 @@ def _bfloat16_np():
     return np.dtype(ml_dtypes.bfloat16)
 
 
-float32 = dtype("float32", np.dtype(np.float32), _FLOAT, "FloatTensor")
-float64 = dtype("float64", np.dtype(np.float64), _FLOAT, "DoubleTensor")
-float16 = dtype("float16", np.dtype(np.float16), _FLOAT, "HalfTensor")
+float32 = dtype("float32", np.dtype(np.float32), _FLOAT, "FloatTensor", "float", "float")
+float64 = dtype("float64", np.dtype(np.float64), _FLOAT, "DoubleTensor", "double", "double")
+float16 = dtype("float16", np.dtype(np.float16), _FLOAT, "HalfTensor", "c10::Half", "c10::Half")
 # bfloat16 exists on every install; arrays of it need ml_dtypes (backends raise a TypeError without it)
-bfloat16 = dtype("bfloat16", _bfloat16_np(), _FLOAT, "BFloat16Tensor", itemsize=2)
-int64 = dtype("int64", np.dtype(np.int64), _INT, "LongTensor")
-int32 = dtype("int32", np.dtype(np.int32), _INT, "IntTensor")
-int16 = dtype("int16", np.dtype(np.int16), _INT, "ShortTensor")
-int8 = dtype("int8", np.dtype(np.int8), _INT, "CharTensor")
-uint8 = dtype("uint8", np.dtype(np.uint8), _INT, "ByteTensor")
-bool = dtype("bool", np.dtype(np.bool_), _BOOL, "BoolTensor")  # noqa: A001 - PyTorch's name
+bfloat16 = dtype("bfloat16", _bfloat16_np(), _FLOAT, "BFloat16Tensor", "c10::BFloat16", "c10::BFloat16", itemsize=2)
+int64 = dtype("int64", np.dtype(np.int64), _INT, "LongTensor", "int64_t", "long int")
+int32 = dtype("int32", np.dtype(np.int32), _INT, "IntTensor", "int", "int")
+int16 = dtype("int16", np.dtype(np.int16), _INT, "ShortTensor", "int16_t", "short int")
+int8 = dtype("int8", np.dtype(np.int8), _INT, "CharTensor", "int8_t", "signed char")
+uint8 = dtype("uint8", np.dtype(np.uint8), _INT, "ByteTensor", "uint8_t", "unsigned char")
+bool = dtype("bool", np.dtype(np.bool_), _BOOL, "BoolTensor", "bool", "bool")  # noqa: A001 - PyTorch's name
 
 float = float32  # noqa: A001
 double = float64

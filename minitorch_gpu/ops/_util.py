@@ -1,18 +1,22 @@
-"""Helpers shared by the op modules: dim wrapping, broadcasting, scalars, gradient reduction.
+"""Helpers shared by the op modules: dim wrapping, broadcasting, scalars, gradient reduction, and the op
+plumbing every module needs the same way: argument type checks, device agreement and ``out=``.
 
 Dim wrapping and broadcasting are defined once in ``_shapes`` (below Tensor) and ``sum_to`` in autograd;
 they are re-exported here because every op module needs them.
 """
 import builtins
+import warnings
 
 from .. import _dtype
 from .._mode import _state
 from .._shapes import broadcast_shapes, is_expandable_to, wrap_dim, wrap_dims
+from ..autograd._inplace import write_result
 from ..autograd.node import sum_to
 from ..tensor import Tensor
 
 __all__ = ["wrap_dim", "wrap_dims", "sum_to", "is_expandable_to", "broadcast_shapes", "to_tensor_like",
-           "scalar_for", "is_tensor", "METHODS_ATTR"]
+           "scalar_for", "is_tensor", "METHODS_ATTR", "check_tensor", "check_same_device", "check_out",
+           "write_out"]
 
 METHODS_ATTR = "METHODS"
 
@@ -49,3 +53,71 @@ def to_tensor_like(value, ref, dtype=None):
 
 def grad_enabled():
     return _state.grad
+
+
+# ---------------------------------------------------------------------- argument plumbing
+
+def check_tensor(x, fn, arg, pos=None):
+    """``x``, or PyTorch's TypeError naming the function, the argument and (when given) its position."""
+    if not isinstance(x, Tensor):
+        where = f" (position {pos})" if pos is not None else ""
+        raise TypeError(f"{fn}(): argument '{arg}'{where} must be Tensor, not {type(x).__name__}")
+    return x
+
+
+def check_same_device(*tensors):
+    """RuntimeError, in PyTorch's words, when the tensors do not all live on one device."""
+    be = tensors[0]._be
+    for t in tensors[1:]:
+        if t._be is not be:
+            raise RuntimeError("Expected all tensors to be on the same device, but found at least two devices, "
+                               f"{tensors[0].device} and {t.device}!")
+
+
+def check_out(out, fn, *inputs):
+    """The checks PyTorch makes on ``out=`` before it computes anything: the type, and no autograd through it
+    (an op's inputs that require grad, or an ``out`` that does, while grad mode is on)."""
+    if out is None:
+        return
+    check_tensor(out, fn, "out")
+    if _state.grad and (out._requires_grad or any(isinstance(t, Tensor) and t._requires_grad for t in inputs)):
+        raise RuntimeError(f"{fn}(): functions with out=... arguments don't support automatic differentiation, "
+                           "but one of the arguments requires grad.")
+
+
+def write_out(result, out, fn, *, exact_dtype=False):
+    """``result`` stored in the user's ``out=`` tensor under PyTorch's contract, returning ``out`` (or
+    ``result`` when there is none).
+
+    In order: ``out`` must be a Tensor; no autograd through it; same device as the result; the result's dtype
+    must cast to ``out``'s under PyTorch's rules (``exact_dtype``: must equal it, as linear algebra kernels
+    require); a shape mismatch resizes ``out``, with PyTorch's deprecation warning when it held elements.
+    Every check runs before ``out`` changes, so a refused call leaves it as it was; a successful one bumps its
+    version."""
+    if out is None:
+        return result
+    check_tensor(out, fn, "out")
+    if _state.grad and (result._requires_grad or out._requires_grad):
+        raise RuntimeError(f"{fn}(): functions with out=... arguments don't support automatic differentiation, "
+                           "but one of the arguments requires grad.")
+    if out._be is not result._be:
+        raise RuntimeError(f"Expected out tensor to have device {result.device}, but got {out.device} instead")
+    rd, od = result.dtype, out.dtype
+    if exact_dtype:
+        if rd is not od:
+            raise RuntimeError(f"Expected out tensor to have dtype {rd._cpp_typeid_name}, but got "
+                               f"{od._cpp_typeid_name} instead")
+    elif rd is not od and not _dtype.can_cast(rd, od):
+        raise RuntimeError(f"result type {rd._scalar_name} can't be cast to the desired output type "
+                           f"{od._scalar_name}")
+    shape = result._data.shape
+    if out._data.shape != shape:
+        if out._data.size:
+            warnings.warn(f"An output with one or more elements was resized since it had shape "
+                          f"{list(out._data.shape)}, which does not match the required output shape {list(shape)}. "
+                          "This behavior is deprecated, and in a future release outputs will not be resized unless "
+                          "they have zero elements. You can explicitly reuse an out tensor t by resizing it, "
+                          "inplace, to zero elements with t.resize_(0).", UserWarning, stacklevel=3)
+        out._data = out._be.empty(shape, out._data.dtype)
+    write_result(out, result)
+    return out
