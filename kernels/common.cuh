@@ -106,12 +106,35 @@ struct alignas(16) Packed128 {
     T v[size];
 };
 // the caller guarantees 16-byte alignment (the launcher checks every pointer before choosing this path)
+#ifdef __CUDA_SIM__
+// NOTE: a misaligned 128-bit access faults on a GPU (and poisons the context); on the host the same load may
+// compile to an aligned SSE move and kill the whole process, or pass silently. The simulator checks every one
+// and reports it at the caller's line, like its other faults.
+inline void cs_check_aligned16(const void* p, const char* what, int line, const char* file) {
+    if (reinterpret_cast<unsigned long long>(p) % 16 != 0) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "misaligned address: 128-bit %s at %p is not 16-byte aligned", what, p);
+        cs_fault(msg, line, file);
+    }
+}
+template <typename T> __device__ __forceinline__ Packed128<T> load128(const T* p, int line = __builtin_LINE(),
+                                                                      const char* file = __builtin_FILE()) {
+    cs_check_aligned16(p, "load", line, file);
+    return *reinterpret_cast<const Packed128<T>*>(p);
+}
+template <typename T> __device__ __forceinline__ void store128(T* p, const Packed128<T>& x, int line = __builtin_LINE(),
+                                                              const char* file = __builtin_FILE()) {
+    cs_check_aligned16(p, "store", line, file);
+    *reinterpret_cast<Packed128<T>*>(p) = x;
+}
+#else
 template <typename T> __device__ __forceinline__ Packed128<T> load128(const T* p) {
     return *reinterpret_cast<const Packed128<T>*>(p);
 }
 template <typename T> __device__ __forceinline__ void store128(T* p, const Packed128<T>& x) {
     *reinterpret_cast<Packed128<T>*>(p) = x;
 }
+#endif
 
 // ------------------------------------------------------------------------------------------ reductions
 struct SumOp {

@@ -180,3 +180,36 @@ def test_matmul_batched_broadcast_and_vectors(k, dt):
                                np.matmul(a.swapaxes(-1, -2), b.swapaxes(-1, -2)), **tol)
     assert k.matmul(np.ones((2, 3), np.float32), np.ones((4, 2), np.float32)) is None
     assert k.matmul(np.ones((2, 3), np.float16), np.ones((3, 2), np.float16)) is None
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_matmul_batch_offsets_that_break_alignment(k, dt):
+    # batch 1 of this view starts 33 elements in: base pointer, row stride and K are all 16-byte multiples,
+    # the batch stride is not, so only the scalar path is correct (a 128-bit load would fault on a GPU)
+    x = np.arange(3 * 33, dtype=dt).reshape(3, 33) / 50
+    a = x[:, :32].reshape(3, 4, 8)
+    assert not a.flags.c_contiguous and a.strides[0] == 33 * x.itemsize
+    b = np.linspace(-1, 1, 8 * 12, dtype=dt).reshape(8, 12)
+    np.testing.assert_allclose(k.matmul(a, b), np.matmul(a, b), rtol=1e-5)
+    lhs = np.linspace(-2, 2, 3 * 5 * 4, dtype=dt).reshape(3, 5, 4)
+    np.testing.assert_allclose(k.matmul(lhs, a), np.matmul(lhs, a), rtol=1e-5)  # the same view as B
+
+
+def test_misaligned_128_bit_access_is_a_fault_not_a_crash(sim_backend):
+    # the simulator must report what a GPU reports as a misaligned address, naming the kernel and the line,
+    # and keep working afterwards
+    from minitorch_gpu.backends.cuda import sim
+    from minitorch_gpu.backends.cuda.loader import kernel_dir
+    src = ('#include "common.cuh"\n'
+           'extern "C" __global__ void copy4(const float* x, float* y) {\n'
+           '    store128(y, load128(x + threadIdx.x));\n'
+           '}\n')
+    mod = sim.SimModule(code=src, filename="misaligned.cu", include_dirs=(kernel_dir(),))
+    x = np.zeros(64, np.float32)
+    y = np.zeros(64, np.float32)
+    with pytest.raises(sim.SimError, match=r"misaligned address: 128-bit load .*misaligned\.cu:3") as info:
+        mod.get_function("copy4")(1, 2, (x[1:], y))
+    assert info.value.kernel == "copy4" and info.value.line == 3
+    x[:4] = [1, 2, 3, 4]
+    mod.get_function("copy4")(1, 1, (x, y))
+    np.testing.assert_array_equal(y[:4], [1, 2, 3, 4])

@@ -574,10 +574,15 @@ class _RowKernels(_MapKernels):
         sc = _c_strides(batch_shape)
         offs = self._batch_offsets(batch_shape, sa, sb, tuple(x * M * N for x in sc))
         S = 16 // item
+        # 128-bit loads need every row of every batch entry aligned: the base pointer, the row stride, and
+        # each batch stride (a view such as x[:, :32].view(3, 4, 8) of a (3, 33) array starts batch 1 at an
+        # address that is 4 mod 16)
+        a_batch_ok = all(s % S == 0 for s, n in zip(sa, batch_shape) if n > 1)
+        b_batch_ok = all(s % S == 0 for s, n in zip(sb, batch_shape) if n > 1)
         vec = 0
-        if sAk == 1 and K % S == 0 and sAm % S == 0 and self.ptr(a) % 16 == 0:
+        if sAk == 1 and K % S == 0 and sAm % S == 0 and a_batch_ok and self.ptr(a) % 16 == 0:
             vec |= 1
-        if sBn == 1 and N % S == 0 and sBk % S == 0 and self.ptr(b) % 16 == 0:
+        if sBn == 1 and N % S == 0 and sBk % S == 0 and b_batch_ok and self.ptr(b) % 16 == 0:
             vec |= 2
         mt, ntiles = (M + 63) // 64, (N + 63) // 64
         gx = min(ntiles, self.max_blocks)
