@@ -16,9 +16,14 @@ ROOT = pathlib.Path(__file__).resolve().parents[1] / PKG
 LAYERS = [
     {"_mode", "_shapes", "_dtype", "_device", "_native", "utils.hooks"},
     {"backends"},
-    {"tensor"},
+    {"tensor", "_tensor_str"},
     {"autograd"},
     {"ops"},
+    {"cuda", "optim"},
+    {"distributed"},
+    {"nn", "utils.data"},
+    {"models", "serialization"},
+    {"train"},
 ]
 
 
