@@ -19,6 +19,8 @@ Bad input (a missing data path, an empty corpus, ``--resume`` without a checkpoi
 model config or vocabulary, ``--device cuda`` without a GPU, bad numbers) is reported in one line on stderr
 with exit code 2.
 """
+from __future__ import annotations
+
 import argparse
 import json
 import math
@@ -26,8 +28,17 @@ import os
 import sys
 import sysconfig
 import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from minitorch_gpu import Generator
+    from minitorch_gpu import device as mt_device
+    from minitorch_gpu.models import GPT, GPTConfig
+    from minitorch_gpu.optim import Optimizer
+    from minitorch_gpu.optim.lr_scheduler import LRScheduler
 
 PROG = "minitorch-gpu-train"
 CHECKPOINT = "checkpoint.safetensors"
@@ -408,15 +419,56 @@ def _resolve(args, device, ckpt):
         raise UsageError(f"--n-embd ({args.n_embd}) must be divisible by --n-head ({args.n_head})")
 
 
-def run(args):
-    """Train as ``args`` say; returns the exit code."""
-    import minitorch_gpu as mt
-    from minitorch_gpu.models import GPT, GPTConfig
-    from tqdm import tqdm
+EXIT_DIVERGED = 1
+EXIT_INTERRUPTED = 130
+
+
+@dataclass
+class Job:
+    """What a run trains on and where it writes: everything settled from the arguments, the corpus and the
+    checkpoint before a model exists."""
+    args: argparse.Namespace
+    device: mt_device
+    ckpt: dict[str, Any] | None  # the checkpoint being resumed from
+    corpus_chars: int
+    origin: str
+    vocab: str
+    config: GPTConfig
+    prompt: str
+    batches: Batches
+    ckpt_path: str
+    metrics_path: str
+    run_info: dict[str, Any]  # the settings stored with every checkpoint
+
+    @property
+    def stop(self) -> int:
+        """The step this invocation ends at (``--stop-after``, else ``--steps``)."""
+        return self.args.steps if self.args.stop_after is None else self.args.stop_after
+
+
+@dataclass
+class Trainer:
+    """The state a checkpoint holds: model, optimizer, schedule, the batch generator, the step reached, and
+    the metrics records so far."""
+    model: GPT
+    optimizer: Optimizer
+    scheduler: LRScheduler
+    data_gen: Generator
+    step: int = 0
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+    def save(self, job: Job) -> None:
+        save_checkpoint(job.ckpt_path, self.model, self.optimizer, self.scheduler, self.step, self.data_gen,
+                        job.device, job.config, job.vocab, job.run_info)
+
+
+def prepare(args: argparse.Namespace) -> Job:
+    """Check the arguments, read the corpus and the checkpoint (when resuming), and create the output
+    directory; every bad input surfaces here, before any training starts, as a UsageError."""
+    from minitorch_gpu.models import GPTConfig
 
     device = pick_device(args.device)
-    out = args.out
-    ckpt_path = os.path.join(out, CHECKPOINT)
+    ckpt_path = os.path.join(args.out, CHECKPOINT)
     ckpt = load_checkpoint(ckpt_path) if args.resume else None
     _resolve(args, device, ckpt)
     if args.stop_after is not None and args.stop_after > args.steps:
@@ -438,48 +490,60 @@ def run(args):
     batches = Batches(ids, args.block_size, args.batch_size, device)
 
     try:
-        os.makedirs(out, exist_ok=True)
+        os.makedirs(args.out, exist_ok=True)
     except OSError as e:
-        raise UsageError(f"cannot create output directory {out}: {e.strerror}") from None
+        raise UsageError(f"cannot create output directory {args.out}: {e.strerror}") from None
+    run_info = {"seed": args.seed, "steps": args.steps, "batch_size": args.batch_size, "data": origin}
+    return Job(args, device, ckpt, len(text), origin, vocab, config, prompt, batches, ckpt_path,
+               os.path.join(args.out, METRICS), run_info)
 
+
+def build(job: Job) -> Trainer:
+    """A freshly initialised model, optimizer and schedule, seeded from ``--seed``."""
+    import minitorch_gpu as mt
+    from minitorch_gpu.models import GPT
+
+    args = job.args
     mt.manual_seed(args.seed)
     data_gen = mt.Generator().manual_seed(args.seed)
-    model = GPT(config).to(device)
+    model = GPT(job.config).to(job.device)
     optimizer = mt.optim.AdamW(param_groups(model, args.weight_decay), lr=args.lr, betas=(0.9, 0.99))
     scheduler = mt.optim.lr_scheduler.LambdaLR(optimizer, lr_schedule(args.warmup, args.steps))
-    step = 0
-    metrics_path = os.path.join(out, METRICS)
-    if ckpt is not None:
-        try:
-            model.load_state_dict(ckpt["model"])
-            optimizer.load_state_dict(ckpt["optimizer"])
-            scheduler.load_state_dict(ckpt["scheduler"])
-            _set_rng_states(ckpt["rng"], data_gen, device)
-        except (RuntimeError, KeyError, ValueError, TypeError) as e:
-            raise UsageError(f"--resume: the checkpoint does not fit this model: {e}") from None
-        step = int(ckpt["step"])
-        records = read_metrics(metrics_path, step)
-    else:
-        records = []
-    with open(metrics_path, "w") as f:
-        for rec in records:
-            f.write(json.dumps(rec) + "\n")
+    return Trainer(model, optimizer, scheduler, data_gen)
 
-    run_info = {"seed": args.seed, "steps": args.steps, "batch_size": args.batch_size, "data": origin}
-    stop = args.steps if args.stop_after is None else args.stop_after
-    print(f"{PROG}: {len(text):,} characters of {origin}, vocabulary {len(vocab)}; GPT {config.n_layer} layers, "
-          f"{config.n_head} heads, width {config.n_embd}, context {config.block_size} "
-          f"({model.num_params():,} parameters) on {device}; steps {step + 1}..{stop}", file=sys.stderr)
 
-    tokens_per_step = args.batch_size * args.block_size
-    exit_code = 0
-    bar = tqdm(total=args.steps, initial=step, desc="train", unit="step", disable=args.quiet, file=sys.stderr,
-               dynamic_ncols=True, mininterval=0.5)
-    metrics = open(metrics_path, "a")
+def resume(job: Job, ckpt: dict[str, Any], trainer: Trainer) -> None:
+    """Load the checkpoint's states into ``trainer`` (the RNGs last, after the model was built, so the next
+    batch and dropout mask are the ones the interrupted run would have drawn) and keep the metrics records
+    up to its step."""
     try:
-        while step < stop:
+        trainer.model.load_state_dict(ckpt["model"])
+        trainer.optimizer.load_state_dict(ckpt["optimizer"])
+        trainer.scheduler.load_state_dict(ckpt["scheduler"])
+        _set_rng_states(ckpt["rng"], trainer.data_gen, job.device)
+    except (RuntimeError, KeyError, ValueError, TypeError) as e:
+        raise UsageError(f"--resume: the checkpoint does not fit this model: {e}") from None
+    trainer.step = int(ckpt["step"])
+    trainer.records = read_metrics(job.metrics_path, trainer.step)
+
+
+def train_loop(job: Job, trainer: Trainer) -> int:
+    """Train from ``trainer.step`` to ``job.stop``, appending a metrics record per step, evaluating and
+    checkpointing on schedule; returns 0, EXIT_DIVERGED (a non-finite loss) or EXIT_INTERRUPTED (Ctrl-C,
+    after a checkpoint)."""
+    import minitorch_gpu as mt
+    from tqdm import tqdm
+
+    args = job.args
+    model, optimizer, scheduler = trainer.model, trainer.optimizer, trainer.scheduler
+    tokens_per_step = args.batch_size * args.block_size
+    bar = tqdm(total=args.steps, initial=trainer.step, desc="train", unit="step", disable=args.quiet,
+               file=sys.stderr, dynamic_ncols=True, mininterval=0.5)
+    metrics = open(job.metrics_path, "a")
+    try:
+        while trainer.step < job.stop:
             t0 = time.perf_counter()
-            x, y = batches.get("train", data_gen)
+            x, y = job.batches.get("train", trainer.data_gen)
             _, loss = model(x, y)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -489,54 +553,85 @@ def run(args):
             optimizer.step()
             scheduler.step()
             loss_value = loss.item()  # also waits for the GPU, so the timing below is real
-            step += 1
+            trainer.step += 1
+            step = trainer.step
             rec = {"step": step, "loss": loss_value, "lr": lr,
                    "tokens_per_s": tokens_per_step / max(time.perf_counter() - t0, 1e-9)}
             if not math.isfinite(loss_value):
                 bar.close()
                 print(f"{PROG}: the loss became {loss_value} at step {step}; try a lower --lr", file=sys.stderr)
-                return 1
+                return EXIT_DIVERGED
             if step % args.eval_every == 0 or step == args.steps:
-                rec["val_loss"] = evaluate(model, batches, args.eval_iters, args.seed + 1)
+                rec["val_loss"] = evaluate(model, job.batches, args.eval_iters, args.seed + 1)
                 bar.write(f"step {step}: train loss {loss_value:.4f}, val loss {rec['val_loss']:.4f}",
                           file=sys.stderr)
-                save_checkpoint(ckpt_path, model, optimizer, scheduler, step, data_gen, device, config, vocab,
-                                run_info)
-            elif step == stop:
-                save_checkpoint(ckpt_path, model, optimizer, scheduler, step, data_gen, device, config, vocab,
-                                run_info)
+                trainer.save(job)
+            elif step == job.stop:
+                trainer.save(job)
             metrics.write(json.dumps(rec) + "\n")
             metrics.flush()
-            records.append(rec)
+            trainer.records.append(rec)
             # the bar redraws at most every mininterval seconds, not on every postfix change
             bar.set_postfix(loss=f"{loss_value:.4f}", tok_s=f"{rec['tokens_per_s']:,.0f}", refresh=False)
             bar.update(1)
             if args.sample_every and step % args.sample_every == 0 and step != args.steps:
-                text_sample = sample(model, vocab, prompt, args.sample_chars, args.temperature, args.top_k,
-                                     args.seed + 2, device)
-                bar.write(f"--- sample (step {step}) ---\n{text_sample}", file=sys.stdout)
+                bar.write(f"--- sample (step {step}) ---\n{_sample(job, trainer)}", file=sys.stdout)
     except KeyboardInterrupt:
-        save_checkpoint(ckpt_path, model, optimizer, scheduler, step, data_gen, device, config, vocab, run_info)
-        print(f"\n{PROG}: interrupted after step {step}; checkpoint saved, continue with --resume", file=sys.stderr)
-        exit_code = 130
+        trainer.save(job)
+        print(f"\n{PROG}: interrupted after step {trainer.step}; checkpoint saved, continue with --resume",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
     finally:
         metrics.close()
         bar.close()
+    return 0
 
-    plot_path = os.path.join(out, PLOT)
-    wrote_plot = bool(records) and write_plot(plot_path, records)
-    if exit_code:
-        return exit_code
+
+def summarize(job: Job, trainer: Trainer, wrote_plot: bool) -> None:
+    """The last losses and the files written (stderr), then a text sample (stdout)."""
+    records = trainer.records
     last_val = next((r["val_loss"] for r in reversed(records) if "val_loss" in r), None)
-    summary = f"{PROG}: step {step}"
+    summary = f"{PROG}: step {trainer.step}"
     if records:
         summary += f", train loss {records[-1]['loss']:.4f}"
     if last_val is not None:
         summary += f", val loss {last_val:.4f}"
-    written = [metrics_path, ckpt_path] + ([plot_path] if wrote_plot else [])
+    written = [job.metrics_path, job.ckpt_path] + ([os.path.join(job.args.out, PLOT)] if wrote_plot else [])
     print(summary + "; wrote " + ", ".join(written), file=sys.stderr)
-    print(f"--- sample (step {step}) ---")
-    print(sample(model, vocab, prompt, args.sample_chars, args.temperature, args.top_k, args.seed + 2, device))
+    print(f"--- sample (step {trainer.step}) ---")
+    print(_sample(job, trainer))
+
+
+def _sample(job: Job, trainer: Trainer) -> str:
+    args = job.args
+    return sample(trainer.model, job.vocab, job.prompt, args.sample_chars, args.temperature, args.top_k,
+                  args.seed + 2, job.device)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Train as ``args`` say; returns the exit code."""
+    job = prepare(args)
+    trainer = build(job)
+    if job.ckpt is not None:
+        resume(job, job.ckpt, trainer)
+    # a resumed run rewrites what follows its checkpoint's step
+    with open(job.metrics_path, "w") as f:
+        for rec in trainer.records:
+            f.write(json.dumps(rec) + "\n")
+    config = job.config
+    print(f"{PROG}: {job.corpus_chars:,} characters of {job.origin}, vocabulary {len(job.vocab)}; GPT "
+          f"{config.n_layer} layers, {config.n_head} heads, width {config.n_embd}, context {config.block_size} "
+          f"({trainer.model.num_params():,} parameters) on {job.device}; steps {trainer.step + 1}..{job.stop}",
+          file=sys.stderr)
+
+    exit_code = train_loop(job, trainer)
+    if exit_code == EXIT_DIVERGED:
+        return exit_code
+    # an interrupted run still gets its curves
+    wrote_plot = bool(trainer.records) and write_plot(os.path.join(args.out, PLOT), trainer.records)
+    if exit_code:
+        return exit_code
+    summarize(job, trainer, wrote_plot)
     return 0
 
 

@@ -7,13 +7,19 @@ creation order); AccumulateGrad nodes have the highest priority and run as soon 
 complete, which is what lets DDP start all-reduces during backward. There is no recursion: a chain of
 any length backpropagates.
 """
+from __future__ import annotations
+
 import heapq
 import threading
 import warnings
+from collections.abc import Callable, Container, Sequence
+from typing import Any
 
+from ..tensor import Tensor
 from . import anomaly
 from . import function as _function
-from .function import ACCUMULATE_SEQ, ACCUMULATE_SEQ_REPORTED, Node, _accumulate_lock, _next_seq, bump_version
+from .function import (ACCUMULATE_SEQ, ACCUMULATE_SEQ_REPORTED, Node, _accumulate_lock, _next_seq, bump_version,
+                       edge_of)
 from .grad_mode import _state
 
 __all__ = ["run_backward", "queue_callback", "AccumulateGrad"]
@@ -21,6 +27,9 @@ __all__ = ["run_backward", "queue_callback", "AccumulateGrad"]
 _local = threading.local()
 _heappush = heapq.heappush
 _heappop = heapq.heappop
+
+_Root = tuple[Node, int, Tensor]
+"""A starting point of backward: (node, output_nr, the gradient flowing in)."""
 
 
 class AccumulateGrad(Node):
@@ -93,11 +102,11 @@ def accumulate_grad(var, g):
 class _GraphTask:
     __slots__ = ("callbacks",)
 
-    def __init__(self):
-        self.callbacks = []
+    def __init__(self) -> None:
+        self.callbacks: list[Callable[[], Any]] = []
 
 
-def queue_callback(callback):
+def queue_callback(callback: Callable[[], Any]) -> None:
     """Run ``callback()`` when the backward pass currently executing in this thread finishes."""
     tasks = getattr(_local, "tasks", None)
     if not tasks:
@@ -165,33 +174,70 @@ def _post_hooks(node, outs, grads):
     return outs
 
 
-def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None, allow_unused=False,
-                 accumulate=True):
+def run_backward(outputs: Sequence[Tensor], grad_outputs: Sequence[Tensor], retain_graph: bool,
+                 create_graph: bool, inputs: Sequence[Tensor] | None = None, allow_unused: bool = False,
+                 accumulate: bool = True) -> list[Tensor | None] | None:
     """Backpropagate from ``outputs``. With ``accumulate`` (``backward``), gradients go into leaves'
     ``.grad`` (only those in ``inputs`` when given); without it (``autograd.grad``) the gradients of
     ``inputs`` are returned and no ``.grad`` is touched."""
+    roots = _root_edges(outputs, grad_outputs)
+    captures = None if inputs is None else _input_edges(inputs)
+    root_nodes, deps = _count_dependencies(roots)
+    needed = None if captures is None else _nodes_reaching(root_nodes, deps, captures)
+    buffers = _seed_buffers(roots)
+    captured: list[Tensor | None] = [] if inputs is None else [None] * len(inputs)
+
+    task = _GraphTask()
+    tasks = getattr(_local, "tasks", None)
+    if tasks is None:
+        tasks = _local.tasks = []
+    tasks.append(task)
+    prev_grad = _state.grad
+    _state.grad = create_graph
+    try:
+        _execute(root_nodes, deps, buffers, captures, captured, needed, retain_graph, accumulate)
+        _run_callbacks(task)
+    finally:
+        _state.grad = prev_grad
+        tasks.pop()
+
+    if inputs is None:
+        return None
+    return _finish_inputs(inputs, captured, allow_unused, accumulate)
+
+
+# ---------------------------------------------------------------------- phases of one backward pass
+# The phases before and after the execution loop run once per backward; only _execute runs per node,
+# so it alone is written for speed (locals, no helper calls on the common path).
+
+def _root_edges(outputs: Sequence[Tensor], grad_outputs: Sequence[Tensor]) -> list[_Root]:
+    """(node, output_nr, gradient) for every output that has a graph behind it."""
     roots = []
     for i, (t, g) in enumerate(zip(outputs, grad_outputs)):
         if not t.requires_grad:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
-        node, nr = t._edge()
+        node, nr = edge_of(t)
         if node is not None:
             roots.append((node, nr, g))
+    return roots
 
-    captures = None
-    target_nodes = None
-    if inputs is not None:
-        captures = {}
-        for i, t in enumerate(inputs):
-            if not t.requires_grad:
-                raise RuntimeError("One of the differentiated Tensors does not require grad")
-            node, nr = t._edge()
-            if node is not None:
-                captures.setdefault(node, []).append((nr, i))
-        target_nodes = set(captures)
 
-    # discover the graph and count, for every node, how many edges point at it
-    deps = {}
+def _input_edges(inputs: Sequence[Tensor]) -> dict[Node, list[tuple[int, int]]]:
+    """{node: [(output_nr, index in inputs)]}: where each input's gradient is read off the graph."""
+    captures: dict[Node, list[tuple[int, int]]] = {}
+    for i, t in enumerate(inputs):
+        if not t.requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+        node, nr = edge_of(t)
+        if node is not None:
+            captures.setdefault(node, []).append((nr, i))
+    return captures
+
+
+def _count_dependencies(roots: list[_Root]) -> tuple[list[Node], dict[Node, int]]:
+    """The distinct root nodes, and for every node below them how many edges point at it (an iterative
+    walk: graphs of any depth)."""
+    deps: dict[Node, int] = {}
     root_nodes = []
     seen = set()
     for node, _, _ in roots:
@@ -210,119 +256,122 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                     if nxt not in seen:
                         seen.add(nxt)
                         stack.append(nxt)
+    return root_nodes, deps
 
-    needed = None
-    if target_nodes is not None:
-        needed = _nodes_reaching(root_nodes, deps, target_nodes)
 
-    buffers = {}
+def _seed_buffers(roots: list[_Root]) -> dict[Node, list[Tensor | None]]:
+    """The gradient buffers of the root nodes, summing the gradients of outputs that share a node."""
+    buffers: dict[Node, list[Tensor | None]] = {}
     for node, nr, g in roots:
         buf = buffers.get(node)
         if buf is None:
             buf = buffers[node] = [None] * node._n_outputs
         cur = buf[nr]
         buf[nr] = g if cur is None else _sum(cur, g)
+    return buffers
 
+
+def _execute(root_nodes: list[Node], deps: dict[Node, int], buffers: dict[Node, list[Tensor | None]],
+             captures: dict[Node, list[tuple[int, int]]] | None, captured: list[Tensor | None],
+             needed: set[Node] | None, retain_graph: bool, accumulate: bool) -> None:
+    """Run nodes as they become ready, highest sequence number first. ``deps`` and ``buffers`` are
+    consumed; with ``captures``, the gradients flowing into those edges are written into ``captured``
+    and only the ``needed`` nodes run."""
     heap = [(-n._seq_nr, n) for n in root_nodes if n not in deps]
     heapq.heapify(heap)
-
-    captured = [None] * len(inputs) if inputs is not None else None
     check_nan = anomaly._mode["enabled"] and anomaly._mode["check_nan"]
-
-    task = _GraphTask()
-    tasks = getattr(_local, "tasks", None)
-    if tasks is None:
-        tasks = _local.tasks = []
-    tasks.append(task)
-    prev_grad = _state.grad
-    _state.grad = create_graph
     pop_buffer = buffers.pop
-    try:
-        while heap:
-            node = _heappop(heap)[1]
-            grads = pop_buffer(node, None)
-            if grads is None:
-                grads = [None] * node._n_outputs
-            hooked = node._hooked
-            if hooked:
-                grads = _pre_hooks(node, grads)
-            if captures is not None:
-                cap = captures.get(node)
-                if cap:
-                    for nr, i in cap:
-                        captured[i] = grads[nr]
+    while heap:
+        node = _heappop(heap)[1]
+        grads = pop_buffer(node, None)
+        if grads is None:
+            grads = [None] * node._n_outputs
+        hooked = node._hooked
+        if hooked:
+            grads = _pre_hooks(node, grads)
+        if captures is not None:
+            cap = captures.get(node)
+            if cap:
+                for nr, i in cap:
+                    captured[i] = grads[nr]
 
-            if node.__class__ is AccumulateGrad:
-                if accumulate and (target_nodes is None or node in target_nodes):
-                    if hooked:
-                        grads = _node_pre_hooks(node, grads)
-                    node._run(grads)
-                    if hooked:
-                        _post_hooks(node, (), grads)
+        if node.__class__ is AccumulateGrad:
+            if accumulate and (captures is None or node in captures):
+                if hooked:
+                    grads = _node_pre_hooks(node, grads)
+                node._run(grads)
+                if hooked:
+                    _post_hooks(node, (), grads)
+            continue
+        if needed is not None and node not in needed:
+            continue
+        if hooked:
+            grads = _node_pre_hooks(node, grads)
+
+        nexts = node.next_functions
+        if grads[0] is not None if len(grads) == 1 else any(g is not None for g in grads):
+            try:
+                outs = node._run(grads)
+                if outs.__class__ is not tuple:
+                    outs = tuple(outs) if isinstance(outs, list) else (outs,)
+                if check_nan:
+                    _check_nan(node, outs)
+            except Exception:
+                _warn_forward_trace(node)
+                raise
+            if len(outs) != len(nexts):
+                raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients "
+                                   f"(expected {len(nexts)}, got {len(outs)})")
+        else:
+            # no gradient reached this node: its inputs get none either, but still count as done
+            outs = (None,) * len(nexts)
+        if hooked:
+            outs = _post_hooks(node, outs, grads)
+        if not retain_graph and node._saved is not None:
+            # Node._release, inlined: the engine's per-node cost is the framework's overhead
+            node._saved = None
+            node._released = True
+
+        for (nxt, nr), g in zip(nexts, outs):
+            if nxt is None or (needed is not None and nxt not in needed):
                 continue
-            if needed is not None and node not in needed:
-                continue
-            if hooked:
-                grads = _node_pre_hooks(node, grads)
-
-            if grads[0] is not None if len(grads) == 1 else any(g is not None for g in grads):
-                try:
-                    outs = node._run(grads)
-                    if outs.__class__ is not tuple:
-                        outs = tuple(outs) if isinstance(outs, list) else (outs,)
-                    if check_nan:
-                        _check_nan(node, outs)
-                except Exception:
-                    if node._trace:
-                        warnings.warn(f"Error detected in {node.name()}. Traceback of forward call that caused "
-                                      f"the error:\n{node._trace}", stacklevel=2)
-                    raise
-                nexts = node.next_functions
-                if len(outs) != len(nexts):
-                    raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients "
-                                       f"(expected {len(nexts)}, got {len(outs)})")
-            else:
-                # no gradient reached this node: its inputs get none either, but still count as done
-                nexts = node.next_functions
-                outs = (None,) * len(nexts)
-            if hooked:
-                outs = _post_hooks(node, outs, grads)
-            if not retain_graph and node._saved is not None:
-                # Node._release, inlined: the engine's per-node cost is the framework's overhead
-                node._saved = None
-                node._released = True
-
-            for (nxt, nr), g in zip(nexts, outs):
-                if nxt is None or (needed is not None and nxt not in needed):
-                    continue
-                if g is not None:
-                    buf = buffers.get(nxt)
-                    if buf is None:
-                        if nxt._n_outputs == 1:
-                            buffers[nxt] = [g]
-                        else:
-                            buf = buffers[nxt] = [None] * nxt._n_outputs
-                            buf[nr] = g
+            if g is not None:
+                buf = buffers.get(nxt)
+                if buf is None:
+                    if nxt._n_outputs == 1:
+                        buffers[nxt] = [g]
                     else:
-                        cur = buf[nr]
-                        buf[nr] = g if cur is None else _sum(cur, g)
-                left = deps[nxt] - 1
-                if left:
-                    deps[nxt] = left
+                        buf = buffers[nxt] = [None] * nxt._n_outputs
+                        buf[nr] = g
                 else:
-                    del deps[nxt]
-                    _heappush(heap, (-nxt._seq_nr, nxt))
+                    cur = buf[nr]
+                    buf[nr] = g if cur is None else _sum(cur, g)
+            left = deps[nxt] - 1
+            if left:
+                deps[nxt] = left
+            else:
+                del deps[nxt]
+                _heappush(heap, (-nxt._seq_nr, nxt))
 
-        # callbacks may queue further callbacks
-        callbacks = task.callbacks
-        while callbacks:
-            callbacks.pop(0)()
-    finally:
-        _state.grad = prev_grad
-        tasks.pop()
 
-    if inputs is None:
-        return None
+def _warn_forward_trace(node: Node) -> None:
+    # anomaly mode recorded where the failing node was created: the error alone would only name backward
+    if node._trace:
+        warnings.warn(f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n"
+                      f"{node._trace}", stacklevel=4)
+
+
+def _run_callbacks(task: _GraphTask) -> None:
+    # callbacks may queue further callbacks, so the list is drained rather than iterated
+    callbacks = task.callbacks
+    while callbacks:
+        callbacks.pop(0)()
+
+
+def _finish_inputs(inputs: Sequence[Tensor], captured: list[Tensor | None], allow_unused: bool,
+                   accumulate: bool) -> list[Tensor | None] | None:
+    """The gradients of ``inputs`` for ``autograd.grad``; for ``backward(inputs=...)``, the ``.grad`` of
+    non-leaf inputs (leaves got theirs from their AccumulateGrad node)."""
     if not allow_unused:
         for i, g in enumerate(captured):
             if g is None:
@@ -345,7 +394,7 @@ def _retain(t, g):
             t._grad = t._grad + g
 
 
-def _nodes_reaching(root_nodes, deps, target_nodes):
+def _nodes_reaching(root_nodes: list[Node], deps: dict[Node, int], target_nodes: Container[Node]) -> set[Node]:
     """Nodes from which a target node can be reached (only those need to run for autograd.grad)."""
     # topological order by Kahn's algorithm on a private copy of the dependency counts
     remaining = dict(deps)

@@ -5,6 +5,7 @@ The graph machinery they build on (Node, edges, version counters, the built-in `
 ``node.py``; in-place writes through views in ``_inplace.py``.
 """
 import functools
+from typing import Any
 
 from .._dtype import from_numpy_dtype
 from .._mode import _state
@@ -143,15 +144,15 @@ class Function(metaclass=_FunctionMeta):
                            "Please use new-style autograd function with static forward method.")
 
     @staticmethod
-    def forward(ctx, *args, **kwargs):
+    def forward(ctx: Any, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
 
     @staticmethod
-    def setup_context(ctx, inputs, output):
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
         raise NotImplementedError("setup_context is not implemented.")
 
     @staticmethod
-    def backward(ctx, *grad_outputs):
+    def backward(ctx: Any, *grad_outputs: Any) -> Any:
         raise NotImplementedError("You must implement either the backward or vjp method for your custom "
                                   "autograd.Function to use it with backward mode AD.")
 

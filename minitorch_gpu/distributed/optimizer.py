@@ -288,7 +288,8 @@ def broadcast_parameters(params: dict[str, Tensor] | Iterable[tuple[str, Tensor]
 def broadcast_optimizer_state(optimizer: Optimizer, root_rank: int, group: GroupLike = None) -> None:
     """Make every rank's optimizer state (per-parameter state and hyperparameters) equal to ``root_rank``'s."""
     pg = _resolve(group)
-    holder = [optimizer.state_dict() if get_rank() == root_rank else None]
+    # filled with root_rank's state dict on every rank by the broadcast
+    holder: list[Any] = [optimizer.state_dict() if get_rank() == root_rank else None]
     broadcast_object_list(holder, src=root_rank, group=pg)
     if get_rank() != root_rank:
         optimizer.load_state_dict(holder[0])

@@ -1,9 +1,12 @@
 """Adagrad (Duchi, Hazan & Singer 2011)."""
+from collections.abc import Callable
+from typing import Any
+
 from ..autograd.function import bump_version
 from ..ops.creation import full_like
 from ..tensor import Tensor
 from . import _foreach as F
-from .optimizer import (Optimizer, _check_fused_foreach, _device_dtype_check_for_fused,
+from .optimizer import (Optimizer, ParamsT, _check_fused_foreach, _device_dtype_check_for_fused,
                         _get_value, _new_step, _resolve_impl, _to_scalar, _use_grad_for_differentiable)
 
 __all__ = ["Adagrad", "adagrad"]
@@ -17,8 +20,9 @@ class Adagrad(Optimizer):
         opt = mt.optim.Adagrad(model_params, lr=1e-2)
     """
 
-    def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
-                 foreach=None, *, maximize=False, differentiable=False, fused=None):
+    def __init__(self, params: ParamsT, lr: float | Tensor = 1e-2, lr_decay: float = 0, weight_decay: float = 0,
+                 initial_accumulator_value: float = 0, eps: float = 1e-10, foreach: bool | None = None, *,
+                 maximize: bool = False, differentiable: bool = False, fused: bool | None = None) -> None:
         if isinstance(lr, Tensor) and lr.numel() != 1:
             raise ValueError("Tensor lr must be 1-element")
         if not 0.0 <= lr:
@@ -70,11 +74,14 @@ class Adagrad(Optimizer):
         return False, False
 
     @_use_grad_for_differentiable
-    def step(self, closure=None):
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Perform one optimization step; ``closure`` re-evaluates the model and returns the loss."""
         loss = self._run_closure(closure)
         for group in self.param_groups:
-            params_with_grad, grads, state_sums, state_steps = [], [], [], []
+            params_with_grad: list[Tensor] = []
+            grads: list[Tensor] = []
+            state_sums: list[Tensor] = []
+            state_steps: list[Tensor] = []
             self._init_group(group, params_with_grad, grads, state_sums, state_steps)
             adagrad(params_with_grad, grads, state_sums, state_steps, lr=group["lr"],
                     weight_decay=group["weight_decay"], lr_decay=group["lr_decay"], eps=group["eps"],
@@ -83,8 +90,10 @@ class Adagrad(Optimizer):
         return loss
 
 
-def adagrad(params, grads, state_sums, state_steps, fused=None, has_sparse_grad=False, foreach=None,
-            differentiable=False, has_complex=False, *, lr, weight_decay, lr_decay, eps, maximize):
+def adagrad(params: list[Tensor], grads: list[Tensor], state_sums: list[Tensor], state_steps: list[Tensor],
+            fused: bool | None = None, has_sparse_grad: bool = False, foreach: bool | None = None,
+            differentiable: bool = False, has_complex: bool = False, *, lr: float | Tensor, weight_decay: float,
+            lr_decay: float, eps: float, maximize: bool) -> None:
     """Functional Adagrad: updates ``params`` and the state lists in place. See :class:`Adagrad`."""
     if not all(isinstance(t, Tensor) for t in state_steps):
         raise RuntimeError("API has changed, `state_steps` argument must contain a list of singleton tensors")
@@ -94,8 +103,9 @@ def adagrad(params, grads, state_sums, state_steps, fused=None, has_sparse_grad=
          maximize=maximize, differentiable=differentiable)
 
 
-def _single_tensor_adagrad(params, grads, state_sums, state_steps, *, lr, weight_decay, lr_decay, eps, maximize,
-                           differentiable):
+def _single_tensor_adagrad(params: list[Tensor], grads: list[Tensor], state_sums: list[Tensor],
+                           state_steps: list[Tensor], *, lr: float | Tensor, weight_decay: float, lr_decay: float,
+                           eps: float, maximize: bool, differentiable: bool) -> None:
     lr = float(_to_scalar(lr))
     for param, grad, state_sum, step_t in zip(params, grads, state_sums, state_steps):
         step_t += 1
@@ -109,8 +119,9 @@ def _single_tensor_adagrad(params, grads, state_sums, state_steps, *, lr, weight
         param.addcdiv_(grad, std, value=-clr)
 
 
-def _multi_tensor_adagrad(params, grads, state_sums, state_steps, *, lr, weight_decay, lr_decay, eps, maximize,
-                          differentiable):
+def _multi_tensor_adagrad(params: list[Tensor], grads: list[Tensor], state_sums: list[Tensor],
+                          state_steps: list[Tensor], *, lr: float | Tensor, weight_decay: float, lr_decay: float,
+                          eps: float, maximize: bool, differentiable: bool) -> None:
     if not params:
         return
     if differentiable:
@@ -139,8 +150,9 @@ def _multi_tensor_adagrad(params, grads, state_sums, state_steps, *, lr, weight_
         F._foreach_addcdiv_(d_params, numerator, std)
 
 
-def _fused_adagrad(params, grads, state_sums, state_steps, *, lr, weight_decay, lr_decay, eps, maximize,
-                   differentiable):
+def _fused_adagrad(params: list[Tensor], grads: list[Tensor], state_sums: list[Tensor], state_steps: list[Tensor], *,
+                   lr: float | Tensor, weight_decay: float, lr_decay: float, eps: float, maximize: bool,
+                   differentiable: bool) -> None:
     if not params:
         return
     if differentiable:

@@ -1,10 +1,13 @@
 """Adam (and, with ``decoupled_weight_decay=True``, AdamW)."""
+from collections.abc import Callable
+from typing import Any
+
 from ..autograd.function import bump_version
 from ..ops.creation import zeros_like
 from ..ops.elementwise import maximum
 from ..tensor import Tensor
 from . import _foreach as F
-from .optimizer import (Optimizer, _check_fused_foreach, _device_dtype_check_for_fused,
+from .optimizer import (Optimizer, ParamsT, _check_fused_foreach, _device_dtype_check_for_fused,
                         _get_value, _new_step, _resolve_impl, _to_scalar, _use_grad_for_differentiable)
 
 __all__ = ["Adam", "adam"]
@@ -49,9 +52,11 @@ class Adam(Optimizer):
         opt = mt.optim.Adam(model_params, lr=1e-3, betas=(0.9, 0.999))
     """
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
-                 foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
-                 decoupled_weight_decay=False):
+    def __init__(self, params: ParamsT, lr: float | Tensor = 1e-3,
+                 betas: tuple[float | Tensor, float | Tensor] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, amsgrad: bool = False, *, foreach: bool | None = None, maximize: bool = False,
+                 capturable: bool = False, differentiable: bool = False, fused: bool | None = None,
+                 decoupled_weight_decay: bool = False) -> None:
         _check_adam_args(lr, betas, eps, weight_decay, foreach, capturable)
         betas = tuple(map(_to_scalar, betas))
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
@@ -97,11 +102,16 @@ class Adam(Optimizer):
         return False
 
     @_use_grad_for_differentiable
-    def step(self, closure=None):
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Perform one optimization step; ``closure`` re-evaluates the model and returns the loss."""
         loss = self._run_closure(closure)
         for group in self.param_groups:
-            params_with_grad, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps = [], [], [], [], [], []
+            params_with_grad: list[Tensor] = []
+            grads: list[Tensor] = []
+            exp_avgs: list[Tensor] = []
+            exp_avg_sqs: list[Tensor] = []
+            max_exp_avg_sqs: list[Tensor] = []
+            state_steps: list[Tensor] = []
             beta1, beta2 = group["betas"]
             self._init_group(group, params_with_grad, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps)
             adam(params_with_grad, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps,
@@ -112,9 +122,11 @@ class Adam(Optimizer):
         return loss
 
 
-def adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, foreach=None, capturable=False,
-         differentiable=False, fused=None, has_complex=False, decoupled_weight_decay=False, *, amsgrad, beta1, beta2,
-         lr, weight_decay, eps, maximize):
+def adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor], exp_avg_sqs: list[Tensor],
+         max_exp_avg_sqs: list[Tensor], state_steps: list[Tensor], foreach: bool | None = None,
+         capturable: bool = False, differentiable: bool = False, fused: bool | None = None, has_complex: bool = False,
+         decoupled_weight_decay: bool = False, *, amsgrad: bool, beta1: float | Tensor, beta2: float | Tensor,
+         lr: float | Tensor, weight_decay: float, eps: float, maximize: bool) -> None:
     """Functional Adam/AdamW: updates ``params`` and the state lists in place. See :class:`Adam`."""
     if not all(isinstance(t, Tensor) for t in state_steps):
         raise RuntimeError("API has changed, `state_steps` argument must contain a list of singleton tensors")
@@ -131,8 +143,10 @@ def _scalars(lr, beta1, beta2):
     return float(_to_scalar(lr)), float(_to_scalar(beta1)), float(_to_scalar(beta2))
 
 
-def _single_tensor_adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, amsgrad, beta1,
-                        beta2, lr, weight_decay, eps, maximize, differentiable, decoupled_weight_decay):
+def _single_tensor_adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor], exp_avg_sqs: list[Tensor],
+                        max_exp_avg_sqs: list[Tensor], state_steps: list[Tensor], *, amsgrad: bool,
+                        beta1: float | Tensor, beta2: float | Tensor, lr: float | Tensor, weight_decay: float,
+                        eps: float, maximize: bool, differentiable: bool, decoupled_weight_decay: bool) -> None:
     lr, beta1, beta2 = _scalars(lr, beta1, beta2)
     for i, param in enumerate(params):
         grad = grads[i] if not maximize else -grads[i]
@@ -164,8 +178,10 @@ def _single_tensor_adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, s
         param.addcdiv_(exp_avg.clone() if differentiable else exp_avg, denom, value=-step_size)
 
 
-def _multi_tensor_adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, amsgrad, beta1, beta2,
-                       lr, weight_decay, eps, maximize, differentiable, decoupled_weight_decay):
+def _multi_tensor_adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor], exp_avg_sqs: list[Tensor],
+                       max_exp_avg_sqs: list[Tensor], state_steps: list[Tensor], *, amsgrad: bool,
+                       beta1: float | Tensor, beta2: float | Tensor, lr: float | Tensor, weight_decay: float,
+                       eps: float, maximize: bool, differentiable: bool, decoupled_weight_decay: bool) -> None:
     if not params:
         return
     if differentiable:
@@ -204,8 +220,10 @@ def _multi_tensor_adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, st
         F._foreach_addcdiv_(d_params, d_exp_avgs, exp_avg_sq_sqrt, step_size)
 
 
-def _fused_adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, amsgrad, beta1, beta2, lr,
-                weight_decay, eps, maximize, differentiable, decoupled_weight_decay):
+def _fused_adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor], exp_avg_sqs: list[Tensor],
+                max_exp_avg_sqs: list[Tensor], state_steps: list[Tensor], *, amsgrad: bool, beta1: float | Tensor,
+                beta2: float | Tensor, lr: float | Tensor, weight_decay: float, eps: float, maximize: bool,
+                differentiable: bool, decoupled_weight_decay: bool) -> None:
     if not params:
         return
     if differentiable:

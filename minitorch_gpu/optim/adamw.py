@@ -1,5 +1,7 @@
 """AdamW: Adam with decoupled weight decay (``p *= 1 - lr * weight_decay`` before the Adam update)."""
+from ..tensor import Tensor
 from .adam import Adam, adam
+from .optimizer import ParamsT
 
 __all__ = ["AdamW", "adamw"]
 
@@ -11,8 +13,11 @@ class AdamW(Adam):
         opt = mt.optim.AdamW(model_params, lr=1e-3, weight_decay=1e-2)
     """
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
-                 maximize=False, foreach=None, capturable=False, differentiable=False, fused=None):
+    def __init__(self, params: ParamsT, lr: float | Tensor = 1e-3,
+                 betas: tuple[float | Tensor, float | Tensor] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False,
+                 foreach: bool | None = None, capturable: bool = False, differentiable: bool = False,
+                 fused: bool | None = None) -> None:
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize,
                          capturable=capturable, differentiable=differentiable, fused=fused,
                          decoupled_weight_decay=True)
@@ -23,9 +28,11 @@ class AdamW(Adam):
             group["decoupled_weight_decay"] = True
 
 
-def adamw(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, foreach=None, capturable=False,
-          differentiable=False, fused=None, has_complex=False, *, amsgrad, beta1, beta2, lr, weight_decay, eps,
-          maximize):
+def adamw(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor], exp_avg_sqs: list[Tensor],
+          max_exp_avg_sqs: list[Tensor], state_steps: list[Tensor], foreach: bool | None = None,
+          capturable: bool = False, differentiable: bool = False, fused: bool | None = None, has_complex: bool = False,
+          *, amsgrad: bool, beta1: float | Tensor, beta2: float | Tensor, lr: float | Tensor, weight_decay: float,
+          eps: float, maximize: bool) -> None:
     """Functional AdamW (Adam with ``decoupled_weight_decay=True``). See :class:`AdamW`."""
     adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, foreach=foreach, capturable=capturable,
          differentiable=differentiable, fused=fused, has_complex=has_complex, decoupled_weight_decay=True,

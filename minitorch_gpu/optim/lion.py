@@ -1,11 +1,14 @@
 """Lion (Chen et al. 2023, "Symbolic Discovery of Optimization Algorithms"): the sign of an interpolated
 momentum, with decoupled weight decay. Not part of torch.optim; the arguments follow its conventions."""
+from collections.abc import Callable
+from typing import Any
+
 from ..autograd.function import bump_version
 from ..ops.creation import zeros_like
 from ..tensor import Tensor
 from . import _foreach as F
-from .optimizer import (Optimizer, _check_fused_foreach, _device_dtype_check_for_fused, _resolve_impl, _to_scalar,
-                        _use_grad_for_differentiable)
+from .optimizer import (Optimizer, ParamsT, _check_fused_foreach, _device_dtype_check_for_fused, _resolve_impl,
+                        _to_scalar, _use_grad_for_differentiable)
 
 __all__ = ["Lion", "lion"]
 
@@ -18,8 +21,10 @@ class Lion(Optimizer):
         opt = mt.optim.Lion(model_params, lr=1e-4, betas=(0.9, 0.99), weight_decay=1e-1)
     """
 
-    def __init__(self, params, lr=1e-4, betas=(0.9, 0.99), weight_decay=0, *, maximize=False, foreach=None,
-                 differentiable=False, fused=None):
+    def __init__(self, params: ParamsT, lr: float | Tensor = 1e-4,
+                 betas: tuple[float | Tensor, float | Tensor] = (0.9, 0.99), weight_decay: float = 0, *,
+                 maximize: bool = False, foreach: bool | None = None, differentiable: bool = False,
+                 fused: bool | None = None) -> None:
         if isinstance(lr, Tensor) and lr.numel() != 1:
             raise ValueError("Tensor lr must be 1-element")
         if not 0.0 <= lr:
@@ -49,11 +54,13 @@ class Lion(Optimizer):
             exp_avgs.append(state["exp_avg"])
 
     @_use_grad_for_differentiable
-    def step(self, closure=None):
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Perform one optimization step; ``closure`` re-evaluates the model and returns the loss."""
         loss = self._run_closure(closure)
         for group in self.param_groups:
-            params_with_grad, grads, exp_avgs = [], [], []
+            params_with_grad: list[Tensor] = []
+            grads: list[Tensor] = []
+            exp_avgs: list[Tensor] = []
             self._init_group(group, params_with_grad, grads, exp_avgs)
             beta1, beta2 = group["betas"]
             lion(params_with_grad, grads, exp_avgs, lr=group["lr"], beta1=beta1, beta2=beta2,
@@ -62,8 +69,9 @@ class Lion(Optimizer):
         return loss
 
 
-def lion(params, grads, exp_avgs, foreach=None, differentiable=False, fused=None, *, lr, beta1, beta2, weight_decay,
-         maximize):
+def lion(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor], foreach: bool | None = None,
+         differentiable: bool = False, fused: bool | None = None, *, lr: float | Tensor, beta1: float | Tensor,
+         beta2: float | Tensor, weight_decay: float, maximize: bool) -> None:
     """Functional Lion: updates ``params`` and ``exp_avgs`` in place. See :class:`Lion`."""
     impl = _resolve_impl(params, foreach, fused, differentiable)
     func = {"fused": _fused_lion, "foreach": _multi_tensor_lion, "single": _single_tensor_lion}[impl]
@@ -71,7 +79,8 @@ def lion(params, grads, exp_avgs, foreach=None, differentiable=False, fused=None
          weight_decay=weight_decay, maximize=maximize)
 
 
-def _single_tensor_lion(params, grads, exp_avgs, *, lr, beta1, beta2, weight_decay, maximize):
+def _single_tensor_lion(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor], *, lr: float | Tensor,
+                        beta1: float | Tensor, beta2: float | Tensor, weight_decay: float, maximize: bool) -> None:
     for param, grad, exp_avg in zip(params, grads, exp_avgs):
         grad = grad if not maximize else -grad
         update = exp_avg.mul(beta1).add_(grad, alpha=1 - beta1).sign_()
@@ -81,7 +90,8 @@ def _single_tensor_lion(params, grads, exp_avgs, *, lr, beta1, beta2, weight_dec
         exp_avg.mul_(beta2).add_(grad, alpha=1 - beta2)
 
 
-def _multi_tensor_lion(params, grads, exp_avgs, *, lr, beta1, beta2, weight_decay, maximize):
+def _multi_tensor_lion(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor], *, lr: float | Tensor,
+                       beta1: float | Tensor, beta2: float | Tensor, weight_decay: float, maximize: bool) -> None:
     if not params:
         return
     grouped = Optimizer._group_tensors_by_device_and_dtype([params, grads, exp_avgs])
@@ -98,7 +108,8 @@ def _multi_tensor_lion(params, grads, exp_avgs, *, lr, beta1, beta2, weight_deca
         F._foreach_add_(d_exp_avgs, d_grads, alpha=1 - beta2)
 
 
-def _fused_lion(params, grads, exp_avgs, *, lr, beta1, beta2, weight_decay, maximize):
+def _fused_lion(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor], *, lr: float | Tensor,
+                beta1: float | Tensor, beta2: float | Tensor, weight_decay: float, maximize: bool) -> None:
     if not params:
         return
     grouped = Optimizer._group_tensors_by_device_and_dtype([params, grads, exp_avgs])

@@ -9,18 +9,27 @@ primitive per device and dtype).
 import functools
 import warnings
 from collections import OrderedDict, defaultdict
+from collections.abc import Callable, Iterable
 from copy import deepcopy
 from itertools import chain
+from typing import Any, TypeAlias
 
 from .. import _dtype
 from ..autograd.grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
 from ..tensor import Tensor
 from ..utils.hooks import RemovableHandle
 
-__all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook", "required"]
+__all__ = ["Optimizer", "ParamsT", "StateDict", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook",
+           "required"]
 
-_global_optimizer_pre_hooks = OrderedDict()
-_global_optimizer_post_hooks = OrderedDict()
+ParamsT: TypeAlias = Iterable[Tensor] | Iterable[tuple[str, Tensor]] | Iterable[dict[str, Any]]
+"""What an optimizer takes: tensors, ``(name, tensor)`` pairs, or parameter groups (dicts with ``"params"``)."""
+StateDict: TypeAlias = dict[str, Any]
+
+# hook(optimizer, args, kwargs), keyed by their RemovableHandle's id
+_StepHook: TypeAlias = Callable[[Any, tuple[Any, ...], dict[str, Any]], Any]
+_global_optimizer_pre_hooks: OrderedDict[int, _StepHook] = OrderedDict()
+_global_optimizer_post_hooks: OrderedDict[int, _StepHook] = OrderedDict()
 
 # the devices with a fused primitive: one kernel launch per group on a GPU, one compiled pass on the CPU (each
 # falling back to the backend's array-module body for what the compiled code does not take)
@@ -189,23 +198,24 @@ class Optimizer:
         if step is not None and not getattr(step, "hooked", False):
             cls.step = _hooked_step(step)
 
-    def __init__(self, params, defaults):
+    def __init__(self, params: ParamsT, defaults: dict[str, Any]) -> None:
         self.defaults = defaults
-        self._optimizer_step_pre_hooks = OrderedDict()
-        self._optimizer_step_post_hooks = OrderedDict()
-        self._optimizer_state_dict_pre_hooks = OrderedDict()
-        self._optimizer_state_dict_post_hooks = OrderedDict()
-        self._optimizer_load_state_dict_pre_hooks = OrderedDict()
-        self._optimizer_load_state_dict_post_hooks = OrderedDict()
+        self._optimizer_step_pre_hooks: OrderedDict[int, _StepHook] = OrderedDict()
+        self._optimizer_step_post_hooks: OrderedDict[int, _StepHook] = OrderedDict()
+        self._optimizer_state_dict_pre_hooks: OrderedDict[int, Callable[..., Any]] = OrderedDict()
+        self._optimizer_state_dict_post_hooks: OrderedDict[int, Callable[..., Any]] = OrderedDict()
+        self._optimizer_load_state_dict_pre_hooks: OrderedDict[int, Callable[..., Any]] = OrderedDict()
+        self._optimizer_load_state_dict_post_hooks: OrderedDict[int, Callable[..., Any]] = OrderedDict()
 
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, but "
                             "got " + _typename(params))
 
-        self.state = defaultdict(dict)
-        self.param_groups = []
+        # keyed by parameter; a loaded state dict may also carry entries for indices no group has
+        self.state: defaultdict[Any, dict[str, Any]] = defaultdict(dict)
+        self.param_groups: list[dict[str, Any]] = []
 
-        param_groups = list(params)
+        param_groups: list[Any] = list(params)
         if len(param_groups) == 0:
             raise ValueError("optimizer got an empty parameter list")
         if not isinstance(param_groups[0], dict):
@@ -281,13 +291,13 @@ class Optimizer:
         return self._register(self._optimizer_load_state_dict_post_hooks, hook, prepend)
 
     # ------------------------------------------------------------------ state_dict
-    def state_dict(self):
+    def state_dict(self) -> StateDict:
         """The optimizer's state as a dict: ``state`` (per parameter, keyed by the parameter's index over all
         groups) and ``param_groups`` (hyperparameters, with ``params`` as those indices). The state tensors are
         the optimizer's own (not copies), as in PyTorch."""
         for pre_hook in self._optimizer_state_dict_pre_hooks.values():
             pre_hook(self)
-        param_mappings = {}
+        param_mappings: dict[int, int] = {}
         start_index = 0
 
         def pack_group(group):
@@ -318,7 +328,7 @@ class Optimizer:
             return value.to(dtype=param.dtype, device=param.device)
         return value.to(device=param.device)
 
-    def load_state_dict(self, state_dict):
+    def load_state_dict(self, state_dict: StateDict) -> None:
         """Load a state dict made by :meth:`state_dict` (of an optimizer over parameters of the same shapes, in
         the same group structure)."""
         state_dict = state_dict.copy()
@@ -345,7 +355,7 @@ class Optimizer:
                 return type(value)(_cast(param, v) for v in value)
             return value
 
-        state = defaultdict(dict)
+        state: defaultdict[Any, dict[str, Any]] = defaultdict(dict)
         for k, v in state_dict["state"].items():
             if k in id_map:
                 param = id_map[k]
@@ -365,7 +375,7 @@ class Optimizer:
             post_hook(self)
 
     # ------------------------------------------------------------------ gradients and groups
-    def zero_grad(self, set_to_none=True):
+    def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of every optimized tensor: to None (the default), or to zeros in place."""
         for group in self.param_groups:
             for p in group["params"]:
@@ -381,11 +391,11 @@ class Optimizer:
                         g.requires_grad_(False)
                     g.zero_()
 
-    def step(self, closure=None):
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Perform one optimization step. ``closure`` re-evaluates the model and returns the loss."""
         raise NotImplementedError
 
-    def add_param_group(self, param_group):
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
         """Add a parameter group (a dict with ``"params"`` and optional hyperparameters) to ``param_groups``."""
         if not isinstance(param_group, dict):
             raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
@@ -428,7 +438,7 @@ class Optimizer:
             warnings.warn("optimizer contains a parameter group with duplicate parameters; in future, this will cause "
                           "an error; see github.com/pytorch/pytorch/issues/40967 for more information", stacklevel=3)
 
-        param_ids = set()
+        param_ids: set[int] = set()
         for group in self.param_groups:
             param_ids.update(id(p) for p in group["params"])
             if ("param_names" in param_group) != ("param_names" in group):

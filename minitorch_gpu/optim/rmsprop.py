@@ -1,9 +1,12 @@
 """RMSprop (Hinton's lecture notes; the centered variant of Graves 2013)."""
+from collections.abc import Callable
+from typing import Any
+
 from ..autograd.function import bump_version
 from ..ops.creation import zeros_like
 from ..tensor import Tensor
 from . import _foreach as F
-from .optimizer import (Optimizer, _check_fused_foreach, _device_dtype_check_for_fused,
+from .optimizer import (Optimizer, ParamsT, _check_fused_foreach, _device_dtype_check_for_fused,
                         _new_step, _resolve_impl, _to_scalar, _use_grad_for_differentiable)
 
 __all__ = ["RMSprop", "rmsprop"]
@@ -20,8 +23,10 @@ class RMSprop(Optimizer):
         opt = mt.optim.RMSprop(model_params, lr=1e-2, alpha=0.99)
     """
 
-    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
-                 capturable=False, foreach=None, maximize=False, differentiable=False, *, fused=None):
+    def __init__(self, params: ParamsT, lr: float | Tensor = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
+                 weight_decay: float = 0, momentum: float = 0, centered: bool = False, capturable: bool = False,
+                 foreach: bool | None = None, maximize: bool = False, differentiable: bool = False, *,
+                 fused: bool | None = None) -> None:
         if isinstance(lr, Tensor) and lr.numel() != 1:
             raise ValueError("Tensor lr must be 1-element")
         if not 0.0 <= lr:
@@ -77,11 +82,16 @@ class RMSprop(Optimizer):
         return False
 
     @_use_grad_for_differentiable
-    def step(self, closure=None):
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Perform one optimization step; ``closure`` re-evaluates the model and returns the loss."""
         loss = self._run_closure(closure)
         for group in self.param_groups:
-            params_with_grad, grads, square_avgs, grad_avgs, momentum_buffer_list, state_steps = [], [], [], [], [], []
+            params_with_grad: list[Tensor] = []
+            grads: list[Tensor] = []
+            square_avgs: list[Tensor] = []
+            grad_avgs: list[Tensor] = []
+            momentum_buffer_list: list[Tensor] = []
+            state_steps: list[Tensor] = []
             self._init_group(group, params_with_grad, grads, square_avgs, momentum_buffer_list, grad_avgs,
                              state_steps)
             rmsprop(params_with_grad, grads, square_avgs, grad_avgs, momentum_buffer_list, state_steps,
@@ -92,9 +102,11 @@ class RMSprop(Optimizer):
         return loss
 
 
-def rmsprop(params, grads, square_avgs, grad_avgs, momentum_buffer_list, state_steps, foreach=None, maximize=False,
-            differentiable=False, capturable=False, has_complex=False, fused=None, *, lr, alpha, eps, weight_decay,
-            momentum, centered):
+def rmsprop(params: list[Tensor], grads: list[Tensor], square_avgs: list[Tensor], grad_avgs: list[Tensor],
+            momentum_buffer_list: list[Tensor], state_steps: list[Tensor], foreach: bool | None = None,
+            maximize: bool = False, differentiable: bool = False, capturable: bool = False, has_complex: bool = False,
+            fused: bool | None = None, *, lr: float | Tensor, alpha: float, eps: float, weight_decay: float,
+            momentum: float, centered: bool) -> None:
     """Functional RMSprop: updates ``params`` and the state lists in place. See :class:`RMSprop`."""
     if not all(isinstance(t, Tensor) for t in state_steps):
         raise RuntimeError("API has changed, `state_steps` argument must contain a list of singleton tensors")
@@ -105,8 +117,11 @@ def rmsprop(params, grads, square_avgs, grad_avgs, momentum_buffer_list, state_s
          differentiable=differentiable)
 
 
-def _single_tensor_rmsprop(params, grads, square_avgs, grad_avgs, momentum_buffer_list, state_steps, *, lr, alpha,
-                           eps, weight_decay, momentum, centered, maximize, differentiable):
+def _single_tensor_rmsprop(params: list[Tensor], grads: list[Tensor], square_avgs: list[Tensor],
+                           grad_avgs: list[Tensor], momentum_buffer_list: list[Tensor],
+                           state_steps: list[Tensor], *, lr: float | Tensor, alpha: float, eps: float,
+                           weight_decay: float, momentum: float, centered: bool, maximize: bool,
+                           differentiable: bool) -> None:
     lr = float(_to_scalar(lr))
     for i, param in enumerate(params):
         step = state_steps[i]
@@ -132,8 +147,10 @@ def _single_tensor_rmsprop(params, grads, square_avgs, grad_avgs, momentum_buffe
             param.addcdiv_(grad, avg, value=-lr)
 
 
-def _multi_tensor_rmsprop(params, grads, square_avgs, grad_avgs, momentum_buffer_list, state_steps, *, lr, alpha,
-                          eps, weight_decay, momentum, centered, maximize, differentiable):
+def _multi_tensor_rmsprop(params: list[Tensor], grads: list[Tensor], square_avgs: list[Tensor], grad_avgs: list[Tensor],
+                          momentum_buffer_list: list[Tensor], state_steps: list[Tensor], *, lr: float | Tensor,
+                          alpha: float, eps: float, weight_decay: float, momentum: float, centered: bool,
+                          maximize: bool, differentiable: bool) -> None:
     if not params:
         return
     if differentiable:
@@ -168,8 +185,10 @@ def _multi_tensor_rmsprop(params, grads, square_avgs, grad_avgs, momentum_buffer
             F._foreach_addcdiv_(g_params, g_grads, avg, -lr)
 
 
-def _fused_rmsprop(params, grads, square_avgs, grad_avgs, momentum_buffer_list, state_steps, *, lr, alpha, eps,
-                   weight_decay, momentum, centered, maximize, differentiable):
+def _fused_rmsprop(params: list[Tensor], grads: list[Tensor], square_avgs: list[Tensor], grad_avgs: list[Tensor],
+                   momentum_buffer_list: list[Tensor], state_steps: list[Tensor], *, lr: float | Tensor,
+                   alpha: float, eps: float, weight_decay: float, momentum: float, centered: bool, maximize: bool,
+                   differentiable: bool) -> None:
     if not params:
         return
     if differentiable:

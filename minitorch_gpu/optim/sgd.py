@@ -1,10 +1,13 @@
 """Stochastic gradient descent, optionally with momentum, dampening, Nesterov momentum and weight decay."""
+from collections.abc import Callable
+from typing import Any
+
 from ..autograd.function import bump_version
 from ..ops.creation import empty_like
 from ..tensor import Tensor
 from . import _foreach as F
-from .optimizer import (Optimizer, _check_fused_foreach, _device_dtype_check_for_fused, _resolve_impl, _to_scalar,
-                        _use_grad_for_differentiable)
+from .optimizer import (Optimizer, ParamsT, _check_fused_foreach, _device_dtype_check_for_fused, _resolve_impl,
+                        _to_scalar, _use_grad_for_differentiable)
 
 __all__ = ["SGD", "sgd"]
 
@@ -20,8 +23,9 @@ class SGD(Optimizer):
         opt.zero_grad(); loss_fn(model(x), y).backward(); opt.step()
     """
 
-    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *, maximize=False,
-                 foreach=None, differentiable=False, fused=None):
+    def __init__(self, params: ParamsT, lr: float | Tensor = 1e-3, momentum: float = 0, dampening: float = 0,
+                 weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False,
+                 foreach: bool | None = None, differentiable: bool = False, fused: bool | None = None) -> None:
         if isinstance(lr, Tensor) and lr.numel() != 1:
             raise ValueError("Tensor lr must be 1-element")
         if lr < 0.0:
@@ -59,11 +63,13 @@ class SGD(Optimizer):
         return False
 
     @_use_grad_for_differentiable
-    def step(self, closure=None):
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Perform one optimization step; ``closure`` re-evaluates the model and returns the loss."""
         loss = self._run_closure(closure)
         for group in self.param_groups:
-            params, grads, momentum_buffer_list = [], [], []
+            params: list[Tensor] = []
+            grads: list[Tensor] = []
+            momentum_buffer_list: list[Tensor | None] = []
             self._init_group(group, params, grads, momentum_buffer_list)
             sgd(params, grads, momentum_buffer_list, weight_decay=group["weight_decay"], momentum=group["momentum"],
                 lr=group["lr"], dampening=group["dampening"], nesterov=group["nesterov"], maximize=group["maximize"],
@@ -74,8 +80,10 @@ class SGD(Optimizer):
         return loss
 
 
-def sgd(params, d_p_list, momentum_buffer_list, has_sparse_grad=False, foreach=None, fused=None,
-        differentiable=False, *, weight_decay, momentum, lr, dampening, nesterov, maximize):
+def sgd(params: list[Tensor], d_p_list: list[Tensor], momentum_buffer_list: list[Tensor | None],
+        has_sparse_grad: bool = False, foreach: bool | None = None, fused: bool | None = None,
+        differentiable: bool = False, *, weight_decay: float, momentum: float, lr: float | Tensor, dampening: float,
+        nesterov: bool, maximize: bool) -> None:
     """Functional SGD: updates ``params`` in place and fills new momentum buffers into ``momentum_buffer_list``.
     See :class:`SGD`."""
     impl = _resolve_impl(params, foreach, fused, differentiable)
@@ -84,8 +92,9 @@ def sgd(params, d_p_list, momentum_buffer_list, has_sparse_grad=False, foreach=N
          dampening=dampening, nesterov=nesterov, maximize=maximize)
 
 
-def _single_tensor_sgd(params, grads, momentum_buffer_list, *, weight_decay, momentum, lr, dampening, nesterov,
-                       maximize):
+def _single_tensor_sgd(params: list[Tensor], grads: list[Tensor], momentum_buffer_list: list[Tensor | None], *,
+                       weight_decay: float, momentum: float, lr: float | Tensor, dampening: float, nesterov: bool,
+                       maximize: bool) -> None:
     lr = float(_to_scalar(lr))
     for i, param in enumerate(params):
         grad = grads[i] if not maximize else -grads[i]
@@ -105,8 +114,9 @@ def _single_tensor_sgd(params, grads, momentum_buffer_list, *, weight_decay, mom
         param.add_(grad, alpha=-lr)
 
 
-def _multi_tensor_sgd(params, grads, momentum_buffer_list, *, weight_decay, momentum, lr, dampening, nesterov,
-                      maximize):
+def _multi_tensor_sgd(params: list[Tensor], grads: list[Tensor], momentum_buffer_list: list[Tensor | None], *,
+                      weight_decay: float, momentum: float, lr: float | Tensor, dampening: float, nesterov: bool,
+                      maximize: bool) -> None:
     if not params:
         return
     lr = float(_to_scalar(lr))
@@ -143,7 +153,9 @@ def _multi_tensor_sgd(params, grads, momentum_buffer_list, *, weight_decay, mome
         F._foreach_add_(device_params, device_grads, alpha=-lr)
 
 
-def _fused_sgd(params, grads, momentum_buffer_list, *, weight_decay, momentum, lr, dampening, nesterov, maximize):
+def _fused_sgd(params: list[Tensor], grads: list[Tensor], momentum_buffer_list: list[Tensor | None], *,
+               weight_decay: float, momentum: float, lr: float | Tensor, dampening: float, nesterov: bool,
+               maximize: bool) -> None:
     if not params:
         return
     lr = float(_to_scalar(lr))
