@@ -68,10 +68,7 @@ def _axes(dim, ndim):
 
 
 def _count(shape, axes):
-    n = 1
-    for a in (range(len(shape)) if axes is None else axes):
-        n *= shape[a]
-    return n
+    return math.prod(shape) if axes is None else math.prod(shape[a] for a in axes)
 
 
 def _keep_shape(shape, axes):

@@ -8,6 +8,7 @@ ops, and the backward of each view op (scattering a gradient into zeros) is itse
 backward takes the view again, so gradients of gradients work.
 """
 import builtins
+import math
 import warnings
 
 from .. import _dtype
@@ -199,10 +200,7 @@ def flatten(input, start_dim=0, end_dim=-1):
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     if s == e:
         return input
-    n = 1
-    for k in shape[s:e + 1]:
-        n *= k
-    return _reshape(input, shape[:s] + (n,) + shape[e + 1:])
+    return _reshape(input, shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:])
 
 
 def unflatten(input, dim, sizes):
