@@ -39,8 +39,8 @@ _VIEW_META_ERRORS = {
 def write_result(self, res):
     """Write ``res`` into ``self``'s memory (after dtype and shape checks); bump the version."""
     if res.dtype is not self.dtype and not _dtype.can_cast(res.dtype, self.dtype):
-        raise RuntimeError(f"result type {res.dtype._tensor_name[:-6]} can't be cast to the desired output type "
-                           f"{self.dtype._tensor_name[:-6]}")
+        raise RuntimeError(f"result type {res.dtype._scalar_name} can't be cast to the desired output type "
+                           f"{self.dtype._scalar_name}")
     if res._data.shape != self._data.shape:
         if not is_expandable_to(res._data.shape, self._data.shape):
             raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "

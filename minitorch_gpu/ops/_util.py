@@ -16,7 +16,7 @@ from ..tensor import Tensor
 
 __all__ = ["wrap_dim", "wrap_dims", "sum_to", "is_expandable_to", "broadcast_shapes", "to_tensor_like",
            "scalar_for", "is_tensor", "METHODS_ATTR", "check_tensor", "check_same_device", "check_out",
-           "write_out"]
+           "write_out", "write_outs"]
 
 METHODS_ATTR = "METHODS"
 
@@ -85,39 +85,65 @@ def check_out(out, fn, *inputs):
                            "but one of the arguments requires grad.")
 
 
-def write_out(result, out, fn, *, exact_dtype=False):
+def write_out(result, out, fn, *, exact_dtype=False, dtype_error=None, resize_warning=True):
     """``result`` stored in the user's ``out=`` tensor under PyTorch's contract, returning ``out`` (or
     ``result`` when there is none).
 
     In order: ``out`` must be a Tensor; no autograd through it; same device as the result; the result's dtype
-    must cast to ``out``'s under PyTorch's rules (``exact_dtype``: must equal it, as linear algebra kernels
-    require); a shape mismatch resizes ``out``, with PyTorch's deprecation warning when it held elements.
-    Every check runs before ``out`` changes, so a refused call leaves it as it was; a successful one bumps its
-    version."""
+    must cast to ``out``'s under PyTorch's rules (``exact_dtype``: must equal it, as structured kernels such
+    as linear algebra, gather and scatter require; ``dtype_error``: must equal it, refused with that op's own
+    message, where ``{result}`` and ``{out}`` stand for the two dtypes' names); a shape mismatch resizes ``out``, with PyTorch's deprecation warning when it held elements
+    (``resize_warning=False`` for factories, whose contract is to resize ``out``). Every check runs before
+    ``out`` changes, so a refused call leaves it as it was; a successful one bumps its version."""
     if out is None:
         return result
+    _check_write(result, out, fn, exact_dtype, dtype_error)
+    _store(result, out, resize_warning)
+    return out
+
+
+def write_outs(results, out, fn, *, exact_dtype=False):
+    """``out=`` of an op returning several tensors (``values, indices``): ``out`` is a tuple of as many
+    tensors, each written under ``write_out``'s contract, all checked before any is written."""
+    if out is None:
+        return results
+    if not isinstance(out, (tuple, list)) or len(out) != len(results):
+        raise TypeError(f"{fn}(): argument 'out' must be tuple of Tensors, not {type(out).__name__}")
+    for r, o in zip(results, out):
+        _check_write(r, o, fn, exact_dtype, None)
+    for r, o in zip(results, out):
+        _store(r, o, True)
+    return out
+
+
+def _check_write(result, out, fn, exact_dtype, dtype_error):
     check_tensor(out, fn, "out")
     if _state.grad and (result._requires_grad or out._requires_grad):
         raise RuntimeError(f"{fn}(): functions with out=... arguments don't support automatic differentiation, "
                            "but one of the arguments requires grad.")
+    out._check_inplace()
     if out._be is not result._be:
         raise RuntimeError(f"Expected out tensor to have device {result.device}, but got {out.device} instead")
     rd, od = result.dtype, out.dtype
-    if exact_dtype:
-        if rd is not od:
+    if rd is not od:
+        if dtype_error is not None:
+            raise RuntimeError(dtype_error.format(result=rd._scalar_name, out=od._scalar_name))
+        if exact_dtype:
             raise RuntimeError(f"Expected out tensor to have dtype {rd._cpp_typeid_name}, but got "
                                f"{od._cpp_typeid_name} instead")
-    elif rd is not od and not _dtype.can_cast(rd, od):
-        raise RuntimeError(f"result type {rd._scalar_name} can't be cast to the desired output type "
-                           f"{od._scalar_name}")
+        if not _dtype.can_cast(rd, od):
+            raise RuntimeError(f"result type {rd._scalar_name} can't be cast to the desired output type "
+                               f"{od._scalar_name}")
+
+
+def _store(result, out, resize_warning):
     shape = result._data.shape
     if out._data.shape != shape:
-        if out._data.size:
+        if resize_warning and out._data.size:
             warnings.warn(f"An output with one or more elements was resized since it had shape "
                           f"{list(out._data.shape)}, which does not match the required output shape {list(shape)}. "
                           "This behavior is deprecated, and in a future release outputs will not be resized unless "
                           "they have zero elements. You can explicitly reuse an out tensor t by resizing it, "
-                          "inplace, to zero elements with t.resize_(0).", UserWarning, stacklevel=3)
+                          "inplace, to zero elements with t.resize_(0).", UserWarning, stacklevel=4)
         out._data = out._be.empty(shape, out._data.dtype)
     write_result(out, result)
-    return out

@@ -9,7 +9,7 @@ from ..autograd.grad_mode import _state
 from ..backends import get_backend
 from ..tensor import Tensor
 from ..autograd._inplace import apply_inplace
-from ._util import sum_to
+from ._util import check_tensor, sum_to
 from .creation import zeros_like
 
 __all__ = ["clone", "memory_format", "contiguous_format", "preserve_format", "channels_last"]
@@ -299,8 +299,7 @@ def _copy(dst, src):
 def copy_(self, src, non_blocking=False):
     """Copy ``src`` into self in place: broadcast to self's shape, cast to self's dtype, moved across devices.
     Gradients flow to ``src`` (and not to self's old value)."""
-    if not isinstance(src, Tensor):
-        raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not {type(src).__name__}")
+    check_tensor(src, "copy_", "other", 1)
     _check_copy_shapes(self._data.shape, src._data.shape)
     if not (_state.grad and (self.requires_grad or src.requires_grad)):
         self._check_inplace()

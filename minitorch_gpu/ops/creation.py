@@ -14,6 +14,7 @@ from ..autograd.grad_mode import _state
 from ..backends import get_backend
 from ..tensor import Size, Tensor
 from ..autograd._inplace import apply_inplace
+from ._util import check_out, write_out
 
 __all__ = ["tensor", "asarray", "zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like",
            "full_like", "arange", "linspace", "logspace", "eye", "tril_indices", "triu_indices", "scalar_tensor"]
@@ -49,40 +50,25 @@ def _finish(t, requires_grad):
     return t
 
 
-def _out_defaults(out, dtype, device):
+def _out_defaults(out, dtype, device, fn):
     """dtype and device of a factory writing into ``out``: the out tensor's unless given."""
     if out is None:
         return dtype, device
+    check_out(out, fn)
     return (out.dtype if dtype is None else dtype), (out.device if device is None else device)
 
 
-def write_out(out, res):
-    """Store a factory's result in ``out`` (resized to the result's shape when it differs), as PyTorch's
-    ``out=`` does; returns ``out``."""
-    if not isinstance(out, Tensor):
-        raise TypeError(f"out must be a Tensor, not {type(out).__name__}")
-    if out.dtype is not res.dtype:
-        raise RuntimeError(f"dtype {res.dtype._scalar_name} does not match dtype of out parameter "
-                           f"({out.dtype._scalar_name})")
-    if out._be is not res._be:
-        raise RuntimeError(f"Expected out tensor to have device {res.device}, but got out.device = {out.device}")
-    if _state.grad and out.requires_grad:
-        raise RuntimeError("functions with out=... arguments don't support automatic differentiation, but one "
-                           "of the arguments requires grad.")
-    out._check_inplace()
-    if out._data.shape != res._data.shape:
-        out._data = res._data
-    else:
-        out._be.copy_into(out._data, res._data)
-    bump_version(out)
-    return out
+# factories name a dtype that differs from out's in their own words, and resizing ``out`` is their contract
+_FACTORY_DTYPE_ERROR = "dtype {result} does not match dtype of out parameter ({out})"
+
+
+def write_factory_out(t, out, fn):
+    """A factory's result stored in ``out=`` (ops/_util.write_out with the factories' rules)."""
+    return write_out(t, out, fn, dtype_error=_FACTORY_DTYPE_ERROR, resize_warning=False)
 
 
 # ---------------------------------------------------------------------- Python data -> array
 
-_C_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
-            "float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
-            "bool": "bool"}
 _INT_RANGE = {"uint8": (0, 255), "int8": (-128, 127), "int16": (-(1 << 15), (1 << 15) - 1),
               "int32": (-(1 << 31), (1 << 31) - 1), "int64": (-(1 << 63), (1 << 63) - 1)}
 _FLOAT_MAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38, "float32": 3.4028234663852886e38,
@@ -96,7 +82,7 @@ def checked_scalar(value, dt):
     if tv is builtins.float and dt.is_floating_point:
         # the common case first: a Python float into a float tensor
         if abs(value) > _FLOAT_MAX[dt.name] and math.isfinite(value):
-            raise RuntimeError(f"value cannot be converted to type {_C_NAMES[dt.name]} without overflow")
+            raise RuntimeError(f"value cannot be converted to type {dt._cpp_name} without overflow")
         return value
     if isinstance(value, Tensor):
         value = value.item()
@@ -110,20 +96,20 @@ def checked_scalar(value, dt):
     if dt.is_floating_point:
         v = builtins.float(value)
         if math.isfinite(v) and abs(v) > _FLOAT_MAX[name]:
-            raise RuntimeError(f"value cannot be converted to type {_C_NAMES[name]} without overflow")
+            raise RuntimeError(f"value cannot be converted to type {dt._cpp_name} without overflow")
         return v
     lo, hi = _INT_RANGE[name]
     if isinstance(value, builtins.float):
         if math.isnan(value) or value < lo or value > hi:
-            raise RuntimeError(f"value cannot be converted to type {_C_NAMES[name]} without overflow")
+            raise RuntimeError(f"value cannot be converted to type {dt._cpp_name} without overflow")
         return builtins.int(value)
     v = builtins.int(value)
     if name == "uint8":
         if v > hi or v < -hi:
-            raise RuntimeError(f"value cannot be converted to type {_C_NAMES[name]} without overflow")
+            raise RuntimeError(f"value cannot be converted to type {dt._cpp_name} without overflow")
         return v % 256
     if v < lo or v > hi:
-        raise RuntimeError(f"value cannot be converted to type {_C_NAMES[name]} without overflow")
+        raise RuntimeError(f"value cannot be converted to type {dt._cpp_name} without overflow")
     return v
 
 
@@ -379,7 +365,7 @@ def size_arg(size, kwargs=None, name="factory"):
 
 
 def _factory(kind, shape, dtype, device, requires_grad, out=None, fill=None):
-    dtype, device = _out_defaults(out, dtype, device)
+    dtype, device = _out_defaults(out, dtype, device, kind)
     be, dt = _resolve(dtype, device)
     npd = be.np_dtype(dt)
     if kind == "full":
@@ -392,7 +378,7 @@ def _factory(kind, shape, dtype, device, requires_grad, out=None, fill=None):
         arr = be.empty(shape, npd)
     t = Tensor._make(arr, be)
     if out is not None:
-        return write_out(out, t)
+        return write_factory_out(t, out, kind)
     return _finish(t, requires_grad)
 
 
@@ -427,7 +413,7 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, re
     shape = size_arg((size,), None, "full")
     if dtype is None and out is None:
         dtype = _fill_dtype(fill_value)
-    dtype, device = _out_defaults(out, dtype, device)
+    dtype, device = _out_defaults(out, dtype, device, "full")
     dt = _dtype.get_default_dtype() if dtype is None else _dtype.to_dtype(dtype)
     return _factory("full", shape, dt, device, requires_grad, out, fill=checked_scalar(fill_value, dt))
 
@@ -491,7 +477,7 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
             dtype = _dtype.int64
         else:
             dtype = _dtype.get_default_dtype() if any(_is_float_arg(a) for a in args) else _dtype.int64
-    dtype, device = _out_defaults(out, dtype, device)
+    dtype, device = _out_defaults(out, dtype, device, "arange")
     be, dt = _resolve(dtype, device)
     if dt is _dtype.bool:
         raise NotImplementedError("\"arange\" not implemented for 'Bool'")
@@ -517,7 +503,7 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
     n = max(n, 0)
     t = Tensor._make(be.arange(s, st, n, be.np_dtype(dt), integral), be)
     if out is not None:
-        return write_out(out, t)
+        return write_factory_out(t, out, "arange")
     return _finish(t, requires_grad)
 
 
@@ -533,7 +519,7 @@ def _steps_arg(steps, name):
 def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive (default float dtype)."""
     steps = _steps_arg(steps, "linspace")
-    dtype, device = _out_defaults(out, dtype, device)
+    dtype, device = _out_defaults(out, dtype, device, "linspace")
     be, dt = _resolve(dtype, device)
     s, e = _number(start, "start"), _number(end, "end")
     integral = not dt.is_floating_point
@@ -549,7 +535,7 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
         arr = be.linspace(s, e, steps, npd, integral)
     t = Tensor._make(arr, be)
     if out is not None:
-        return write_out(out, t)
+        return write_factory_out(t, out, "linspace")
     return _finish(t, requires_grad)
 
 
@@ -557,14 +543,14 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
              requires_grad=False):
     """``base ** linspace(start, end, steps)``."""
     steps = _steps_arg(steps, "logspace")
-    dtype, device = _out_defaults(out, dtype, device)
+    dtype, device = _out_defaults(out, dtype, device, "logspace")
     be, dt = _resolve(dtype, device)
     s, e = _number(start, "start"), _number(end, "end")
     npd = be.np_dtype(dt)
     arr = be.empty((0,), npd) if steps == 0 else be.logspace(s, e, steps, builtins.float(base), npd)
     t = Tensor._make(arr, be)
     if out is not None:
-        return write_out(out, t)
+        return write_factory_out(t, out, "logspace")
     return _finish(t, requires_grad)
 
 
@@ -582,11 +568,11 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
     m = n if m is None else _int_arg(m, "eye", "m")
     if m < 0:
         raise RuntimeError(f"m must be greater or equal to 0, got {m}")
-    dtype, device = _out_defaults(out, dtype, device)
+    dtype, device = _out_defaults(out, dtype, device, "eye")
     be, dt = _resolve(dtype, device)
     t = Tensor._make(be.eye(n, m, be.np_dtype(dt)), be)
     if out is not None:
-        return write_out(out, t)
+        return write_factory_out(t, out, "eye")
     return _finish(t, requires_grad)
 
 

@@ -15,6 +15,7 @@ dims agree with PyTorch's once the ints have been applied as views).
 In-place ops write straight into the tensor's memory when autograd has nothing to record, and otherwise
 go through ``apply_inplace`` with their out-of-place form.
 """
+import math
 import warnings
 
 import numpy as _np  # host-side only: turning Python lists / NumPy arrays used as indices into arrays
@@ -23,8 +24,9 @@ from .. import _dtype
 from ..autograd.node import Op, bump_version
 from ..autograd.grad_mode import _state
 from ..tensor import Tensor
-from ..autograd._inplace import apply_inplace, make_view, write_result
-from ._util import broadcast_shapes, is_expandable_to, scalar_for, sum_to, wrap_dim
+from ..autograd._inplace import apply_inplace, make_view
+from ._util import (broadcast_shapes, check_same_device, check_tensor, is_expandable_to, scalar_for, sum_to,
+                    wrap_dim, write_out, write_outs)
 from .reduction import _return_type as _make_return_type
 from .reduction import return_types
 
@@ -36,17 +38,6 @@ _SCALARS = (bool, int, float, _np.bool_, _np.integer, _np.floating)
 _INDEX_INT = (_dtype.int64, _dtype.int32)
 _MASK_DTYPES = (_dtype.bool, _dtype.uint8)
 _INT64 = _np.dtype(_np.int64)
-
-
-def _tname(dt):
-    """PyTorch's ScalarType name (Float, Long, ...), which its error messages use."""
-    return dt._tensor_name[:-6]
-
-
-# C type names that PyTorch prints for a mask of the wrong dtype
-_C_NAME = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
-           "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
-           "uint8": "unsigned char", "bool": "bool"}
 
 
 def _return_type(name):
@@ -65,12 +56,6 @@ def _on_device(t, be):
     if t._be is be:
         return t._data
     return be.asarray(t._be.to_numpy(t._data))
-
-
-def _same_device(a, b):
-    if a._be is not b._be:
-        raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
-                           f"{a.device} and {b.device}!")
 
 
 def _check_range(be, arr, n, make_error, lo=None):
@@ -96,16 +81,30 @@ def _recording(self, *others):
     return False
 
 
-def _direct_write(self, write):
-    """Run ``write(array)`` on self's memory (nothing to record) and bump its version."""
+def _direct_write(self, write, *args):
+    """Run an in-place body, ``write(backend, array, *args)``, on self's memory (nothing to record) and bump
+    its version."""
     self._check_inplace()
     if not self._be.writable(self._data):
         raise RuntimeError(
             "unsupported operation: more than one element of the written-to tensor refers to a single memory "
             "location. Please clone() the tensor before performing the operation.")
-    write(self._data)
+    write(self._be, self._data, *args)
     bump_version(self)
     return self
+
+
+def _copy_then(x, write, *args):
+    """The out-of-place form of an in-place body: ``write`` run on a copy of x's array."""
+    be = x._be
+    out = be.copy(x._data)
+    write(be, out, *args)
+    return out
+
+
+def _tensor_payload(be, value, np_dtype):
+    """A 0-d tensor value as an array in the written tensor's device and dtype."""
+    return be.astype(_on_device(value, be), np_dtype)
 
 
 def _broadcast2(a, b):
@@ -482,10 +481,7 @@ class IndexPutBackward0(Op):
         self.idx = idx
         self.accumulate = accumulate
         self.vshape = values._data.shape
-        be = x._be
-        out = be.copy(x._data)
-        be.index_put(out, idx, values._data, accumulate)
-        return out
+        return _copy_then(x, _index_put_write, idx, values._data, accumulate)
 
     def backward(self, g):
         nx, nv = self.needs_input_grad
@@ -495,6 +491,10 @@ class IndexPutBackward0(Op):
         if nv:
             gv = sum_to(IndexBackward0.apply(g, idx=self.idx), self.vshape)
         return gx, gv
+
+
+def _index_put_write(be, a, idx, values, accumulate):
+    be.index_put(a, idx, values, accumulate)
 
 
 def _zero_at(g, idx):
@@ -584,11 +584,11 @@ def _setitem(self, index, value):
             scalar = scalar_for(value, self.dtype)
             if not p.adv:
                 target = be.basic_index(self._data, p.basic)
-                _direct_write(self, lambda a: be.copy_into(target, scalar))
+                _direct_write(self, lambda _be, a: be.copy_into(target, scalar))
             else:
                 target = self._data if p.trivial else be.basic_index(self._data, p.basic)
                 idx, _ = _advanced(be, target.shape, p.adv)
-                _direct_write(self, lambda a: be.index_put(target, idx, scalar, False))
+                _direct_write(self, lambda _be, a: _index_put_write(be, target, idx, scalar, False))
             return
         v = _scalar_tensor(self, value)
     vshape = _strip_leading_ones(v._data.shape)
@@ -597,7 +597,7 @@ def _setitem(self, index, value):
         _check_copy_shape(vshape, target.shape, v.dtype)
         if not recording:
             vdata = _on_device(v, be)
-            _direct_write(self, lambda a: be.copy_into(target, vdata))
+            _direct_write(self, lambda _be, a: be.copy_into(target, vdata))
             return
         if len(vshape) != v._data.ndim:
             v = v.reshape(vshape)
@@ -605,8 +605,8 @@ def _setitem(self, index, value):
         view.copy_(v)
         return
     if v.dtype is not self.dtype:
-        raise RuntimeError(f"Index put requires the source and destination dtypes match, got {_tname(self.dtype)} "
-                           f"for the destination and {_tname(v.dtype)} for the source.")
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got {self.dtype._scalar_name} "
+                           f"for the destination and {v.dtype._scalar_name} for the source.")
     target = self._data if p.trivial else be.basic_index(self._data, p.basic)
     idx, res_shape = _advanced(be, target.shape, p.adv)
     if not is_expandable_to(vshape, res_shape):
@@ -616,7 +616,7 @@ def _setitem(self, index, value):
         vdata = _on_device(v, be)
         if len(vshape) != vdata.ndim:
             vdata = vdata.reshape(vshape)
-        _direct_write(self, lambda a: be.index_put(target, idx, vdata, False))
+        _direct_write(self, lambda _be, a: _index_put_write(be, target, idx, vdata, False))
         return
     if v._be is not be:
         v = v.to(self.device)
@@ -635,8 +635,7 @@ def _put_indices(self, indices, values, name):
     if isinstance(indices, Tensor) or not isinstance(indices, (tuple, list)):
         raise TypeError(f"{name}(): argument 'indices' (position 1) must be tuple of Tensors, not "
                         f"{type(indices).__name__}")
-    if not isinstance(values, Tensor):
-        raise TypeError(f"{name}(): argument 'values' (position 2) must be Tensor, not {type(values).__name__}")
+    check_tensor(values, name, "values", 2)
     be = self._be
     adv = []
     dim = 0
@@ -657,8 +656,8 @@ def _put_indices(self, indices, values, name):
     if not adv:
         raise RuntimeError("index_put(): expected at least one index tensor")
     if values.dtype is not self.dtype:
-        raise RuntimeError(f"Index put requires the source and destination dtypes match, got {_tname(self.dtype)} "
-                           f"for the destination and {_tname(values.dtype)} for the source.")
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got {self.dtype._scalar_name} "
+                           f"for the destination and {values.dtype._scalar_name} for the source.")
     idx, res_shape = _advanced(be, self._data.shape, adv)
     if not is_expandable_to(values._data.shape, res_shape):
         raise RuntimeError(f"shape mismatch: value tensor of shape {list(values.shape)} cannot be broadcast to "
@@ -678,9 +677,7 @@ def index_put_(self, indices, values, accumulate=False):
     """In-place ``index_put``; returns self."""
     idx = _put_indices(self, indices, values, "index_put_")
     if not _recording(self, values):
-        be = self._be
-        vdata = _on_device(values, be)
-        return _direct_write(self, lambda a: be.index_put(a, idx, vdata, bool(accumulate)))
+        return _direct_write(self, _index_put_write, idx, _on_device(values, self._be), bool(accumulate))
     if values._be is not self._be:
         values = values.to(self.device)
     return apply_inplace(self, _index_put_op, values, idx=idx, accumulate=bool(accumulate), keeps_self=False)
@@ -689,8 +686,7 @@ def index_put_(self, indices, values, accumulate=False):
 # ====================================================================== gather / scatter
 
 def _check_index_dtype(index, name, allowed=_INDEX_INT):
-    if not isinstance(index, Tensor):
-        raise TypeError(f"{name}(): argument 'index' must be Tensor, not {type(index).__name__}")
+    check_tensor(index, name, "index")
     if index.dtype not in allowed:
         raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
 
@@ -715,10 +711,16 @@ class GatherBackward0(Op):
         return (ScatterAddBackward0.apply(z, g, dim=self.dim, index=self.index),)
 
 
+# PyTorch's own words for an out= dtype these ops refuse (write_out fills in {out})
+_INDEX_SELECT_OUT_DTYPE = "index_select(): self and result must have the same scalar type"
+_MASKED_SELECT_OUT_DTYPE = "masked_select(): self and result must have the same scalar type"
+_NONZERO_OUT_DTYPE = "nonzero: Expected out tensor to have scalar type Long but got scalar type{out}"
+
+
 def gather(input, dim, index, *, sparse_grad=False, out=None):
     """``out[i][j] = input[i][index[i][j]]`` (for dim 1): values picked along ``dim``."""
     _check_index_dtype(index, "gather")
-    _same_device(input, index)
+    check_same_device(input, index)
     dim = wrap_dim(dim, input._data.ndim)
     if _nd(index) != _nd(input):
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
@@ -730,16 +732,8 @@ def gather(input, dim, index, *, sparse_grad=False, out=None):
     n = _size(xshape, dim)
     _check_range(input._be, index._data, n, lambda bad: RuntimeError(
         f"index {bad} is out of bounds for dimension {dim} with size {n}"), lo=0)
-    return _out(GatherBackward0.apply(input, dim=dim, index=index._data), out)
-
-
-def _out(r, out):
-    if out is None:
-        return r
-    if tuple(out.shape) != tuple(r.shape):
-        out._data = out._be.empty(r._data.shape, out._data.dtype)
-    write_result(out, r)
-    return out
+    r = GatherBackward0.apply(input, dim=dim, index=index._data)
+    return r if out is None else write_out(r, out, "gather", exact_dtype=True)
 
 
 def _pad_to(g, shape):
@@ -750,6 +744,12 @@ def _pad_to(g, shape):
     return BasicViewBackward.apply(g, shape=tuple(shape), idx=idx)
 
 
+def _scatter_write(be, a, dim, index, payload, reduce=None):
+    """The body of every scatter: ``payload`` (an array or a scalar) written, or combined by ``reduce``,
+    into ``a`` at ``index`` along ``dim``."""
+    be.scatter_into(a, dim, index, payload, reduce)
+
+
 class ScatterBackward0(Op):
     """scatter with a source tensor."""
 
@@ -757,10 +757,7 @@ class ScatterBackward0(Op):
         self.dim = dim
         self.index = index
         self.src_shape = src._data.shape
-        be = x._be
-        out = be.copy(x._data)
-        be.scatter_into(out, dim, index, src._data)
-        return out
+        return _copy_then(x, _scatter_write, dim, index, src._data)
 
     def backward(self, g):
         nx, ns = self.needs_input_grad
@@ -775,10 +772,7 @@ class ScatterBackward1(Op):
     def forward(self, x, dim, index, value):
         self.dim = dim
         self.index = index
-        be = x._be
-        out = be.copy(x._data)
-        be.scatter_into(out, dim, index, value)
-        return out
+        return _copy_then(x, _scatter_write, dim, index, value)
 
     def backward(self, g):
         return (ScatterBackward1.apply(g, dim=self.dim, index=self.index, value=0),)
@@ -788,10 +782,7 @@ class ScatterReduceNotImplemented(Op):
     """scatter with ``reduce=``: PyTorch has no derivative for it, so backward raises."""
 
     def forward(self, x, src, dim, index, value, reduce):
-        be = x._be
-        out = be.copy(x._data)
-        be.scatter_into(out, dim, index, value if src is None else src._data, reduce)
-        return out
+        return _copy_then(x, _scatter_write, dim, index, value if src is None else src._data, reduce)
 
     def backward(self, g):
         raise RuntimeError("derivative for aten::scatter is not implemented")
@@ -805,10 +796,7 @@ class ScatterAddBackward0(Op):
         self.dim = dim
         self.index = index
         self.src_shape = src._data.shape
-        be = x._be
-        out = be.copy(x._data)
-        be.scatter_into(out, dim, index, src._data, "add")
-        return out
+        return _copy_then(x, _scatter_write, dim, index, src._data, "add")
 
     def backward(self, g):
         nx, ns = self.needs_input_grad
@@ -825,7 +813,7 @@ def _scatter_args(input, dim, index, src, value, reduce, name):
     if src is None and value is None:
         raise TypeError(f"{name}() missing 1 required positional argument: 'src' or 'value'")
     _check_index_dtype(index, "scatter")
-    _same_device(input, index)
+    check_same_device(input, index)
     if reduce is not None and reduce not in ("add", "multiply"):
         raise RuntimeError("reduce argument must be either add or multiply.")
     if reduce is not None and isinstance(src, Tensor):
@@ -837,7 +825,7 @@ def _scatter_args(input, dim, index, src, value, reduce, name):
         raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
     ishape, xshape = index._data.shape, input._data.shape
     if src is not None:
-        _same_device(input, src)
+        check_same_device(input, src)
         if _nd(src) != _nd(index):
             raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
         if src.dtype is not input.dtype:
@@ -868,46 +856,48 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None, out=None):
     idx = index._data
     if reduce is not None:
         if src is None:
-            return _out(ScatterReduceNotImplemented.apply(input, None, dim=dim, index=idx, value=value,
-                                                          reduce=reduce), out)
-        return _out(ScatterReduceNotImplemented.apply(input, src, dim=dim, index=idx, value=None, reduce=reduce),
-                    out)
-    if src is None:
-        return _out(ScatterBackward1.apply(input, dim=dim, index=idx, value=value), out)
-    return _out(ScatterBackward0.apply(input, src, dim=dim, index=idx), out)
+            r = ScatterReduceNotImplemented.apply(input, None, dim=dim, index=idx, value=value, reduce=reduce)
+        else:
+            r = ScatterReduceNotImplemented.apply(input, src, dim=dim, index=idx, value=None, reduce=reduce)
+    elif src is None:
+        r = ScatterBackward1.apply(input, dim=dim, index=idx, value=value)
+    else:
+        r = ScatterBackward0.apply(input, src, dim=dim, index=idx)
+    return write_out(r, out, "scatter", exact_dtype=True)
 
 
 def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
     """In-place ``scatter``; returns self."""
     dim, src_t, val = _scatter_args(self, dim, index, src, value, reduce, "scatter_")
     if not _recording(self, src_t):
-        be = self._be
         payload = val if src_t is None else src_t._data
-        return _direct_write(self, lambda a: be.scatter_into(a, dim, index._data, payload, reduce))
+        return _direct_write(self, _scatter_write, dim, index._data, payload, reduce)
     return apply_inplace(self, scatter, dim, index, src_t, value=val, reduce=reduce,
                          keeps_self=False)
 
 
 def scatter_add(input, dim, index, src, *, out=None):
     """A copy of ``input`` with ``src`` added at ``index`` along ``dim`` (repeated indices accumulate)."""
-    if not isinstance(src, Tensor):
-        raise TypeError(f"scatter_add(): argument 'src' (position 3) must be Tensor, not {type(src).__name__}")
+    check_tensor(src, "scatter_add", "src", 3)
     dim, src, _ = _scatter_args(input, dim, index, src, None, None, "scatter_add")
-    return _out(ScatterAddBackward0.apply(input, src, dim=dim, index=index._data), out)
+    r = ScatterAddBackward0.apply(input, src, dim=dim, index=index._data)
+    return write_out(r, out, "scatter_add", exact_dtype=True)
 
 
 def scatter_add_(self, dim, index, src):
     """In-place ``scatter_add``; returns self."""
-    if not isinstance(src, Tensor):
-        raise TypeError(f"scatter_add_(): argument 'src' (position 3) must be Tensor, not {type(src).__name__}")
+    check_tensor(src, "scatter_add_", "src", 3)
     dim, src, _ = _scatter_args(self, dim, index, src, None, None, "scatter_add_")
     if not _recording(self, src):
-        be = self._be
-        return _direct_write(self, lambda a: be.scatter_into(a, dim, index._data, src._data, "add"))
+        return _direct_write(self, _scatter_write, dim, index._data, src._data, "add")
     return apply_inplace(self, scatter_add, dim, index, src, keeps_self=False)
 
 
 _SCATTER_REDUCES = ("sum", "prod", "mean", "amax", "amin")
+
+
+def _scatter_reduce_write(be, a, dim, index, src, reduce, include_self):
+    be.scatter_reduce_into(a, dim, index, src, reduce, include_self)
 
 
 class ScatterReduceBackward0(Op):
@@ -919,10 +909,7 @@ class ScatterReduceBackward0(Op):
         self.index = index
         self.reduce = reduce
         self.include_self = include_self
-        be = x._be
-        out = be.copy(x._data)
-        be.scatter_reduce_into(out, dim, index, src._data, reduce, include_self)
-        return out
+        return _copy_then(x, _scatter_reduce_write, dim, index, src._data, reduce, include_self)
 
     def backward(self, g):
         x, src, result = self.saved_tensors
@@ -977,24 +964,20 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=Non
     original values of those positions out of the reduction."""
     if reduce not in _SCATTER_REDUCES:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
-    if not isinstance(src, Tensor):
-        raise TypeError(f"scatter_reduce(): argument 'src' (position 4) must be Tensor, not {type(src).__name__}")
+    check_tensor(src, "scatter_reduce", "src", 4)
     dim, src, _ = _scatter_args(input, dim, index, src, None, None, "scatter_reduce")
-    return _out(ScatterReduceBackward0.apply(input, src, dim=dim, index=index._data, reduce=reduce,
-                                             include_self=bool(include_self)), out)
+    return write_out(ScatterReduceBackward0.apply(input, src, dim=dim, index=index._data, reduce=reduce,
+                                             include_self=bool(include_self)), out, "scatter_reduce", exact_dtype=True)
 
 
 def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
     """In-place ``scatter_reduce``; returns self."""
     if reduce not in _SCATTER_REDUCES:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
-    if not isinstance(src, Tensor):
-        raise TypeError(f"scatter_reduce_(): argument 'src' (position 4) must be Tensor, not {type(src).__name__}")
+    check_tensor(src, "scatter_reduce_", "src", 4)
     dim, src, _ = _scatter_args(self, dim, index, src, None, None, "scatter_reduce_")
     if not _recording(self, src):
-        be = self._be
-        return _direct_write(self, lambda a: be.scatter_reduce_into(a, dim, index._data, src._data, reduce,
-                                                                    bool(include_self)))
+        return _direct_write(self, _scatter_reduce_write, dim, index._data, src._data, reduce, bool(include_self))
     return apply_inplace(self, scatter_reduce, dim, index, src, reduce, include_self=include_self)
 
 
@@ -1020,13 +1003,12 @@ class IndexSelectBackward0(Op):
 
 def index_select(input, dim, index, *, out=None):
     """The slices of ``input`` at positions ``index`` (a 1-D integer tensor) along ``dim``."""
-    if not isinstance(index, Tensor):
-        raise TypeError(f"index_select(): argument 'index' must be Tensor, not {type(index).__name__}")
+    check_tensor(index, "index_select", "index")
     if index.dtype not in _INDEX_INT:
         raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
     if index._data.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
-    _same_device(input, index)
+    check_same_device(input, index)
     dim = wrap_dim(dim, input._data.ndim)
     idx = _vector_index(index)
     if input._data.ndim == 0 and idx.size != 1:
@@ -1034,12 +1016,21 @@ def index_select(input, dim, index, *, out=None):
     n = _size(input._data.shape, dim)
     _check_range(input._be, idx, n, lambda bad: RuntimeError(
         f"INDICES element is out of DATA bounds, id={bad} axis_dim={n}"), lo=0)
-    return _out(IndexSelectBackward0.apply(input, dim=dim, index=idx), out)
+    r = IndexSelectBackward0.apply(input, dim=dim, index=idx)
+    return r if out is None else write_out(r, out, "index_select", dtype_error=_INDEX_SELECT_OUT_DTYPE)
 
 
 def _dim_index(dim, index):
     """The backend index tuple selecting ``index`` along ``dim``."""
     return (slice(None),) * dim + (index,)
+
+
+def _index_add_write(be, a, dim, index, s, alpha):
+    """``alpha * s`` added into ``a`` at ``index`` along ``dim`` (repeated indices accumulate)."""
+    if alpha != 1:
+        s = be.binary("mul", s, scalar_for(alpha, _dtype.from_numpy_dtype(s.dtype)))
+    t = a.reshape(1) if a.ndim == 0 else a
+    be.add_at(t, _dim_index(dim, index), s.reshape(1) if s.ndim == 0 else s)
 
 
 class IndexAddBackward0(Op):
@@ -1048,14 +1039,7 @@ class IndexAddBackward0(Op):
         self.index = index
         self.alpha = alpha
         self.src_shape = src._data.shape
-        be = x._be
-        s = src._data
-        if alpha != 1:
-            s = be.binary("mul", s, scalar_for(alpha, _dtype.from_numpy_dtype(s.dtype)))
-        out = be.copy(x._data)
-        target = out.reshape(1) if out.ndim == 0 else out
-        be.add_at(target, _dim_index(dim, index), s.reshape(1) if s.ndim == 0 else s)
-        return out
+        return _copy_then(x, _index_add_write, dim, index, src._data, alpha)
 
     def backward(self, g):
         nx, ns = self.needs_input_grad
@@ -1071,10 +1055,9 @@ class IndexAddBackward0(Op):
 
 def _index_source_args(input, dim, index, source, name):
     """Checks shared by index_add / index_copy; returns (dim, 1-D index array)."""
-    if not isinstance(source, Tensor):
-        raise TypeError(f"{name}(): argument 'source' must be Tensor, not {type(source).__name__}")
-    _same_device(input, index)
-    _same_device(input, source)
+    check_tensor(source, name, "source")
+    check_same_device(input, index)
+    check_same_device(input, source)
     dim = wrap_dim(dim, input._data.ndim)
     idx = _vector_index(index)
     xshape, sshape = input._data.shape, source._data.shape
@@ -1108,15 +1091,14 @@ def _index_source_args(input, dim, index, source, name):
 
 
 def _index_add_args(input, dim, index, source):
-    if not isinstance(index, Tensor):
-        raise TypeError(f"index_add(): argument 'index' must be Tensor, not {type(index).__name__}")
+    check_tensor(index, "index_add", "index")
     if index.dtype not in _INDEX_INT:
-        raise RuntimeError(f"index_add_(): Expected dtype int32/int64 for index but got: {_tname(index.dtype)}")
+        raise RuntimeError(f"index_add_(): Expected dtype int32/int64 for index but got: {index.dtype._scalar_name}")
     if index._data.ndim > 1:
         raise IndexError(f"index_add_(): Index is supposed to be a vector, but got dim: {index._data.ndim} with type: "
-                         f"{_tname(index.dtype)} and size: {list(index.shape)}")
+                         f"{index.dtype._scalar_name} and size: {list(index.shape)}")
     if isinstance(source, Tensor) and source.dtype is not input.dtype:
-        raise RuntimeError(f"index_add_(): self ({_tname(input.dtype)}) and source ({_tname(source.dtype)}) must "
+        raise RuntimeError(f"index_add_(): self ({input.dtype._scalar_name}) and source ({source.dtype._scalar_name}) must "
                            f"have the same scalar type")
     dim, idx = _index_source_args(input, dim, index, source, "index_add_")
     n = _size(input._data.shape, dim)
@@ -1128,22 +1110,15 @@ def _index_add_args(input, dim, index, source):
 def index_add(input, dim, index, source, *, alpha=1, out=None):
     """A copy of ``input`` with ``alpha * source`` added at ``index`` along ``dim`` (repeats accumulate)."""
     dim, idx = _index_add_args(input, dim, index, source)
-    return _out(IndexAddBackward0.apply(input, source, dim=dim, index=idx, alpha=alpha), out)
+    r = IndexAddBackward0.apply(input, source, dim=dim, index=idx, alpha=alpha)
+    return write_out(r, out, "index_add", exact_dtype=True)
 
 
 def index_add_(self, dim, index, source, *, alpha=1):
     """In-place ``index_add``; returns self."""
     dim, idx = _index_add_args(self, dim, index, source)
     if not _recording(self, source):
-        be = self._be
-
-        def write(a):
-            s = source._data
-            if alpha != 1:
-                s = be.binary("mul", s, scalar_for(alpha, self.dtype))
-            t = a.reshape(1) if a.ndim == 0 else a
-            be.add_at(t, _dim_index(dim, idx), s.reshape(1) if s.ndim == 0 else s)
-        return _direct_write(self, write)
+        return _direct_write(self, _index_add_write, dim, idx, source._data, alpha)
     return apply_inplace(self, index_add, dim, index, source, alpha=alpha, keeps_self=False)
 
 
@@ -1152,10 +1127,7 @@ class IndexCopyBackward0(Op):
         self.dim = dim
         self.index = index
         self.src_shape = src._data.shape
-        be = x._be
-        out = be.copy(x._data)
-        _index_copy_into(be, out, dim, index, src._data)
-        return out
+        return _copy_then(x, _index_copy_into, dim, index, src._data)
 
     def backward(self, g):
         nx, ns = self.needs_input_grad
@@ -1176,15 +1148,14 @@ def _index_copy_into(be, a, dim, index, s):
 
 
 def _index_copy_args(input, dim, index, source):
-    if not isinstance(index, Tensor):
-        raise TypeError(f"index_copy(): argument 'index' must be Tensor, not {type(index).__name__}")
+    check_tensor(index, "index_copy", "index")
     if index.dtype is not _dtype.int64:
-        raise RuntimeError(f"index_copy_(): Expected a long tensor for index, but got {_tname(index.dtype)}")
+        raise RuntimeError(f"index_copy_(): Expected a long tensor for index, but got {index.dtype._scalar_name}")
     if index._data.ndim > 1:
         raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got {index._data.ndim})")
     if isinstance(source, Tensor) and source.dtype is not input.dtype:
         raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, but got (self) "
-                           f"{_tname(input.dtype)} and (source) {_tname(source.dtype)}")
+                           f"{input.dtype._scalar_name} and (source) {source.dtype._scalar_name}")
     dim, idx = _index_source_args(input, dim, index, source, "index_copy_")
     n = _size(input._data.shape, dim)
     _check_range(input._be, idx, n, lambda bad: IndexError(
@@ -1195,15 +1166,15 @@ def _index_copy_args(input, dim, index, source):
 def index_copy(input, dim, index, source, *, out=None):
     """A copy of ``input`` with the slices of ``source`` written at positions ``index`` along ``dim``."""
     dim, idx = _index_copy_args(input, dim, index, source)
-    return _out(IndexCopyBackward0.apply(input, source, dim=dim, index=idx), out)
+    return write_out(IndexCopyBackward0.apply(input, source, dim=dim, index=idx), out, "index_copy",
+                     exact_dtype=True)
 
 
 def index_copy_(self, dim, index, source):
     """In-place ``index_copy``; returns self."""
     dim, idx = _index_copy_args(self, dim, index, source)
     if not _recording(self, source):
-        be = self._be
-        return _direct_write(self, lambda a: _index_copy_into(be, a, dim, idx, source._data))
+        return _direct_write(self, _index_copy_into, dim, idx, source._data)
     return apply_inplace(self, index_copy, dim, index, source, keeps_self=False)
 
 
@@ -1213,10 +1184,7 @@ class IndexFillBackward0(Op):
     def forward(self, x, dim, index, value):
         self.dim = dim
         self.index = index
-        be = x._be
-        out = be.copy(x._data)
-        _index_copy_into(be, out, dim, index, value)
-        return out
+        return _copy_then(x, _index_copy_into, dim, index, value)
 
     def backward(self, g):
         return (IndexFillBackward0.apply(g, dim=self.dim, index=self.index, value=0),)
@@ -1229,10 +1197,7 @@ class IndexFillBackward1(Op):
         self.dim = dim
         self.index = index
         self.v_dtype = value.dtype
-        be = x._be
-        out = be.copy(x._data)
-        _index_copy_into(be, out, dim, index, be.astype(_on_device(value, be), x._data.dtype))
-        return out
+        return _copy_then(x, _index_copy_into, dim, index, _tensor_payload(x._be, value, x._data.dtype))
 
     def backward(self, g):
         nx, nv = self.needs_input_grad
@@ -1248,13 +1213,12 @@ class IndexFillBackward1(Op):
 
 
 def _index_fill_args(input, dim, index, value):
-    if not isinstance(index, Tensor):
-        raise TypeError(f"index_fill(): argument 'index' must be Tensor, not {type(index).__name__}")
+    check_tensor(index, "index_fill", "index")
     if index.dtype is not _dtype.int64:
         raise IndexError("index_fill_(): Expected dtype int64 for index.")
     if index._data.ndim > 1:
         raise RuntimeError("Index has to be a vector/scalar")
-    _same_device(input, index)
+    check_same_device(input, index)
     if isinstance(value, Tensor):
         if value._data.ndim:
             raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
@@ -1282,18 +1246,22 @@ def index_fill_(self, dim, index, value):
     dim, idx = _index_fill_args(self, dim, index, value)
     v = value if isinstance(value, Tensor) else None
     if not _recording(self, v):
-        be = self._be
-        payload = (be.astype(_on_device(value, be), self._data.dtype) if v is not None
+        payload = (_tensor_payload(self._be, v, self._data.dtype) if v is not None
                    else scalar_for(value, self.dtype))
-        return _direct_write(self, lambda a: _index_copy_into(be, a, dim, idx, payload))
+        return _direct_write(self, _index_copy_into, dim, idx, payload)
     return apply_inplace(self, index_fill, dim, index, value, keeps_self=False)
 
 
 # ====================================================================== masked ops
 
-def _check_mask(mask, name):
-    if not isinstance(mask, Tensor):
-        raise TypeError(f"{name}(): argument 'mask' must be Tensor, not {type(mask).__name__}")
+def _masked_fill_array(be, x, mask, payload):
+    """x with ``payload`` where ``mask`` is True (broadcast together): masked_fill's body."""
+    return be.where(mask, payload, x)
+
+
+def _masked_fill_write(be, a, mask, payload):
+    # one select and a copy back outruns a boolean-mask store, broadcast masks most of all
+    be.copy_into(a, _masked_fill_array(be, a, mask, payload))
 
 
 class MaskedFillBackward0(Op):
@@ -1303,7 +1271,7 @@ class MaskedFillBackward0(Op):
         self.save_for_backward(mask)
         self.in_shape = x._data.shape
         be = x._be
-        return be.where(mask._data, be.asarray(value, x._data.dtype), x._data)
+        return _masked_fill_array(be, x._data, mask._data, be.asarray(value, x._data.dtype))
 
     def backward(self, g):
         mask, = self.saved_tensors
@@ -1318,7 +1286,7 @@ class MaskedFillBackward1(Op):
         self.in_shape = x._data.shape
         self.v_dtype = value.dtype
         be = x._be
-        return be.where(mask._data, be.astype(_on_device(value, be), x._data.dtype), x._data)
+        return _masked_fill_array(be, x._data, mask._data, _tensor_payload(be, value, x._data.dtype))
 
     def backward(self, g):
         mask, = self.saved_tensors
@@ -1335,10 +1303,10 @@ class MaskedFillBackward1(Op):
 
 
 def _masked_fill_args(input, mask, value):
-    _check_mask(mask, "masked_fill")
+    check_tensor(mask, "masked_fill", "mask")
     if mask.dtype is not _dtype.bool:
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
-                           f"{_C_NAME[mask.dtype.name]}")
+                           f"{mask.dtype._cpp_typeid_name}")
     if isinstance(value, Tensor):
         if value._data.ndim:
             raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
@@ -1367,15 +1335,9 @@ def masked_fill_(self, mask, value):
     v = value if isinstance(value, Tensor) else None
     if not _recording(self, v):
         be = self._be
-        payload = (be.astype(_on_device(value, be), self._data.dtype) if v is not None
+        payload = (_tensor_payload(be, v, self._data.dtype) if v is not None
                    else be.asarray(scalar_for(value, self.dtype), self._data.dtype))
-
-        def write(a):
-            m = mask._data
-            if m.shape != a.shape:
-                m = be.broadcast_to(m, a.shape)
-            be.setitem(a, m, payload)
-        return _direct_write(self, write)
+        return _direct_write(self, _masked_fill_write, mask._data, payload)
     return apply_inplace(self, masked_fill, mask, value, keeps_self=False)
 
 
@@ -1385,10 +1347,10 @@ class MaskedSelectBackward0(IndexBackward0):
 
 def masked_select(input, mask, *, out=None):
     """A 1-D tensor of the elements of ``input`` where ``mask`` is True (both broadcast together)."""
-    _check_mask(mask, "masked_select")
+    check_tensor(mask, "masked_select", "mask")
     if mask.dtype is not _dtype.bool:
         raise RuntimeError("masked_select: expected BoolTensor for mask")
-    _same_device(input, mask)
+    check_same_device(input, mask)
     shape = _broadcast2(mask._data.shape, input._data.shape)
     x = input if input._data.shape == shape else input.expand(shape)
     m = mask._data if mask._data.shape == shape else mask._be.broadcast_to(mask._data, shape)
@@ -1396,7 +1358,16 @@ def masked_select(input, mask, *, out=None):
         # a 0-d selection still gives a 1-D result
         x = x.reshape(1)
         m = m.reshape(1)
-    return _out(MaskedSelectBackward0.apply(x, idx=(m,)), out)
+    return write_out(MaskedSelectBackward0.apply(x, idx=(m,)), out, "masked_select", dtype_error=_MASKED_SELECT_OUT_DTYPE)
+
+
+def _masked_scatter_write(be, a, mask, source):
+    """Consecutive elements of ``source`` written into ``a`` where ``mask`` (broadcast to a) is True;
+    returns how many."""
+    m = be.broadcast_to(mask, a.shape)
+    n = be.count_nonzero(m)
+    be.setitem(a, m, source.reshape(-1)[:n])
+    return n
 
 
 class MaskedScatterBackward0(Op):
@@ -1407,11 +1378,8 @@ class MaskedScatterBackward0(Op):
         self.src_shape = source._data.shape
         shape = broadcast_shapes(x._data.shape, mask._data.shape)
         out = be.copy(be.broadcast_to(x._data, shape))
-        m = be.broadcast_to(mask._data, shape)
-        n = be.count_nonzero(m)
-        self.n = n
+        self.n = _masked_scatter_write(be, out, mask._data, source._data)
         self.shape = shape
-        be.setitem(out, m, source._data.reshape(-1)[:n])
         return out
 
     def backward(self, g):
@@ -1422,26 +1390,22 @@ class MaskedScatterBackward0(Op):
         if ns:
             be = g._be
             picked = masked_select(g, mask)
-            numel = 1
-            for s in self.src_shape:
-                numel *= s
-            gs = IndexAccumulate.apply(picked, shape=(numel,), idx=(be.arange_index(self.n),))
+            gs = IndexAccumulate.apply(picked, shape=(math.prod(self.src_shape),), idx=(be.arange_index(self.n),))
             gs = gs.reshape(self.src_shape)
         return gx, None, gs
 
 
 def _masked_scatter_args(input, mask, source):
-    _check_mask(mask, "masked_scatter")
-    if not isinstance(source, Tensor):
-        raise TypeError(f"masked_scatter(): argument 'source' must be Tensor, not {type(source).__name__}")
+    check_tensor(mask, "masked_scatter", "mask")
+    check_tensor(source, "masked_scatter", "source")
     if mask.dtype is not _dtype.bool:
         raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype "
-                           f"{_C_NAME[mask.dtype.name]}")
+                           f"{mask.dtype._cpp_typeid_name}")
     if source.dtype is not input.dtype:
         raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but got"
-                           f"{_tname(input.dtype)} and {_tname(source.dtype)}")
-    _same_device(input, mask)
-    _same_device(input, source)
+                           f"{input.dtype._scalar_name} and {source.dtype._scalar_name}")
+    check_same_device(input, mask)
+    check_same_device(input, source)
     shape = broadcast_shapes(input._data.shape, mask._data.shape)
     be = input._be
     if source._data.size < be.count_nonzero(be.broadcast_to(mask._data, shape)):
@@ -1461,12 +1425,7 @@ def masked_scatter_(self, mask, source):
     if shape != self._data.shape:
         raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape {list(shape)}")
     if not _recording(self, source):
-        be = self._be
-
-        def write(a):
-            m = be.broadcast_to(mask._data, a.shape)
-            be.setitem(a, m, source._data.reshape(-1)[:be.count_nonzero(m)])
-        return _direct_write(self, write)
+        return _direct_write(self, _masked_scatter_write, mask._data, source._data)
     return apply_inplace(self, masked_scatter, mask, source, keeps_self=False)
 
 
@@ -1478,11 +1437,10 @@ class TakeBackward0(IndexBackward0):
 
 def take(input, index):
     """Elements of ``input`` read as a flat 1-D tensor, at ``index`` (the result has index's shape)."""
-    if not isinstance(index, Tensor):
-        raise TypeError(f"take(): argument 'index' (position 2) must be Tensor, not {type(index).__name__}")
+    check_tensor(index, "take", "index", 2)
     if index.dtype is not _dtype.int64:
-        raise RuntimeError(f"take(): Expected a long tensor for index, but got {_tname(index.dtype)}")
-    _same_device(input, index)
+        raise RuntimeError(f"take(): Expected a long tensor for index, but got {index.dtype._scalar_name}")
+    check_same_device(input, index)
     n = input._data.size
     _check_range(input._be, index._data, n, lambda bad: IndexError(
         f"out of range: tried to access index {bad} on a tensor of {n} elements."))
@@ -1493,15 +1451,15 @@ def _put_args(input, index, source, name):
     if not isinstance(index, Tensor) or not isinstance(source, Tensor):
         raise TypeError(f"{name}(): index and source must be Tensors")
     if index.dtype is not _dtype.int64:
-        raise RuntimeError(f"{name}(): Expected a long tensor for index, but got {_tname(index.dtype)}")
+        raise RuntimeError(f"{name}(): Expected a long tensor for index, but got {index.dtype._scalar_name}")
     if source.dtype is not input.dtype:
         raise RuntimeError(f"{name}(): self and source expected to have the same dtype, but got self.dtype = "
-                           f"{_tname(input.dtype)} and source.dtype = {_tname(source.dtype)}")
+                           f"{input.dtype._scalar_name} and source.dtype = {source.dtype._scalar_name}")
     if source._data.size != index._data.size:
         raise IndexError(f"{name}(): Expected source and index to have the same number of elements, but got "
                          f"source.numel() = {source._data.size}, index.numel() = {index._data.size}")
-    _same_device(input, index)
-    _same_device(input, source)
+    check_same_device(input, index)
+    check_same_device(input, source)
     n = input._data.size
     _check_range(input._be, index._data, n, lambda bad: IndexError(
         f"out of range: tried to access index {bad} on a tensor of {n} elements."))
@@ -1517,34 +1475,36 @@ def put(input, index, source, accumulate=False):
     return res.reshape(shape)
 
 
+def _put_write(be, a, index, source, accumulate):
+    """index_put's body on ``a`` read as flat (through a copy when ``a`` has no flat view)."""
+    idx, values = (index.reshape(-1),), source.reshape(-1)
+    flat = be.reshape_view(a, (-1,))
+    if flat is not None:
+        _index_put_write(be, flat, idx, values, accumulate)
+        return
+    buf = be.copy(a.reshape(-1))
+    _index_put_write(be, buf, idx, values, accumulate)
+    be.copy_into(a, buf.reshape(a.shape))
+
+
 def put_(self, index, source, accumulate=False):
     """In-place ``put``; returns self."""
     _put_args(self, index, source, "put_")
     if not _recording(self, source):
-        be = self._be
-
-        def write(a):
-            flat = be.reshape_view(a, (-1,))
-            if flat is None:
-                buf = a.reshape(-1).copy()
-                be.index_put(buf, (index._data.reshape(-1),), source._data.reshape(-1), bool(accumulate))
-                be.copy_into(a, buf.reshape(a.shape))
-            else:
-                be.index_put(flat, (index._data.reshape(-1),), source._data.reshape(-1), bool(accumulate))
-        return _direct_write(self, write)
+        return _direct_write(self, _put_write, index._data, source._data, bool(accumulate))
     return apply_inplace(self, put, index, source, accumulate=accumulate, keeps_self=False)
 
 
 def take_along_dim(input, indices, dim=None, *, out=None):
     """Values of ``input`` at ``indices`` along ``dim`` (shapes broadcast apart from ``dim``); with no dim,
     both are read flat."""
-    if not isinstance(indices, Tensor):
-        raise TypeError(f"take_along_dim(): argument 'indices' must be Tensor, not {type(indices).__name__}")
+    check_tensor(indices, "take_along_dim", "indices")
     if indices.dtype is not _dtype.int64:
         raise RuntimeError(f"minitorch_gpu.take_along_dim(): dtype of indices should be Long but got "
-                           f"{_tname(indices.dtype)}")
+                           f"{indices.dtype._scalar_name}")
     if dim is None:
-        return _out(gather(input.reshape(-1), 0, indices.reshape(-1)), out)
+        r = gather(input.reshape(-1), 0, indices.reshape(-1))
+        return write_out(r, out, "take_along_dim", exact_dtype=True)
     if input._data.ndim != indices._data.ndim:
         raise RuntimeError(f"minitorch_gpu.take_along_dim(): input and indices should have the same number of "
                            f"dimensions, but got {input._data.ndim} dimensions for input, and {indices._data.ndim} "
@@ -1560,7 +1520,7 @@ def take_along_dim(input, indices, dim=None, *, out=None):
     xshape = tuple(bshape)
     x = input if input._data.shape == xshape else input.expand(xshape)
     i = indices if indices._data.shape == ishape else indices.expand(ishape)
-    return _out(gather(x, dim, i), out)
+    return write_out(gather(x, dim, i), out, "take_along_dim", exact_dtype=True)
 
 
 # ====================================================================== nonzero
@@ -1571,7 +1531,7 @@ def nonzero(input, *, out=None, as_tuple=False):
     be = input._be
     if as_tuple:
         return tuple(Tensor._make(a, be) for a in be.nonzero_tuple(input._data))
-    return _out(Tensor._make(be.argwhere(input._data), be), out)
+    return write_out(Tensor._make(be.argwhere(input._data), be), out, "nonzero", dtype_error=_NONZERO_OUT_DTYPE)
 
 
 def argwhere(input):
@@ -1622,7 +1582,7 @@ def sort(input, dim=-1, descending=False, *, stable=False, out=None):
     be = input._be
     v, i = be.sort(input._data, dim, bool(descending))
     values = SortBackward0.apply(input, values=v, indices=i, dim=dim, keepdim=True)
-    return _sort_result(values, Tensor._make(i, be))
+    return _sort_result(*write_outs((values, Tensor._make(i, be)), out, "sort", exact_dtype=True))
 
 
 def argsort(input, dim=-1, descending=False, *, stable=False):
@@ -1649,7 +1609,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     be = input._be
     v, i = be.topk(input._data, k, dim, bool(largest))
     values = TopkBackward0.apply(input, values=v, indices=i, dim=dim, keepdim=True)
-    return _topk_result(values, Tensor._make(i, be))
+    return _topk_result(*write_outs((values, Tensor._make(i, be)), out, "topk", exact_dtype=True))
 
 
 def _kth(input, k, dim, keepdim, cls, nan_first):
@@ -1677,7 +1637,14 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
         raise IndexError(f"kthvalue(): Expected reduction dim {dim} to have non-zero size.")
     if k < 1 or k > n:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {dim}")
-    return _kthvalue_result(*_kth(input, k - 1, dim, keepdim, KthvalueBackward0, False))
+    if isinstance(out, (tuple, list)) and len(out) == 2 and all(isinstance(o, Tensor) for o in out):
+        # PyTorch's kthvalue words its out= dtype checks itself
+        if out[0].dtype is not input.dtype:
+            raise RuntimeError("output values must be of same type as input")
+        if out[1].dtype is not _dtype.int64:
+            raise RuntimeError("output indices must be of scalar type Long")
+    res = _kth(input, k - 1, dim, keepdim, KthvalueBackward0, False)
+    return _kthvalue_result(*write_outs(res, out, "kthvalue", exact_dtype=True))
 
 
 class MedianBackward0(Op):
@@ -1716,7 +1683,8 @@ def median(input, dim=None, keepdim=False, *, out=None):
     n = _size(input._data.shape, dim)
     if n == 0:
         raise IndexError(f"median(): Expected reduction dim {dim} to have non-zero size.")
-    return _median_result(*_kth(input, (n - 1) // 2, dim, keepdim, MedianBackward1, True))
+    res = _kth(input, (n - 1) // 2, dim, keepdim, MedianBackward1, True)
+    return _median_result(*write_outs(res, out, "median", exact_dtype=True))
 
 
 # ====================================================================== unique / one_hot

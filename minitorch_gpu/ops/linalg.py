@@ -9,82 +9,21 @@ backward goes through the same code.
 Shape and dtype checks follow PyTorch's, messages included, and run before anything is computed.
 """
 import functools
-import warnings
+import math
 
 from .. import _dtype
 from ..autograd.node import Op
-from ..autograd.grad_mode import _state
 from ..tensor import Tensor
-from ..autograd._inplace import apply_inplace, write_result
-from ._util import scalar_for, sum_to, wrap_dims
+from ..autograd._inplace import apply_inplace
+from ._util import check_out, check_same_device, check_tensor, scalar_for, sum_to, wrap_dims, write_out
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "inner", "outer", "ger", "addmm", "baddbmm",
            "tensordot", "einsum"]
-
-# names PyTorch's kernels use in their messages: ScalarType names and C++ type names
-_CPP_NAME = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
-             "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
-             "uint8": "unsigned char", "bool": "bool"}
-
-
-def _sname(dt):
-    return dt._tensor_name[:-6]
-
-
-def _need_tensor(fn, argname, pos, x):
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{fn}(): argument '{argname}' (position {pos}) must be Tensor, not {type(x).__name__}")
-
-
-def _same_device(*ts):
-    be = ts[0]._be
-    for t in ts[1:]:
-        if t._be is not be:
-            raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
-                               f"{ts[0].device} and {t.device}!")
-
 
 def _not_for_bool(kernel, *ts):
     for t in ts:
         if t._data.dtype.kind == "b":
             raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
-
-
-def _prod(shape):
-    n = 1
-    for s in shape:
-        n *= s
-    return n
-
-
-def _check_out(fn, out, *inputs):
-    """PyTorch refuses ``out=`` when autograd would have to record the op."""
-    if out is None:
-        return
-    if not isinstance(out, Tensor):
-        raise TypeError(f"{fn}(): argument 'out' must be Tensor, not {type(out).__name__}")
-    if _state.grad and (out.requires_grad or any(t.requires_grad for t in inputs)):
-        raise RuntimeError(f"{fn}(): functions with out=... arguments don't support automatic differentiation, but "
-                           "one of the arguments requires grad.")
-
-
-def _write_out(r, out):
-    if out is None:
-        return r
-    if out.dtype is not r.dtype:
-        raise RuntimeError(f"Expected out tensor to have dtype {_CPP_NAME[r.dtype.name]}, but got "
-                           f"{_CPP_NAME[out.dtype.name]} instead")
-    if out._be is not r._be:
-        raise RuntimeError(f"Expected out tensor to be on device {r.device}, but got {out.device} instead")
-    if out._data.shape != r._data.shape:
-        if out._data.size:
-            warnings.warn(f"An output with one or more elements was resized since it had shape {list(out.shape)}, "
-                          f"which does not match the required output shape {list(r.shape)}. This behavior is "
-                          "deprecated, and in a future release outputs will not be resized unless they have zero "
-                          "elements.", UserWarning, stacklevel=3)
-        out._data = out._be.empty(r._data.shape, out._data.dtype)
-    write_result(out, r)
-    return out
 
 
 # ---------------------------------------------------------------------- nodes
@@ -227,13 +166,13 @@ class BaddbmmBackward0(_AddProductNode):
 
 def _mm_dtype_check(a, b):
     if a._data.dtype != b._data.dtype:
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_CPP_NAME[a.dtype.name]} != "
-                           f"{_CPP_NAME[b.dtype.name]}")
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {a.dtype._cpp_typeid_name} != "
+                           f"{b.dtype._cpp_typeid_name}")
 
 
 def _mv_dtype_check(mat, vec):
     if mat._data.dtype != vec._data.dtype:
-        v, m = _sname(vec.dtype), _sname(mat.dtype)
+        v, m = vec.dtype._scalar_name, mat.dtype._scalar_name
         raise RuntimeError(f"addmv input tensors must have the same dtype, but got {v}, {m}, and {v}")
 
 
@@ -241,13 +180,13 @@ def _dot_checks(a, b):
     if a._data.ndim != 1 or b._data.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {a._data.ndim}D and {b._data.ndim}D tensors")
     if a._data.dtype != b._data.dtype:
-        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found {_sname(a.dtype)} and "
-                           f"{_sname(b.dtype)}")
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found {a.dtype._scalar_name} and "
+                           f"{b.dtype._scalar_name}")
     n, m = a._data.shape[0], b._data.shape[0]
     if n != m:
         raise RuntimeError(f"inconsistent tensor size, expected tensor [{n}] and src [{m}] to have the same number "
                            f"of elements, but got {n} and {m} elements respectively")
-    _same_device(a, b)
+    check_same_device(a, b)
     _not_for_bool("dot", a)
 
 
@@ -281,10 +220,10 @@ def matmul(input, other, *, out=None):
     """Matrix product with PyTorch's rules: 1-D operands are a row / column vector whose dim is dropped
     from the result, and the batch dims of >2-D operands broadcast."""
     if not (isinstance(input, Tensor) and isinstance(other, Tensor)):
-        _need_tensor("matmul", "input", 1, input)
-        _need_tensor("matmul", "other", 2, other)
+        check_tensor(input, "matmul", "input", 1)
+        check_tensor(other, "matmul", "other", 2)
     if out is not None:
-        _check_out("matmul", out, input, other)
+        check_out(out, "matmul", input, other)
     da, db = input._data.ndim, other._data.ndim
     if da == 2 and db == 2:
         r = _mm(input, other)
@@ -301,7 +240,7 @@ def matmul(input, other, *, out=None):
         n, (k, m) = input._data.shape[0], other._data.shape
         if n != k:
             raise _mm_shape_error(1, n, k, m)
-        _same_device(input, other)
+        check_same_device(input, other)
         _not_for_bool("addmm_impl_cpu_", input)
         r = MvBackward0.apply(other, input, ta=True)
     else:
@@ -315,7 +254,7 @@ def matmul(input, other, *, out=None):
             r = r.reshape(r._data.shape[:-2] + r._data.shape[-1:])
         else:
             r = UnsafeViewBackward0.apply(input, other)
-    return _write_out(r, out)
+    return write_out(r, out, "matmul", exact_dtype=True)
 
 
 def _mv_checks(mat, vec, rows=None):
@@ -325,7 +264,7 @@ def _mv_checks(mat, vec, rows=None):
     if k != m:
         rows = n if rows is None else rows
         raise RuntimeError(f"size mismatch, got input ({rows}), mat ({rows}x{k}), vec ({m})")
-    _same_device(mat, vec)
+    check_same_device(mat, vec)
     _not_for_bool("addmv_impl_cpu", mat)
 
 
@@ -371,16 +310,16 @@ def _batched_checks(a, b, has_out):
     sa, sb = a._data.shape, b._data.shape
     if _torch_folds(a, b, has_out):
         if len(sa) >= 3 and len(sb) == 1:
-            _mv_checks(a, b, rows=_prod(sa[:-1]))
+            _mv_checks(a, b, rows=math.prod(sa[:-1]))
             return
         if len(sa) >= 3:
             _mm_dtype_check(a, b)
             if sa[-1] != sb[0]:
-                raise _mm_shape_error(_prod(sa[:-1]), sa[-1], sb[0], sb[1])
+                raise _mm_shape_error(math.prod(sa[:-1]), sa[-1], sb[0], sb[1])
             kernel = "addmm_impl_cpu_"
         elif len(sa) == 1:
             # folded as b^T @ a, a matrix-vector product
-            rows = _prod(sb[:-2]) * sb[-1]
+            rows = math.prod(sb[:-2]) * sb[-1]
             _mv_dtype_check(b, a)
             if sa[0] != sb[-2]:
                 raise RuntimeError(f"size mismatch, got input ({rows}), mat ({rows}x{sb[-2]}), vec ({sa[0]})")
@@ -389,19 +328,19 @@ def _batched_checks(a, b, has_out):
             # folded as (b^T @ a^T)^T
             _mm_dtype_check(b, a)
             if sa[-1] != sb[-2]:
-                raise _mm_shape_error(_prod(sb[:-2]) * sb[-1], sb[-2], sa[1], sa[0])
+                raise _mm_shape_error(math.prod(sb[:-2]) * sb[-1], sb[-2], sa[1], sa[0])
             kernel = "addmm_impl_cpu_"
-        _same_device(a, b)
+        check_same_device(a, b)
         _not_for_bool(kernel, a)
         return
     if a._data.dtype != b._data.dtype:
-        raise RuntimeError(f"expected scalar type {_sname(a.dtype)} but found {_sname(b.dtype)}")
-    batch = _prod(_broadcast_batch(sa[:-2], sb[:-2]))
+        raise RuntimeError(f"expected scalar type {a.dtype._scalar_name} but found {b.dtype._scalar_name}")
+    batch = math.prod(_broadcast_batch(sa[:-2], sb[:-2]))
     ka = sa[-1]
     kb = sb[-2] if len(sb) > 1 else sb[0]
     if ka != kb:
         raise _bmm_shape_error(batch, ka, batch, kb)
-    _same_device(a, b)
+    check_same_device(a, b)
     _not_for_bool("bmm", a)
 
 
@@ -412,7 +351,7 @@ def _mm(a, b):
     if sa[1] != sb[0]:
         raise _mm_shape_error(sa[0], sa[1], sb[0], sb[1])
     if a._be is not b._be:
-        _same_device(a, b)
+        check_same_device(a, b)
     if a._data.dtype.kind == "b":
         _not_for_bool("addmm_impl_cpu_", a)
     return MmBackward0.apply(a, b)
@@ -420,14 +359,14 @@ def _mm(a, b):
 
 def mm(input, mat2, *, out=None):
     """Matrix product of two 2-D tensors (no broadcasting)."""
-    _need_tensor("mm", "input", 1, input)
-    _need_tensor("mm", "mat2", 2, mat2)
-    _check_out("mm", out, input, mat2)
+    check_tensor(input, "mm", "input", 1)
+    check_tensor(mat2, "mm", "mat2", 2)
+    check_out(out, "mm", input, mat2)
     if input._data.ndim != 2:
         raise RuntimeError("self must be a matrix")
     if mat2._data.ndim != 2:
         raise RuntimeError("mat2 must be a matrix")
-    return _write_out(_mm(input, mat2), out)
+    return write_out(_mm(input, mat2), out, "mm", exact_dtype=True)
 
 
 def _bmm_checks(b1, b2):
@@ -436,62 +375,62 @@ def _bmm_checks(b1, b2):
     if b2._data.ndim != 3:
         raise RuntimeError("batch2 must be a 3D tensor")
     if b1._data.dtype != b2._data.dtype:
-        raise RuntimeError(f"expected scalar type {_sname(b1.dtype)} but found {_sname(b2.dtype)}")
+        raise RuntimeError(f"expected scalar type {b1.dtype._scalar_name} but found {b2.dtype._scalar_name}")
     s1, s2 = b1._data.shape, b2._data.shape
     if s2[0] != s1[0] or s2[1] != s1[2]:
         raise _bmm_shape_error(s1[0], s1[2], s2[0], s2[1])
-    _same_device(b1, b2)
+    check_same_device(b1, b2)
     _not_for_bool("bmm", b1)
 
 
 def bmm(input, mat2, *, out=None):
     """Batched matrix product of two 3-D tensors with the same batch size."""
-    _need_tensor("bmm", "input", 1, input)
-    _need_tensor("bmm", "mat2", 2, mat2)
-    _check_out("bmm", out, input, mat2)
+    check_tensor(input, "bmm", "input", 1)
+    check_tensor(mat2, "bmm", "mat2", 2)
+    check_out(out, "bmm", input, mat2)
     _bmm_checks(input, mat2)
-    return _write_out(BmmBackward0.apply(input, mat2), out)
+    return write_out(BmmBackward0.apply(input, mat2), out, "bmm", exact_dtype=True)
 
 
 def mv(input, vec, *, out=None):
     """Matrix (2-D) times vector (1-D)."""
-    _need_tensor("mv", "input", 1, input)
-    _need_tensor("mv", "vec", 2, vec)
-    _check_out("mv", out, input, vec)
+    check_tensor(input, "mv", "input", 1)
+    check_tensor(vec, "mv", "vec", 2)
+    check_out(out, "mv", input, vec)
     if input._data.ndim != 2 or vec._data.ndim != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got 1, {input._data.ndim}, {vec._data.ndim}")
     _mv_checks(input, vec)
-    return _write_out(MvBackward0.apply(input, vec), out)
+    return write_out(MvBackward0.apply(input, vec), out, "mv", exact_dtype=True)
 
 
 def dot(input, tensor, *, out=None):
     """Inner product of two 1-D tensors of the same size and dtype."""
-    _need_tensor("dot", "input", 1, input)
-    _need_tensor("dot", "tensor", 2, tensor)
-    _check_out("dot", out, input, tensor)
+    check_tensor(input, "dot", "input", 1)
+    check_tensor(tensor, "dot", "tensor", 2)
+    check_out(out, "dot", input, tensor)
     _dot_checks(input, tensor)
-    return _write_out(DotBackward0.apply(input, tensor), out)
+    return write_out(DotBackward0.apply(input, tensor), out, "dot", exact_dtype=True)
 
 
 def vdot(input, other, *, out=None):
     """dot with the first argument conjugated; the same as dot for real tensors."""
-    _need_tensor("vdot", "input", 1, input)
-    _need_tensor("vdot", "other", 2, other)
-    _check_out("vdot", out, input, other)
+    check_tensor(input, "vdot", "input", 1)
+    check_tensor(other, "vdot", "other", 2)
+    check_out(out, "vdot", input, other)
     _dot_checks(input, other)
-    return _write_out(VdotBackward0.apply(input, other), out)
+    return write_out(VdotBackward0.apply(input, other), out, "vdot", exact_dtype=True)
 
 
 def outer(input, vec2, *, out=None):
     """Outer product of two 1-D tensors (dtypes promote, as for ``*``)."""
-    _need_tensor("outer", "input", 1, input)
-    _need_tensor("outer", "vec2", 2, vec2)
-    _check_out("outer", out, input, vec2)
+    check_tensor(input, "outer", "input", 1)
+    check_tensor(vec2, "outer", "vec2", 2)
+    check_out(out, "outer", input, vec2)
     if input._data.ndim != 1:
         raise RuntimeError(f"outer: Expected 1-D argument self, but got {input._data.ndim}-D")
     if vec2._data.ndim != 1:
         raise RuntimeError(f"outer: Expected 1-D argument vec2, but got {vec2._data.ndim}-D")
-    return _write_out(input.reshape(-1, 1) * vec2, out)
+    return write_out(input.reshape(-1, 1) * vec2, out, "outer", exact_dtype=True)
 
 
 def ger(input, vec2, *, out=None):
@@ -501,15 +440,15 @@ def ger(input, vec2, *, out=None):
 
 def inner(input, other, *, out=None):
     """Sum of products over the last dim of both tensors (a plain product when either is 0-d)."""
-    _need_tensor("inner", "input", 1, input)
-    _need_tensor("inner", "other", 2, other)
-    _check_out("inner", out, input, other)
+    check_tensor(input, "inner", "input", 1)
+    check_tensor(other, "inner", "other", 2)
+    check_out(out, "inner", input, other)
     if input._data.ndim == 0 or other._data.ndim == 0:
-        return _write_out(input * other, out)
+        return write_out(input * other, out, "inner", exact_dtype=True)
     if input._data.shape[-1] != other._data.shape[-1]:
         raise RuntimeError(f"inner() the last dimension must match on both input tensors but got shapes "
                            f"{list(input.shape)} and {list(other.shape)}")
-    return _write_out(tensordot(input, other, dims=([-1], [-1])), out)
+    return write_out(tensordot(input, other, dims=([-1], [-1])), out, "inner", exact_dtype=True)
 
 
 def _scalar_arg(value, dt):
@@ -519,29 +458,29 @@ def _scalar_arg(value, dt):
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * (mat1 @ mat2)``; ``input`` broadcasts to the product's shape."""
-    _need_tensor("addmm", "input", 1, input)
-    _need_tensor("addmm", "mat1", 2, mat1)
-    _need_tensor("addmm", "mat2", 3, mat2)
-    _check_out("addmm", out, input, mat1, mat2)
+    check_tensor(input, "addmm", "input", 1)
+    check_tensor(mat1, "addmm", "mat1", 2)
+    check_tensor(mat2, "addmm", "mat2", 3)
+    check_out(out, "addmm", input, mat1, mat2)
     if mat1._data.ndim != 2:
         raise RuntimeError(f"mat1 must be a matrix, got {mat1._data.ndim}-D tensor")
     if mat2._data.ndim != 2:
         raise RuntimeError(f"mat2 must be a matrix, got {mat2._data.ndim}-D tensor")
     if input._data.dtype != mat2._data.dtype:
-        raise RuntimeError(f"self and mat2 must have the same dtype, but got {_sname(input.dtype)} and "
-                           f"{_sname(mat2.dtype)}")
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got {input.dtype._scalar_name} and "
+                           f"{mat2.dtype._scalar_name}")
     if mat1._data.dtype != mat2._data.dtype:
-        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {_sname(mat1.dtype)} and "
-                           f"{_sname(mat2.dtype)}")
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {mat1.dtype._scalar_name} and "
+                           f"{mat2.dtype._scalar_name}")
     s1, s2 = mat1._data.shape, mat2._data.shape
     if s1[1] != s2[0]:
         raise _mm_shape_error(s1[0], s1[1], s2[0], s2[1])
     _check_expand(input._data.shape, (s1[0], s2[1]), input.dtype)
-    _same_device(input, mat1, mat2)
+    check_same_device(input, mat1, mat2)
     _not_for_bool("addmm_impl_cpu_", mat1)
     dt = mat1.dtype
     r = AddmmBackward0.apply(input, mat1, mat2, beta=_scalar_arg(beta, dt), alpha=_scalar_arg(alpha, dt))
-    return _write_out(r, out)
+    return write_out(r, out, "addmm", exact_dtype=True)
 
 
 def addmm_(self, mat1, mat2, *, beta=1, alpha=1):
@@ -551,20 +490,20 @@ def addmm_(self, mat1, mat2, *, beta=1, alpha=1):
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * bmm(batch1, batch2)``; ``input`` broadcasts to the product's shape."""
-    _need_tensor("baddbmm", "input", 1, input)
-    _need_tensor("baddbmm", "batch1", 2, batch1)
-    _need_tensor("baddbmm", "batch2", 3, batch2)
-    _check_out("baddbmm", out, input, batch1, batch2)
+    check_tensor(input, "baddbmm", "input", 1)
+    check_tensor(batch1, "baddbmm", "batch1", 2)
+    check_tensor(batch2, "baddbmm", "batch2", 3)
+    check_out(out, "baddbmm", input, batch1, batch2)
     _bmm_checks(batch1, batch2)
     if input._data.dtype != batch1._data.dtype:
-        raise RuntimeError(f"Input dtypes must be the same, got: input {_CPP_NAME[input.dtype.name]}, batch1: "
-                           f"{_CPP_NAME[batch1.dtype.name]}, batch2: {_CPP_NAME[batch2.dtype.name]}")
+        raise RuntimeError(f"Input dtypes must be the same, got: input {input.dtype._cpp_typeid_name}, batch1: "
+                           f"{batch1.dtype._cpp_typeid_name}, batch2: {batch2.dtype._cpp_typeid_name}")
     s1, s2 = batch1._data.shape, batch2._data.shape
     _check_expand(input._data.shape, (s1[0], s1[1], s2[2]), input.dtype)
-    _same_device(input, batch1)
+    check_same_device(input, batch1)
     dt = batch1.dtype
     r = BaddbmmBackward0.apply(input, batch1, batch2, beta=_scalar_arg(beta, dt), alpha=_scalar_arg(alpha, dt))
-    return _write_out(r, out)
+    return write_out(r, out, "baddbmm", exact_dtype=True)
 
 
 def baddbmm_(self, batch1, batch2, *, beta=1, alpha=1):
@@ -831,8 +770,8 @@ def einsum(*args):
     first = operands[0]
     for t in operands[1:]:
         if t._data.dtype != first._data.dtype:
-            raise RuntimeError(f"expected scalar type {_sname(first.dtype)} but found {_sname(t.dtype)}")
-    _same_device(*operands)
+            raise RuntimeError(f"expected scalar type {first.dtype._scalar_name} but found {t.dtype._scalar_name}")
+    check_same_device(*operands)
     if not first.dtype.is_floating_point:
         if len(operands) > 1:
             _not_for_bool("bmm", first)
@@ -845,9 +784,9 @@ def einsum(*args):
 def tensordot(a, b, dims=2, out=None):
     """Contract ``dims`` trailing dims of ``a`` with leading dims of ``b`` (an int), or the listed dims
     (``dims=([1, 2], [0, 1])``)."""
-    _need_tensor("tensordot", "a", 1, a)
-    _need_tensor("tensordot", "b", 2, b)
-    _check_out("tensordot", out, a, b)
+    check_tensor(a, "tensordot", "a", 1)
+    check_tensor(b, "tensordot", "b", 2)
+    check_out(out, "tensordot", a, b)
     if isinstance(dims, Tensor):
         if dims._data.size == 1:
             dims = int(dims.item())
@@ -877,7 +816,7 @@ def tensordot(a, b, dims=2, out=None):
         if sa[da] != sb[db]:
             raise RuntimeError(f"contracted dimensions need to match, but first has size {sa[da]} in dim {ua} and "
                                f"second has size {sb[db]} in dim {ub}")
-    _same_device(a, b)
+    check_same_device(a, b)
     letters = iter(_LETTERS)
     la = [next(letters) for _ in range(a._data.ndim)]
     lb = [next(letters) for _ in range(b._data.ndim)]
@@ -886,7 +825,8 @@ def tensordot(a, b, dims=2, out=None):
     res = [c for d, c in enumerate(la) if d not in wa] + [c for d, c in enumerate(lb) if d not in wb]
     if a._data.dtype.kind == "b":
         _not_for_bool("bmm", a)
-    return _write_out(_einsum_apply(["".join(la), "".join(lb)], "".join(res), (a, b)), out)
+    r = _einsum_apply(["".join(la), "".join(lb)], "".join(res), (a, b))
+    return write_out(r, out, "tensordot", exact_dtype=True)
 
 
 METHODS = {

@@ -22,8 +22,8 @@ from ..backends import get_backend
 from ..backends.cuda import device as _cuda
 from ..tensor import Tensor
 from ..autograd._inplace import apply_inplace
-from ._util import broadcast_shapes, is_expandable_to
-from .creation import _C_NAMES, _out_defaults, _resolve, size_arg, tensor, write_out
+from ._util import broadcast_shapes, check_same_device, is_expandable_to, write_out
+from .creation import _out_defaults, _resolve, size_arg, tensor, write_factory_out
 
 __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed", "get_rng_state",
            "set_rng_state", "fork_rng", "rand", "randn", "randint", "randperm", "normal", "bernoulli",
@@ -254,9 +254,9 @@ def _check_grad_dtype(dt, requires_grad):
         raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
 
 
-def _finish(t, out, requires_grad):
+def _finish(t, out, fn, requires_grad):
     if out is not None:
-        return write_out(out, t)
+        return write_factory_out(t, out, fn)
     if requires_grad:
         t._requires_grad = True
     return t
@@ -284,9 +284,6 @@ def _g(v):
     return f"{v:g}" if isinstance(v, float) else str(v)
 
 
-_C_INT_NAMES = {"uint8": "unsigned char", "int8": "signed char", "int16": "short", "int32": "int",
-                "int64": "long", "bool": "bool"}
-_C_FLOAT_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16"}
 _FLOAT_MAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38, "float32": 3.4028234663852886e38,
               "float64": 1.7976931348623157e308}
 _INT_RANGE = {"uint8": (0, 255), "int8": (-128, 127), "int16": (-(1 << 15), (1 << 15) - 1),
@@ -299,7 +296,8 @@ def _check_int_bounds(low, high, dt):
     if dt.is_floating_point:
         return
     lo, hi = _INT_RANGE[dt.name]
-    name = _C_INT_NAMES[dt.name]
+    # PyTorch names the type as typeid spells it ("short int")
+    name = dt._cpp_typeid_name
     if low < lo or low > hi:
         raise RuntimeError(f"from is out of bounds for {name}")
     if high - 1 < lo or high - 1 > hi:
@@ -357,24 +355,24 @@ def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, 
          pin_memory=False, **kwargs):
     """Samples uniform on [0, 1) of the given shape (default float dtype)."""
     shape = size_arg(size, kwargs, "rand")
-    dtype, device = _out_defaults(out, dtype, device)
+    dtype, device = _out_defaults(out, dtype, device, "rand")
     be, dt = _resolve(dtype, device)
     _require_float(dt, "check_uniform_bounds")
     npd = be.np_dtype(dt)
     gen = _generator(generator, be)
-    return _finish(Tensor._make(gen._draw(be.rand_uniform, shape, npd), be), out, requires_grad)
+    return _finish(Tensor._make(gen._draw(be.rand_uniform, shape, npd), be), out, "rand", requires_grad)
 
 
 def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
           pin_memory=False, **kwargs):
     """Standard normal samples of the given shape (default float dtype)."""
     shape = size_arg(size, kwargs, "randn")
-    dtype, device = _out_defaults(out, dtype, device)
+    dtype, device = _out_defaults(out, dtype, device, "randn")
     be, dt = _resolve(dtype, device)
     _require_float(dt, "normal_kernel")
     npd = be.np_dtype(dt)
     gen = _generator(generator, be)
-    return _finish(Tensor._make(gen._draw(be.rand_normal, shape, npd), be), out, requires_grad)
+    return _finish(Tensor._make(gen._draw(be.rand_normal, shape, npd), be), out, "randn", requires_grad)
 
 
 def _randint_bounds(low, high, fn):
@@ -413,13 +411,13 @@ def randint(*args, size=None, generator=None, out=None, dtype=None, layout=None,
     shape = size_arg((size,), None, "randint")
     if dtype is None and out is None:
         dtype = _dtype.int64
-    dtype, device = _out_defaults(out, dtype, device)
+    dtype, device = _out_defaults(out, dtype, device, "randint")
     be, dt = _resolve(dtype, device)
     _check_int_bounds(low, high, dt)
     _check_grad_dtype(dt, requires_grad)
     npd = be.np_dtype(dt)
     gen = _generator(generator, be)
-    return _finish(Tensor._make(gen._draw(be.rand_int, shape, low, high, npd), be), out, requires_grad)
+    return _finish(Tensor._make(gen._draw(be.rand_int, shape, low, high, npd), be), out, "randint", requires_grad)
 
 
 def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
@@ -430,14 +428,14 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     if dtype is None and out is None:
         dtype = _dtype.int64
-    dtype, device = _out_defaults(out, dtype, device)
+    dtype, device = _out_defaults(out, dtype, device, "randperm")
     be, dt = _resolve(dtype, device)
     if not dt.is_floating_point and n > 0 and n - 1 > _INT_RANGE[dt.name][1]:
-        raise RuntimeError(f"value cannot be converted to type {_C_NAMES[dt.name]} without overflow")
+        raise RuntimeError(f"value cannot be converted to type {dt._cpp_name} without overflow")
     _check_grad_dtype(dt, requires_grad)
     npd = be.np_dtype(dt)
     gen = _generator(generator, be)
-    return _finish(Tensor._make(gen._draw(be.rand_perm, n, npd), be), out, requires_grad)
+    return _finish(Tensor._make(gen._draw(be.rand_perm, n, npd), be), out, "randperm", requires_grad)
 
 
 def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None,
@@ -454,20 +452,19 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
         if std < 0:
             raise RuntimeError(f"normal expects std >= 0.0, but found std {_g(std)}")
         shape = size_arg((size,) if isinstance(size, (tuple, list)) else (size,), None, "normal")
-        dtype, device = _out_defaults(out, dtype, device)
+        dtype, device = _out_defaults(out, dtype, device, "normal")
         be, dt = _resolve(dtype, device)
         _require_float(dt, "normal_kernel")
         npd = be.np_dtype(dt)
         gen = _generator(generator, be)
-        return _finish(Tensor._make(gen._draw(be.rand_normal, shape, npd, mean, std), be), out, requires_grad)
+        t = Tensor._make(gen._draw(be.rand_normal, shape, npd, mean, std), be)
+        return _finish(t, out, "normal", requires_grad)
     if size is not None:
         raise TypeError("normal(): 'size' is only accepted when mean and std are numbers")
     ref = mean if m_t else std
     be = ref._be
     if m_t and s_t:
-        if mean._be is not std._be:
-            raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
-                               f"{mean.device} and {std.device}!")
+        check_same_device(mean, std)
         dt = _dtype.promote_types(mean.dtype, std.dtype)
         shape = broadcast_shapes(mean._data.shape, std._data.shape)
     else:
@@ -497,7 +494,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
         t = NormalBackward1.apply(mean, draw=draw)
     else:
         t = NormalBackward2.apply(std, draw=draw)
-    return write_out(out, t) if out is not None else t
+    return write_out(t, out, "normal")
 
 
 def _check_prob(p):
@@ -522,12 +519,12 @@ def bernoulli(input, p=None, *, generator=None, out=None):
         p = _check_prob(p)
         gen = _generator(generator, be)
         t = Tensor._make(gen._draw(be.rand_bernoulli, shape, p, npd), be)
-        return write_out(out, t) if out is not None else t
+        return write_out(t, out, "bernoulli")
     _require_float(input.dtype, "bernoulli_tensor_p_")
     _check_prob_tensor(be, input)
     gen = _generator(generator, be)
     t = BernoulliBackward0.apply(input, draw=lambda: gen._draw(be.rand_bernoulli, shape, input._data, npd))
-    return write_out(out, t) if out is not None else t
+    return write_out(t, out, "bernoulli")
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
@@ -562,7 +559,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
     if nd == 1:
         res = be.reshape(res, (num_samples,))
     t = Tensor._make(res, be)
-    return write_out(out, t) if out is not None else t
+    return write_out(t, out, "multinomial", dtype_error="multinomial expects Long tensor out, got: {out}")
 
 
 def _like_args(input, dtype, device):
@@ -599,7 +596,7 @@ def randint_like(input, low=0, high=None, *, dtype=None, layout=None, device=Non
 
 def _check_float_bound(v, dt, what):
     if dt.name in _FLOAT_MAX and not (-_FLOAT_MAX[dt.name] <= v <= _FLOAT_MAX[dt.name]):
-        raise RuntimeError(f"{what} is out of bounds for {_C_FLOAT_NAMES[dt.name]}")
+        raise RuntimeError(f"{what} is out of bounds for {dt._cpp_name}")
 
 
 def uniform_(self, from_=0.0, to=1.0, *, generator=None):
@@ -612,7 +609,7 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None):
     if lo > hi:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={_g(lo)} > to={_g(hi)}")
     if hi - lo > _FLOAT_MAX[dt.name]:
-        raise RuntimeError(f"uniform_ expects to-from <= std::numeric_limits<{_C_FLOAT_NAMES[dt.name]}>::max(), "
+        raise RuntimeError(f"uniform_ expects to-from <= std::numeric_limits<{dt._cpp_name}>::max(), "
                            f"but found to={_g(hi)} and from={_g(lo)} which result in to-from to exceed the limit")
     be = self._be
     gen = _generator(generator, be)
@@ -643,9 +640,7 @@ def bernoulli_(self, p=0.5, *, generator=None):
                                f"{list(p.shape)} to {list(shape)}")
         _check_prob_tensor(be, p)
         gen = _generator(generator, be)
-        if p._be is not be:
-            raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
-                               f"{self.device} and {p.device}!")
+        check_same_device(self, p)
         return _sample_inplace(self, BernoulliBackward1,
                                lambda: gen._draw(be.rand_bernoulli, shape, p._data, npd), p)
     pv = _check_prob(p)

@@ -15,17 +15,13 @@ import warnings
 from .. import _dtype
 from ..autograd.node import Op
 from ..autograd.grad_mode import _state
-from ..autograd._inplace import apply_inplace, write_result
+from ..autograd._inplace import apply_inplace
 from ..tensor import Tensor
-from ._util import wrap_dim, wrap_dims
+from ._util import wrap_dim, wrap_dims, write_out, write_outs
 
 __all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std", "var_mean",
            "std_mean", "logsumexp", "norm", "any", "all", "cumsum", "cumprod", "count_nonzero", "softmax",
            "log_softmax", "return_types"]
-
-# PyTorch's ScalarType names, which its error messages use
-_TORCH_NAME = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
-               "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
 
 _INT64 = _dtype.int64.np_dtype
 
@@ -72,10 +68,7 @@ def _axes(dim, ndim):
 
 
 def _count(shape, axes):
-    n = 1
-    for a in (range(len(shape)) if axes is None else axes):
-        n *= shape[a]
-    return n
+    return math.prod(shape) if axes is None else math.prod(shape[a] for a in axes)
 
 
 def _keep_shape(shape, axes):
@@ -101,27 +94,6 @@ def _mask(be, name, a, b=None):
     NumPy answers a 0-d comparison with a scalar)."""
     arr = be.unary(name, a) if b is None else be.binary(name, a, b)
     return _tensor(be.asarray(arr), be)
-
-
-def _torch_name(t):
-    return _TORCH_NAME[t.dtype.name]
-
-
-def _out(r, out, name):
-    """Write ``r`` into a user's ``out=`` tensor (resized when its shape differs, as PyTorch does)."""
-    if out is None:
-        return r
-    if _state.grad and r._requires_grad:
-        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic differentiation, "
-                           "but one of the arguments requires grad.")
-    if r.dtype is not out.dtype and not _dtype.can_cast(r.dtype, out.dtype):
-        # checked before resizing, so that a refused write leaves ``out`` as it was
-        raise RuntimeError(f"result type {_TORCH_NAME[r.dtype.name]} can't be cast to the desired output type "
-                           f"{_TORCH_NAME[out.dtype.name]}")
-    if out._data.shape != r._data.shape:
-        out._data = out._be.empty(r._data.shape, out._data.dtype)
-    write_result(out, r)
-    return out
 
 
 def _cast_input(input, dtype):
@@ -182,7 +154,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
         np_dt = None
     axes = _axes(dim, d.ndim)
     r = (SumBackward0 if dim is None else SumBackward1).apply(input, axes=axes, keepdim=keepdim, np_dtype=np_dt)
-    return r if out is None else _out(r, out, "sum")
+    return r if out is None else write_out(r, out, "sum")
 
 
 class MeanBackward0(Op):
@@ -214,14 +186,14 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
         dt = _dtype.to_dtype(dtype)
         if not dt.is_floating_point:
             raise RuntimeError("mean(): could not infer output dtype. Optional dtype must be either a floating "
-                               f"point or complex dtype. Got: {_TORCH_NAME[dt.name]}")
+                               f"point or complex dtype. Got: {dt._scalar_name}")
         input = _cast_input(input, dt)
     elif not input.dtype.is_floating_point:
         raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a floating point or "
-                           f"complex dtype. Got: {_torch_name(input)}")
+                           f"complex dtype. Got: {input.dtype._scalar_name}")
     axes = _axes(dim, input._data.ndim)
     r = (MeanBackward0 if dim is None else MeanBackward1).apply(input, axes=axes, keepdim=keepdim)
-    return r if out is None else _out(r, out, "mean")
+    return r if out is None else write_out(r, out, "mean")
 
 
 class ProdBackward0(Op):
@@ -272,7 +244,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     else:
         axis = wrap_dim(dim, d.ndim)
         r = ProdBackward1.apply(input, axis=axis if d.ndim else None, keepdim=keepdim, np_dtype=np_dt)
-    return r if out is None else _out(r, out, "prod")
+    return r if out is None else write_out(r, out, "prod")
 
 
 # ---------------------------------------------------------------------- scans
@@ -358,7 +330,7 @@ def _scan(op, name, input, dim, dtype, out):
     # integers accumulate as int64 unless a dtype was asked for (NumPy would widen that one too)
     np_dt = (_INT64 if dtype is None else d.dtype) if d.dtype.kind in "biu" else None
     r = op.apply(input, axis=axis, np_dtype=np_dt)
-    return r if out is None else _out(r, out, name)
+    return r if out is None else write_out(r, out, name)
 
 
 def cumsum(input, dim, *, dtype=None, out=None):
@@ -453,7 +425,7 @@ def _extreme(name, input, dim, keepdim, out, full_op, dim_op, result_cls):
     if dim is None:
         _check_nonempty(name, input, None)
         r = full_op.apply(input, axes=None, keepdim=False)
-        return r if out is None else _out(r, out, name)
+        return r if out is None else write_out(r, out, name)
     d = input._data
     be = input._be
     axis = wrap_dim(dim, d.ndim)
@@ -466,9 +438,7 @@ def _extreme(name, input, dim, keepdim, out, full_op, dim_op, result_cls):
     values = dim_op.apply(input, values=vals, indices=idx, axis=axis, keepdim=keepdim)
     res = result_cls(values, _tensor(idx, be))
     if out is not None:
-        _out(res[0], out[0], name)
-        _out(res[1], out[1], name)
-        return result_cls(out[0], out[1])
+        return result_cls(*write_outs(res, out, name, exact_dtype=True))
     return res
 
 
@@ -493,7 +463,9 @@ def _amax_amin(name, op, input, dim, keepdim, out):
     axes = _axes(dim, input._data.ndim)
     _check_nonempty(name, input, axes)
     r = op.apply(input, axes=axes, keepdim=keepdim)
-    return r if out is None else _out(r, out, name)
+    return r if out is None else write_out(r, out, name, dtype_error=(
+        "Expected the dtype for input and out to match, but got {result} for input's dtype and {out} for out's "
+        "dtype."))
 
 
 def amax(input, dim=(), keepdim=False, *, out=None):
@@ -526,7 +498,7 @@ def _arg(name, input, dim, keepdim, out):
         else:
             _check_nonempty(name, input, (axis,))
             r = _tensor(getattr(be, name)(d, axis, keepdim), be)
-    return r if out is None else _out(r, out, name)
+    return r if out is None else write_out(r, out, name, exact_dtype=True)
 
 
 def argmax(input, dim=None, keepdim=False, *, out=None):
@@ -616,7 +588,7 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
     """
     axes, correction = _var_args("var", input, dim, unbiased, correction)
     r = VarBackward0.apply(input, axes=axes, correction=correction, keepdim=keepdim)
-    return r if out is None else _out(r, out, "var")
+    return r if out is None else write_out(r, out, "var")
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
@@ -627,7 +599,7 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
     """
     axes, correction = _var_args("std", input, dim, unbiased, correction)
     r = StdBackward0.apply(input, axes=axes, correction=correction, keepdim=keepdim)
-    return r if out is None else _out(r, out, "std")
+    return r if out is None else write_out(r, out, "std")
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
@@ -672,7 +644,12 @@ def logsumexp(input, dim, keepdim=False, *, out=None):
         input = input.to(_dtype.get_default_dtype())
     axes = _axes(dim, input._data.ndim)
     r = LogsumexpBackward0.apply(input, axes=axes, keepdim=keepdim)
-    return r if out is None else _out(r, out, "logsumexp")
+    if out is None:
+        return r
+    if isinstance(out, Tensor) and not out.dtype.is_floating_point:
+        raise RuntimeError(f"logsumexp(): Expected floating point type for result tensor, but got: "
+                           f"{out.dtype._scalar_name}")
+    return write_out(r, out, "logsumexp")
 
 
 def _fmt_ord(p):
@@ -726,12 +703,12 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     """
     if not x.dtype.is_floating_point:
         raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
-                           f"{_torch_name(x)}")
+                           f"{x.dtype._scalar_name}")
     if dtype is not None:
         dt = _dtype.to_dtype(dtype)
         if not dt.is_floating_point:
             raise RuntimeError(f"linalg.vector_norm: dtype should be floating point or complex, but got "
-                               f"{_TORCH_NAME[dt.name]}")
+                               f"{dt._scalar_name}")
         x = _cast_input(x, dt)
     if isinstance(ord, (str, builtins.bool)):
         raise TypeError(f"linalg.vector_norm: ord must be a number, got {type(ord).__name__}")
@@ -751,7 +728,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
                                    f"{a} because this dimension is empty and the operation does not have an "
                                    "identity")
     r = LinalgVectorNormBackward0.apply(x, ord=ord, axes=axes, keepdim=keepdim)
-    return r if out is None else _out(r, out, "linalg_vector_norm")
+    return r if out is None else write_out(r, out, "linalg_vector_norm", exact_dtype=True)
 
 
 def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
@@ -784,7 +761,8 @@ def _logical(name, input, dim, keepdim, out):
     if d.dtype == _dtype.uint8.np_dtype:
         r = be.astype(r, d.dtype)  # PyTorch keeps uint8 for uint8 inputs
     r = _tensor(r, be)
-    return r if out is None else _out(r, out, name)
+    return r if out is None else write_out(r, out, name, dtype_error=(
+        f"{name} only supports bool tensor for result, got: {{out}}"))
 
 
 def any(input, dim=None, keepdim=False, *, out=None):
@@ -877,7 +855,7 @@ class LogSoftmaxBackwardDataBackward0(Op):
 def _softmax_like(name, op, input, dim, dtype):
     input = _cast_input(input, dtype)
     if not input.dtype.is_floating_point:
-        raise NotImplementedError(f'"{name}" not implemented for \'{_torch_name(input)}\'')
+        raise NotImplementedError(f'"{name}" not implemented for \'{input.dtype._scalar_name}\'')
     ndim = input._data.ndim
     axis = wrap_dim(dim, ndim)
     return op.apply(input, axis=axis if ndim else None)

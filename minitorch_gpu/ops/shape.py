@@ -8,15 +8,16 @@ ops, and the backward of each view op (scattering a gradient into zeros) is itse
 backward takes the view again, so gradients of gradients work.
 """
 import builtins
+import math
 import warnings
 
 from .. import _dtype
-from ..autograd._inplace import apply_inplace, make_view, write_result
+from ..autograd._inplace import apply_inplace, make_view
 from ..autograd.grad_mode import _state
 from ..autograd.node import Op, bump_version, collect_edges
 from ..tensor import Size, Tensor
 from .._shapes import broadcast_shapes as _broadcast_shapes
-from ._util import sum_to, wrap_dim, wrap_dims
+from ._util import check_out, check_same_device, sum_to, wrap_dim, wrap_dims, write_out
 
 __all__ = [
     "reshape", "expand", "flatten", "unflatten", "ravel", "permute", "transpose", "swapaxes", "swapdims", "t",
@@ -121,19 +122,6 @@ def _multi_view(op_cls, x, replays, name, **params):
     return tuple(make_view(_Given, x, replay, tensor=o) for o, replay in zip(outs, replays))
 
 
-def _write_out(res, out):
-    """Store ``res`` in the ``out=`` tensor (resized when its shape differs, as PyTorch does)."""
-    if out is None:
-        return res
-    if res.requires_grad and _state.grad:
-        raise RuntimeError(f"{res.grad_fn.name()[:-9].lower()}(): functions with out=... arguments don't support "
-                           "automatic differentiation, but one of the arguments requires grad.")
-    if out._data.shape != res._data.shape:
-        out._data = out._be.empty(res._data.shape, out._data.dtype)
-    write_result(out, res)
-    return out
-
-
 # ---------------------------------------------------------------------- view / reshape
 
 class ViewBackward0(Op):
@@ -212,10 +200,7 @@ def flatten(input, start_dim=0, end_dim=-1):
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     if s == e:
         return input
-    n = 1
-    for k in shape[s:e + 1]:
-        n *= k
-    return _reshape(input, shape[:s] + (n,) + shape[e + 1:])
+    return _reshape(input, shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:])
 
 
 def unflatten(input, dim, sizes):
@@ -968,7 +953,7 @@ def tensor_split(input, indices_or_sections, dim=0):
     if isinstance(ios, Tensor):
         if ios.dtype is not _dtype.int64:
             raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to have dtype of long, but got "
-                               f"{ios.dtype._tensor_name[:-6]}")
+                               f"{ios.dtype._scalar_name}")
         if ios.ndim > 1:
             raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to be a zero-dimensional or "
                                f"one-dimensional tensor, but got a tensor with {ios.ndim} dims")
@@ -1067,16 +1052,26 @@ def _check_tensor_list(tensors, fname):
     if isinstance(tensors, Tensor):
         raise TypeError(f"{fname}(): argument 'tensors' (position 1) must be tuple of Tensors, not Tensor")
     tensors = list(tensors)
-    be = None
     for i, x in enumerate(tensors):
         if not isinstance(x, Tensor):
             raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type(x).__name__}")
-        if be is None:
-            be = x._be
-        elif x._be is not be:
-            raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
-                               f"{tensors[0].device} and {x.device}!")
+    if tensors:
+        check_same_device(*tensors)
     return tensors
+
+
+def _check_cat_out(out, tensors):
+    """cat's own ``out=`` dtype rule, checked before joining: the promoted dtype must cast to ``out``'s
+    (stack reports it as cat does)."""
+    if out is None:
+        return
+    check_out(out, "cat", *tensors)
+    dt = tensors[0].dtype
+    for x in tensors[1:]:
+        dt = _dtype.promote_types(dt, x.dtype)
+    if not _dtype.can_cast(dt, out.dtype):
+        raise TypeError(f"minitorch_gpu.cat(): input types can't be cast to the desired output type "
+                        f"{out.dtype._scalar_name}")
 
 
 def _promoted(tensors):
@@ -1147,7 +1142,8 @@ def cat(tensors, dim=0, *, out=None):
             if i != d and a != b:
                 raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size {a} but got "
                                    f"size {b} for tensor number {k} in the list.")
-    return _write_out(CatBackward0.apply(*tensors, dim=d, skip=skip), out)
+    _check_cat_out(out, tensors)
+    return write_out(CatBackward0.apply(*tensors, dim=d, skip=skip), out, "cat")
 
 
 def concat(tensors, dim=0, *, out=None):
@@ -1183,7 +1179,8 @@ def stack(tensors, dim=0, *, out=None):
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(ref)} at entry 0 and "
                                f"{list(x._data.shape)} at entry {i}")
     d = wrap_dim(dim, len(ref) + 1)
-    return _write_out(StackBackward0.apply(*tensors, dim=d), out)
+    _check_cat_out(out, tensors)
+    return write_out(StackBackward0.apply(*tensors, dim=d), out, "stack")
 
 
 def hstack(tensors, *, out=None):
@@ -1346,14 +1343,14 @@ def tril(input, diagonal=0, *, out=None):
     """The lower triangle (on and below diagonal ``diagonal``) of the last two dims; the rest zeroed."""
     if input._data.ndim < 2:
         raise RuntimeError("tril: input tensor must have at least 2 dimensions")
-    return _write_out(TrilBackward0.apply(input, diagonal=_int(diagonal, "diagonal")), out)
+    return write_out(TrilBackward0.apply(input, diagonal=_int(diagonal, "diagonal")), out, "tril", exact_dtype=True)
 
 
 def triu(input, diagonal=0, *, out=None):
     """The upper triangle (on and above diagonal ``diagonal``) of the last two dims; the rest zeroed."""
     if input._data.ndim < 2:
         raise RuntimeError("triu: input tensor must have at least 2 dimensions")
-    return _write_out(TriuBackward0.apply(input, diagonal=_int(diagonal, "diagonal")), out)
+    return write_out(TriuBackward0.apply(input, diagonal=_int(diagonal, "diagonal")), out, "triu", exact_dtype=True)
 
 
 def tril_(self, diagonal=0):
@@ -1442,7 +1439,7 @@ class SegmentSumBackward0(Op):
 
 def _check_counts(t):
     if t.dtype.is_floating_point or t.dtype is _dtype.bool:
-        raise NotImplementedError(f'"repeat_interleave" not implemented for \'{t.dtype._tensor_name[:-6]}\'')
+        raise NotImplementedError(f'"repeat_interleave" not implemented for \'{t.dtype._scalar_name}\'')
 
 
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):

@@ -1092,3 +1092,97 @@ def test_functions_exported_like_torch(torch):
     for name in ["scatter_", "scatter_add_", "scatter_reduce_", "index_add_", "index_copy_", "index_fill_",
                  "index_put_", "masked_fill_", "masked_scatter_", "put_", "put"]:
         assert hasattr(mt.Tensor, name) and hasattr(torch.Tensor, name), name
+
+
+# ---------------------------------------------------------------------- out=
+
+def _out_cases(lib, dev):
+    """(name, call(out), a good out, a wrong-dtype out) for every indexing op taking out=, built in ``lib``."""
+    kw = {} if lib is not mt else {"device": dev}
+    x = lib.tensor([[1.0, -2.0, 3.0], [4.0, 5.0, -6.0]], **kw)
+    i = lib.tensor([[0, 2], [1, 0]], **kw)
+    v = lib.tensor([1, 0], **kw)
+    src = lib.tensor([[7.0, 8.0], [9.0, 10.0]], **kw)
+
+    def empty(*shape, dtype=None):
+        return lib.empty(*shape, dtype=dtype or lib.float32, **kw)
+    return [
+        ("gather", lambda o: lib.gather(x, 1, i, out=o), (2, 2), lib.float64),
+        ("scatter", lambda o: lib.scatter(x, 1, i, src, out=o), (2, 3), lib.float64),
+        ("scatter_add", lambda o: lib.scatter_add(x, 1, i, src, out=o), (2, 3), lib.int64),
+        ("scatter_reduce", lambda o: lib.scatter_reduce(x, 1, i, src, "amax", out=o), (2, 3), lib.float64),
+        ("index_add", lambda o: lib.index_add(x, 0, v, x, out=o), (2, 3), lib.float64),
+        ("index_copy", lambda o: lib.index_copy(x, 0, v, x, out=o), (2, 3), lib.float64),
+        ("index_select", lambda o: lib.index_select(x, 1, v, out=o), (2, 2), lib.float64),
+        ("masked_select", lambda o: lib.masked_select(x, x > 0, out=o), (4,), lib.float64),
+        ("take_along_dim", lambda o: lib.take_along_dim(x, i, 1, out=o), (2, 2), lib.float64),
+        ("take_along_dim_flat", lambda o: lib.take_along_dim(x, v, out=o), (2,), lib.float64),
+        ("nonzero", lambda o: lib.nonzero(x, out=o), (6, 2), lib.int32),
+    ], empty
+
+
+@pytest.mark.parametrize("case", range(11))
+def test_indexing_out_contract_like_torch(torch, device, case):
+    ours, m_empty = _out_cases(mt, device)
+    theirs, t_empty = _out_cases(torch, "cpu")
+    name, m_call, shape, _ = ours[case]
+    _, t_call, _, t_bad = theirs[case]
+    m_bad = getattr(mt, str(t_bad).rsplit(".", 1)[-1])
+    good_dt = mt.int64 if name == "nonzero" else None
+    # right dtype, wrong shape: resized with PyTorch's deprecation warning, written, version bumped
+    out = m_empty(1, dtype=good_dt)
+    v0 = out._version
+    with pytest.warns(UserWarning, match="An output with one or more elements was resized"):
+        r = m_call(out)
+    assert r is out and tuple(out.shape) == shape and out._version > v0
+    expected = t_call(t_empty(*shape, dtype=torch.int64 if name == "nonzero" else None))
+    assert_close(out, expected.numpy())
+    # an empty out is resized silently
+    out = m_empty(0, dtype=good_dt)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m_call(out)
+    assert tuple(out.shape) == shape
+    # a dtype PyTorch refuses, with its message; out keeps its contents
+    bad = m_empty(*shape, dtype=m_bad).zero_()
+    _raises_like(torch, lambda: m_call(bad), lambda: t_call(t_empty(*shape, dtype=t_bad)))
+    assert not to_np(bad).any()
+    # not a tensor (PyTorch words this per overload set; ours names the argument)
+    _raises_like(torch, lambda: m_call(3), lambda: t_call(3), match_message=False)
+    with pytest.raises(TypeError, match=r"\(\): argument 'out' must be Tensor, not int"):
+        m_call(3)
+
+
+def test_indexing_out_refuses_autograd(torch, device):
+    x = _t(_arr(2, 3), device, requires_grad=True)
+    i = mt.tensor([[0, 2], [1, 0]], device=device)
+    tx = torch.tensor(_arr(2, 3), requires_grad=True)
+    ti = torch.tensor([[0, 2], [1, 0]])
+    _raises_like(torch, lambda: mt.gather(x, 1, i, out=mt.empty(2, 2, dtype=mt.float64, device=device)),
+                 lambda: torch.gather(tx, 1, ti, out=torch.empty(2, 2, dtype=torch.float64)))
+    _raises_like(torch, lambda: mt.sort(x, out=(mt.empty(0, dtype=mt.float64, device=device),
+                                                mt.empty(0, dtype=mt.int64, device=device))),
+                 lambda: torch.sort(tx, out=(torch.empty(0, dtype=torch.float64), torch.empty(0, dtype=torch.int64))))
+    with mt.no_grad():
+        out = mt.empty(0, dtype=mt.float64, device=device)
+        assert mt.gather(x, 1, i, out=out) is out and not out.requires_grad
+
+
+@pytest.mark.parametrize("fn", ["sort", "topk", "kthvalue", "median"])
+def test_values_indices_out_like_torch(torch, device, fn):
+    a = _arr(3, 4)
+    args = {"sort": (), "topk": (2,), "kthvalue": (2,), "median": (1,)}[fn]
+    x, tx = _t(a, device), torch.tensor(a)
+    vals, idx = mt.empty(0, dtype=mt.float64, device=device), mt.empty(0, dtype=mt.int64, device=device)
+    r = getattr(mt, fn)(x, *args, out=(vals, idx))
+    assert r.values is vals and r.indices is idx
+    e = getattr(torch, fn)(tx, *args)
+    assert_close(vals, e.values.numpy())
+    assert_close(idx, e.indices.numpy())
+    if fn == "median":
+        return  # PyTorch words median's dtype refusal as a legacy type check
+    _raises_like(torch, lambda: getattr(mt, fn)(x, *args, out=(mt.empty(0, device=device), idx)),
+                 lambda: getattr(torch, fn)(tx, *args, out=(torch.empty(0), torch.empty(0, dtype=torch.int64))))
+    _raises_like(torch, lambda: getattr(mt, fn)(x, *args, out=(vals, mt.empty(0, dtype=mt.int32, device=device))),
+                 lambda: getattr(torch, fn)(tx, *args, out=(torch.empty(0, dtype=torch.float64),
+                                                            torch.empty(0, dtype=torch.int32))))

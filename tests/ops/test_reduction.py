@@ -575,7 +575,8 @@ def test_inplace_cumsum_cumprod(device, torch):
 def test_out_argument(device):
     x = _t([[1.0, 2.0], [3.0, 4.0]], device)
     out = mt.empty(5, device=device)
-    r = mt.sum(x, 1, out=out)
+    with pytest.warns(UserWarning, match="An output with one or more elements was resized"):
+        r = mt.sum(x, 1, out=out)
     assert r is out and out.tolist() == [3.0, 7.0]
     vals, idx = mt.empty(2, device=device), mt.zeros(2, dtype=mt.int64, device=device)
     r = mt.max(x, 0, out=(vals, idx))
@@ -662,3 +663,31 @@ def test_full_reductions_hold_real_zero_dim_arrays(device):
         before = to_np(r).copy()
         r.mul_(2)
         assert_close(r, before * 2)
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib, x, o: lib.mean(x, 0, out=o(lib.int64)),
+    lambda lib, x, o: lib.amax(x, 0, out=o(lib.float64)),
+    lambda lib, x, o: lib.any(x, 0, out=o(lib.float64)),
+    lambda lib, x, o: lib.argmax(x, 0, out=o(lib.int32)),
+    lambda lib, x, o: lib.logsumexp(x, 0, out=o(lib.int64)),
+    lambda lib, x, o: lib.max(x, 0, out=(o(lib.float64), o(lib.int64))),
+    lambda lib, x, o: lib.max(x, 0, out=(o(lib.float32), o(lib.int32))),
+    lambda lib, x, o: lib.sum(x, 0, out=3),
+], ids=["mean-cast", "amax", "any", "argmax", "logsumexp", "max-values", "max-indices", "not-tensor"])
+def test_out_checks_like_torch(torch, device, call):
+    a = [[1.0, -2.0, 3.0], [4.0, 5.0, -6.0]]
+    x, tx = _t(a, device), torch.tensor(a)
+
+    def m_out(dt):
+        return mt.zeros(3, dtype=dt, device=device)
+
+    def t_out(dt):
+        return torch.zeros(3, dtype=dt)
+    with pytest.raises(Exception) as t_err:
+        call(torch, tx, t_out)
+    with pytest.raises(Exception) as m_err:
+        call(mt, x, m_out)
+    assert type(m_err.value) is type(t_err.value)
+    if "invalid combination" not in str(t_err.value):
+        assert str(m_err.value) == str(t_err.value)

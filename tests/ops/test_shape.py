@@ -485,7 +485,8 @@ def test_non_float_results_record_no_history(device):
 def test_cat_out(device):
     x = _t(_arr(2, 3), device)
     out = _t(_arr(1), device)
-    r = mt.cat([x, x], 0, out=out)
+    with pytest.warns(UserWarning, match="An output with one or more elements was resized"):
+        r = mt.cat([x, x], 0, out=out)
     assert r is out and tuple(out.shape) == (4, 3)
     assert_close(out, np.concatenate([to_np(x)] * 2))
     with pytest.raises(RuntimeError, match="out="):
@@ -764,3 +765,19 @@ def test_bad_argument_types(device):
         x.narrow(0, 0.5, 1)
     with pytest.raises(TypeError):
         x.flip()
+
+
+def test_cat_stack_tril_out_dtype_like_torch(torch, device):
+    a = _arr(2, 3)
+    x, tx = _t(a, device), torch.tensor(a)
+    for fn, args in [("cat", ([x, x],)), ("stack", ([x, x],)), ("tril", (x,))]:
+        targs = tuple([tx, tx] if isinstance(v, list) else tx for v in args)
+        with pytest.raises(Exception) as t_err:
+            getattr(torch, fn)(*targs, out=torch.empty(0, dtype=torch.int64))
+        with pytest.raises(Exception) as m_err:
+            getattr(mt, fn)(*args, out=mt.empty(0, dtype=mt.int64, device=device))
+        assert type(m_err.value) is type(t_err.value)
+        assert str(m_err.value) == str(t_err.value).replace("torch.", "minitorch_gpu.")
+    # a wider float dtype is fine for cat, which casts into out
+    out = mt.empty(0, dtype=mt.float32, device=device)
+    assert mt.cat([x, x], out=out) is out and tuple(out.shape) == (4, 3)

@@ -13,8 +13,7 @@ from ...autograd.node import Op
 from ...ops import elementwise as _E
 from ...ops import reduction as _R
 from ...autograd._inplace import apply_inplace
-from ...ops._util import wrap_dim
-from ...tensor import Tensor
+from ...ops._util import check_tensor, wrap_dim
 
 __all__ = ["relu", "relu_", "relu6", "gelu", "silu", "mish", "sigmoid", "tanh", "softplus", "leaky_relu",
            "leaky_relu_", "elu", "elu_", "selu", "selu_", "celu", "celu_", "hardtanh", "hardtanh_", "hardswish",
@@ -383,8 +382,7 @@ def glu(input, dim=-1):
 def prelu(input, weight):
     """input where input > 0, else ``weight * input``; ``weight`` has one element or one per channel
     (dim 1 of the input)."""
-    if not isinstance(weight, Tensor):
-        raise TypeError(f"prelu(): argument 'weight' (position 2) must be Tensor, not {type(weight).__name__}")
+    check_tensor(weight, "prelu", "weight", 2)
     n = weight.numel()
     if n == 1:
         w = weight.reshape(())

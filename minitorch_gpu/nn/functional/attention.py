@@ -8,6 +8,7 @@ import math
 import warnings
 
 from ... import _dtype
+from ...ops._util import check_tensor
 from ...ops.elementwise import where
 from ...ops.reduction import SoftmaxBackward0
 from ...ops.shape import cat
@@ -20,14 +21,6 @@ from .padding import pad
 # layers (and code written against them) call them
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward", "_canonical_mask", "_none_or_dtype"]
 
-# C++ type names, as PyTorch's attention checks print them
-_CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
-              "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
-              "uint8": "unsigned char", "bool": "bool"}
-
-
-def _cpp(dt):
-    return _CPP_NAMES.get(dt.name, dt.name)
 
 
 def _safe_softmax_array(be, d, axis):
@@ -81,10 +74,6 @@ class CausalSoftmaxBackward0(SoftmaxBackward0):
         return _safe_softmax_array(be, filled, self.axis)
 
 
-def _check_tensor(x, fn, name, pos):
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be Tensor, not {type(x).__name__}")
-
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
@@ -96,22 +85,22 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     query, each shared by a group of query heads. Dropout (``dropout_p``) is applied whenever it is > 0.
     """
     fn = "scaled_dot_product_attention"
-    _check_tensor(query, fn, "query", 1)
-    _check_tensor(key, fn, "key", 2)
-    _check_tensor(value, fn, "value", 3)
+    check_tensor(query, fn, "query", 1)
+    check_tensor(key, fn, "key", 2)
+    check_tensor(value, fn, "value", 3)
     if attn_mask is not None:
-        _check_tensor(attn_mask, fn, "attn_mask", 4)
+        check_tensor(attn_mask, fn, "attn_mask", 4)
     if is_causal and attn_mask is not None:
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
     qdt = query.dtype
     if key.dtype is not qdt or value.dtype is not qdt:
-        raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got query.dtype: {_cpp(qdt)} "
-                           f"key.dtype: {_cpp(key.dtype)} and value.dtype: {_cpp(value.dtype)} instead.")
+        raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got query.dtype: {qdt._cpp_typeid_name} "
+                           f"key.dtype: {key.dtype._cpp_typeid_name} and value.dtype: {value.dtype._cpp_typeid_name} instead.")
     if attn_mask is not None and attn_mask.dtype is not _dtype.bool and not attn_mask.dtype.is_floating_point:
         raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query dtype, but got "
-                           f"attn_mask.dtype: {_cpp(attn_mask.dtype)} and  query.dtype: {_cpp(qdt)} instead.")
+                           f"attn_mask.dtype: {attn_mask.dtype._cpp_typeid_name} and  query.dtype: {qdt._cpp_typeid_name} instead.")
     if not qdt.is_floating_point:
-        raise RuntimeError(f"Expected query, key and value to be floating point tensors, but got {_cpp(qdt)}")
+        raise RuntimeError(f"Expected query, key and value to be floating point tensors, but got {qdt._cpp_typeid_name}")
     for name, t in (("query", query), ("key", key), ("value", value)):
         if t._data.ndim < 2:
             raise RuntimeError(f"{fn}: expected {name} to have at least 2 dimensions, but got {t._data.ndim}")

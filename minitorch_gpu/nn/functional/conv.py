@@ -10,8 +10,10 @@ other's adjoint — ``Im2ColBackward0`` (windows -> columns) and ``Col2ImBackwar
 A transposed convolution is the same GEMM followed by col2im, composed from those Tensor ops.
 """
 import itertools
+import math
 
 from ...autograd.node import Op
+from ...ops._util import check_same_device, check_tensor
 from ...tensor import Tensor
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
@@ -39,12 +41,6 @@ def _ntuple(value, n, fn, name):
         return tuple(out)
     raise TypeError(f"{fn}(): argument '{name}' must be tuple of ints, not {type(value).__name__}")
 
-
-def _prod(xs):
-    p = 1
-    for x in xs:
-        p *= x
-    return p
 
 
 def _type_name(t):
@@ -88,7 +84,7 @@ def _im2col(be, d, kernel, dilation, pads, stride, blocks, rows, copy=True):
     """Columns of ``d`` (N, C, *spatial) in the row or unfold layout. ``copy=False`` allows a view of ``d``
     when the windows tile it exactly."""
     n, c = d.shape[:2]
-    ck, L = c * _prod(kernel), _prod(blocks)
+    ck, L = c * math.prod(kernel), math.prod(blocks)
     shape = (n, L, ck) if rows else (n, ck, L)
     win = _windows(be, _pad_zeros(be, d, pads), kernel, dilation, stride, blocks, rows)
     cols = be.reshape_view(win, shape)
@@ -192,9 +188,9 @@ class ConvolutionBackward0(Op):
         n, c = xshape[:2]
         o = wshape[0]
         og = o // groups
-        kprod = _prod(geom[0])
+        kprod = math.prod(geom[0])
         ckg = c // groups * kprod
-        L = _prod(geom[5])
+        L = math.prod(geom[5])
         gx = gw = gb = None
         if need_x or need_w:
             g4 = g.reshape(n, groups, og, L)
@@ -212,11 +208,10 @@ class ConvolutionBackward0(Op):
 
 
 def _check_dtypes(input, weight, bias):
-    if input._be is not weight._be or (bias is not None and bias._be is not input._be):
-        devs = [input.device, weight.device] + ([bias.device] if bias is not None else [])
-        other = next(dv for dv in devs if dv != input.device)
-        raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
-                           f"{input.device} and {other}!")
+    if bias is None:
+        check_same_device(input, weight)
+    else:
+        check_same_device(input, weight, bias)
     if input.dtype is not weight.dtype:
         raise RuntimeError(f"Input type ({_type_name(input)}) and weight type ({_type_name(weight)}) should be the "
                            f"same")
@@ -250,10 +245,6 @@ def _check_input_dim(input, k, name):
                            f"size: {list(input.shape)}")
 
 
-def _need_tensor(x, fn, name, pos):
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be Tensor, not {type(x).__name__}")
-
 
 def _same_pads(kernel, dilation):
     pads = []
@@ -264,10 +255,10 @@ def _same_pads(kernel, dilation):
 
 
 def _conv(input, weight, bias, stride, padding, dilation, groups, k, name):
-    _need_tensor(input, name, "input", 1)
-    _need_tensor(weight, name, "weight", 2)
+    check_tensor(input, name, "input", 1)
+    check_tensor(weight, name, "weight", 2)
     if bias is not None:
-        _need_tensor(bias, name, "bias", 3)
+        check_tensor(bias, name, "bias", 3)
     _check_input_dim(input, k, name)
     stride = _ntuple(stride, k, name, "stride")
     dilation = _ntuple(dilation, k, name, "dilation")
@@ -337,10 +328,10 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 # ---------------------------------------------------------------------- transposed convolution
 
 def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, k, name):
-    _need_tensor(input, name, "input", 1)
-    _need_tensor(weight, name, "weight", 2)
+    check_tensor(input, name, "input", 1)
+    check_tensor(weight, name, "weight", 2)
     if bias is not None:
-        _need_tensor(bias, name, "bias", 3)
+        check_tensor(bias, name, "bias", 3)
     _check_input_dim(input, k, name)
     if isinstance(padding, str):
         raise TypeError(f"{name}(): argument 'padding' must be tuple of ints, not str")
@@ -381,8 +372,8 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     geom = _geometry(kernel, dilation, tuple((p, p) for p in padding), stride, spatial, blocks, rows=True)
     n = xs[0]
     cin_g = ws[0] // groups
-    kprod = _prod(kernel)
-    L = _prod(blocks)
+    kprod = math.prod(kernel)
+    L = math.prod(blocks)
     # one row per input position times the weight gives the row-layout columns that col2im scatters
     x3 = x.reshape(n, xs[1], L).transpose(1, 2).reshape(n * L, groups, cin_g).transpose(0, 1)
     cols = x3.matmul(weight.reshape(groups, cin_g, ws[1] * kprod)).transpose(0, 1).reshape(n, L, out_c * kprod)
@@ -443,7 +434,7 @@ def _blocks(spatial, kernel, dilation, padding, stride):
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """Extract sliding local blocks (im2col): (N, C, H, W) -> (N, C*kH*kW, L), or the same without N."""
-    _need_tensor(input, "unfold", "input", 1)
+    check_tensor(input, "unfold", "input", 1)
     kernel, dilation, padding, stride = _fold_args(kernel_size, dilation, padding, stride, "unfold")
     nd = input._data.ndim
     if nd not in (3, 4):
@@ -464,7 +455,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     """Combine sliding local blocks into an image (col2im, overlaps summed): (N, C*kH*kW, L) ->
     (N, C, *output_size), or the same without N."""
-    _need_tensor(input, "fold", "input", 1)
+    check_tensor(input, "fold", "input", 1)
     output_size = _ntuple(output_size, 2, "fold", "output_size")
     if len(output_size) != 2:
         raise RuntimeError(f"It is expected output_size equals to 2, but got size {len(output_size)}")

@@ -8,18 +8,14 @@ backward is two more GEMMs and a column sum, written with the matmul ops so that
 again. Everything else (a 1-D weight, a bias that merely broadcasts) goes through ``matmul`` and ``+``.
 Shape and dtype errors carry PyTorch's messages.
 """
+import math
+
 from ...autograd.node import Op
+from ...ops._util import check_tensor
 from ...ops import linalg as _L
-from ...tensor import Tensor
 
 __all__ = ["linear", "bilinear"]
 
-
-def _prod(shape):
-    n = 1
-    for s in shape:
-        n *= s
-    return n
 
 
 class _LinearNode(Op):
@@ -69,10 +65,6 @@ class MmBackward0(_LinearNode):
     """linear without a bias."""
 
 
-def _check_tensor(fn, name, pos, x):
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be Tensor, not {type(x).__name__}")
-
 
 def linear(input, weight, bias=None):
     """``input @ weight.T + bias``: ``weight`` is (out_features, in_features), ``bias`` (out_features,).
@@ -80,10 +72,10 @@ def linear(input, weight, bias=None):
     >>> linear(mt.ones(2, 3), mt.ones(4, 3)).shape
     minitorch_gpu.Size([2, 4])
     """
-    _check_tensor("linear", "input", 1, input)
-    _check_tensor("linear", "weight", 2, weight)
+    check_tensor(input, "linear", "input", 1)
+    check_tensor(weight, "linear", "weight", 2)
     if bias is not None:
-        _check_tensor("linear", "bias", 3, bias)
+        check_tensor(bias, "linear", "bias", 3)
     xd, wd = input._data, weight._data
     if xd.ndim == 0 or wd.ndim == 0:
         raise RuntimeError(f"both arguments to linear need to be at least 1D, but they are {xd.ndim}D and "
@@ -92,7 +84,7 @@ def linear(input, weight, bias=None):
         k = xd.shape[-1]
         n_out, n_in = wd.shape
         if k != n_in:
-            raise _L._mm_shape_error(_prod(xd.shape[:-1]), k, n_in, n_out)
+            raise _L._mm_shape_error(math.prod(xd.shape[:-1]), k, n_in, n_out)
         if xd.dtype != wd.dtype:
             _L._mm_dtype_check(input, weight)
         if bias is not None and bias._data.dtype != xd.dtype:
@@ -105,7 +97,7 @@ def linear(input, weight, bias=None):
                 return MmBackward0.apply(input, weight, None)
             return AddmmBackward0.apply(input, weight, bias)
         if bias is not None:
-            _L._check_expand(bias._data.shape, (_prod(xd.shape[:-1]), n_out), bias.dtype)
+            _L._check_expand(bias._data.shape, (math.prod(xd.shape[:-1]), n_out), bias.dtype)
     r = _L.matmul(input, weight.t())
     return r if bias is None else r + bias
 
@@ -113,9 +105,9 @@ def linear(input, weight, bias=None):
 def bilinear(input1, input2, weight, bias=None):
     """``y[..., k] = input1[..., i] * weight[k, i, j] * input2[..., j] + bias[k]``; the two inputs share
     their leading (batch) dims."""
-    _check_tensor("bilinear", "input1", 1, input1)
-    _check_tensor("bilinear", "input2", 2, input2)
-    _check_tensor("bilinear", "weight", 3, weight)
+    check_tensor(input1, "bilinear", "input1", 1)
+    check_tensor(input2, "bilinear", "input2", 2)
+    check_tensor(weight, "bilinear", "weight", 3)
     s1, s2, sw = input1._data.shape, input2._data.shape, weight._data.shape
     if len(s1) != len(s2):
         raise RuntimeError(f"bilinear(): input dimensions do not match: got {len(s1)} and {len(s2)}")
@@ -132,7 +124,7 @@ def bilinear(input1, input2, weight, bias=None):
         raise RuntimeError(f"bilinear(): input2 size does not match weight size: got {s2[-1]} but expected "
                            f"{sw[2]}")
     if bias is not None:
-        _check_tensor("bilinear", "bias", 4, bias)
+        check_tensor(bias, "bilinear", "bias", 4)
         if bias.dim() != 1 or bias._data.shape[0] != sw[0]:
             got = bias._data.shape[-1] if bias.dim() else 0
             raise RuntimeError(f"bilinear(): bias size does not match weight size: got {got} but expected "

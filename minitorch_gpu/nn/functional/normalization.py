@@ -20,12 +20,14 @@ compute the same formula:
 
     dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)),   dxhat = dy * weight
 """
+import math
 import numbers
 import operator
 
 from ... import _dtype
 from ...autograd.node import Op
 from ...autograd.grad_mode import _state, no_grad
+from ...ops._util import check_same_device
 from ...tensor import Tensor
 
 __all__ = ["layer_norm", "rms_norm", "group_norm", "batch_norm", "instance_norm", "normalize"]
@@ -36,12 +38,6 @@ _data_of = operator.attrgetter("_data")
 _EPS = {"float16": 0.0009765625, "bfloat16": 0.0078125, "float32": 1.1920928955078125e-07,
         "float64": 2.220446049250313e-16}
 
-
-def _prod(shape):
-    n = 1
-    for s in shape:
-        n *= s
-    return n
 
 
 def _compute_dtype(be, npd):
@@ -193,10 +189,7 @@ def _check_param_dtype(input, params, msg):
 
 
 def _same_device(input, params):
-    for p in params:
-        if p is not None and p._be is not input._be:
-            raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
-                               f"{input.device} and {p.device}!")
+    check_same_device(input, *[p for p in params if p is not None])
 
 
 def _shape_tuple(normalized_shape, fn):
@@ -216,7 +209,7 @@ def _normalized_view(input, shape, fn, sep):
     if len(xs) < k or tuple(xs[len(xs) - k:]) != shape:
         raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
                            f"[*{sep}{', '.join(map(str, shape))}], but got input of size{list(xs)}")
-    return (_prod(xs[:len(xs) - k]), _prod(shape))
+    return (math.prod(xs[:len(xs) - k]), math.prod(shape))
 
 
 def _check_param_shape(p, name, shape):
@@ -277,7 +270,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
                        f"mixed dtype (CPU): expect parameter to have scalar type of {input.dtype._scalar_name}")
     _same_device(input, (weight, bias))
     g = num_groups
-    view = (n, g, c // g, _prod(xs[2:]))
+    view = (n, g, c // g, math.prod(xs[2:]))
     return NativeGroupNormBackward0.apply(input, weight, bias, view=view, axes=(2, 3), wshape=(1, g, c // g, 1),
                                           eps=float(eps))
 
@@ -321,7 +314,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     estimates are used."""
     if training:
         xs = input._data.shape
-        size = _prod(xs[:1] + xs[2:]) if xs else 1
+        size = math.prod(xs[:1] + xs[2:]) if xs else 1
         if size == 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input size {input.shape}")
     if (running_mean is None) != (running_var is None):
@@ -343,7 +336,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if not training:
         return _eval_affine(input, running_mean, running_var, weight, bias, eps)
     xs = input._data.shape
-    view = (xs[0], c, _prod(xs[2:]))
+    view = (xs[0], c, math.prod(xs[2:]))
     be = input._be
     stats = None
     if running_mean is not None:
@@ -367,7 +360,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     the batch)."""
     xs = input._data.shape
     if use_input_stats:
-        if _prod(xs[2:]) == 1:
+        if math.prod(xs[2:]) == 1:
             raise ValueError(f"Expected more than 1 spatial element when training, got input size {input.shape}")
     if input._data.ndim < 2:
         raise RuntimeError(f"instance_norm: expected an input with at least 2 dims (N, C, ...), got "
@@ -382,7 +375,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         if running_mean is None or running_var is None:
             raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is false")
         return _eval_affine(input, running_mean, running_var, weight, bias, eps)
-    view = (xs[0], c, _prod(xs[2:]))
+    view = (xs[0], c, math.prod(xs[2:]))
     be = input._be
     stats = None
     if running_mean is not None and running_var is not None:

@@ -9,6 +9,7 @@ import numpy as _np  # host-side only: the index tables of the non-constant mode
 
 from ...autograd.node import Op
 from ...ops.indexing import IndexSelectBackward0
+from ...ops._util import check_tensor
 from ...tensor import Tensor
 
 __all__ = ["pad"]
@@ -112,8 +113,7 @@ def pad(input, pad, mode="constant", value=None):
     """Pad the last ``len(pad) // 2`` dims of ``input``: ``pad = (left, right, top, bottom, ...)`` starting
     from the last dim. ``mode`` is 'constant' (with ``value``, default 0), 'reflect', 'replicate' or
     'circular'; negative pads crop."""
-    if not isinstance(input, Tensor):
-        raise TypeError(f"pad(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    check_tensor(input, "pad", "input", 1)
     pad = _check_pad_arg(pad)
     if value is not None:
         if isinstance(value, Tensor):

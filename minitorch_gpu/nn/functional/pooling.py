@@ -17,8 +17,9 @@ import numpy as _np  # host-side only: divisor and bin tables, dtype limits
 from ... import _dtype
 from ...autograd.node import Op
 from ...ops.indexing import IndexSelectBackward0, ScatterAddBackward0, ScatterBackward0
+from ...ops._util import check_tensor
 from ...tensor import Tensor
-from .conv import Col2ImBackward0, _geometry, _prod
+from .conv import Col2ImBackward0, _geometry
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
            "max_pool3d_with_indices", "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d",
@@ -65,8 +66,7 @@ def _output_size(n, k, pad, stride, dilation, ceil_mode):
 
 
 def _check_input(input, k, fn):
-    if not isinstance(input, Tensor):
-        raise TypeError(f"{fn}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    check_tensor(input, fn, "input", 1)
     shape = input._data.shape
     if len(shape) not in (k + 1, k + 2) or any(n == 0 for n in shape[1:]):
         raise RuntimeError(f"non-empty {k + 1}D or {k + 2}D (batch mode) tensor expected for input")
@@ -151,7 +151,7 @@ def _max_pool_arrays(be, d, kernel, stride, pads, dilation, blocks):
     spatial = d.shape[-k:]
     padded = _pad_last(be, d, pads, _lowest(d.dtype))
     win = _window_view(be, padded, kernel, stride, dilation, blocks)
-    win = be.reshape(win, win.shape[:-k] + (_prod(kernel),))
+    win = be.reshape(win, win.shape[:-k] + (math.prod(kernel),))
     vals, choice = be.max_dim(win, -1)
     return vals, be.max_pool_positions(choice, kernel, stride, pads, dilation, spatial)
 
@@ -168,8 +168,8 @@ class _MaxPoolOp(Op):
     def backward(self, g):
         be = g._be
         shape = self.in_shape
-        plane = _prod(shape[-self.nspatial:])
-        lead = _prod(shape[:-self.nspatial])
+        plane = math.prod(shape[-self.nspatial:])
+        lead = math.prod(shape[:-self.nspatial])
         idx = be.reshape(self.indices, (lead, -1))
         z = Tensor._make(be.zeros((lead, plane), g._data.dtype), be)
         gx = ScatterAddBackward0.apply(z, g.reshape(lead, idx.shape[1]), dim=1, index=idx)
@@ -288,11 +288,11 @@ class _AvgPoolOp(Op):
         kernel = self.geom[0]
         k = len(kernel)
         shape = self.in_shape
-        lead = _prod(shape[:-k])
+        lead = math.prod(shape[:-k])
         blocks = self.geom[5]
-        L = _prod(blocks)
+        L = math.prod(blocks)
         scaled = g * Tensor._make(self.inv, be)
-        kp = _prod(kernel)
+        kp = math.prod(kernel)
         cols = scaled.reshape(lead, 1, 1, L).expand(lead, 1, kp, L).reshape(lead, kp, L)
         gx = Col2ImBackward0.apply(cols, geom=self.geom, channels=1)
         return (gx.reshape(shape),)
@@ -361,8 +361,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 # ---------------------------------------------------------------------- adaptive pooling
 
 def _adaptive_sizes(input, output_size, k, fn):
-    if not isinstance(input, Tensor):
-        raise TypeError(f"{fn}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    check_tensor(input, fn, "input", 1)
     shape = input._data.shape
     if len(shape) not in (k + 1, k + 2) or any(n == 0 for n in shape[1:]):
         raise RuntimeError(f"{fn}(): Expected {k + 1}D or {k + 2}D tensor, but got {list(shape)}")
@@ -517,7 +516,7 @@ def _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, k, fn):
     out = avg_fn(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
     # the window mean times the window size is the window sum; sign * relu(abs) keeps PyTorch's handling
     # of negative sums (NaN after the root, as in PyTorch)
-    return (out.sign() * out.abs().relu()).mul(_prod(kernel)).pow(1.0 / norm_type)
+    return (out.sign() * out.abs().relu()).mul(math.prod(kernel)).pow(1.0 / norm_type)
 
 
 def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
@@ -558,8 +557,7 @@ def _unpool_output_size(input, kernel, stride, padding, output_size):
 
 def _max_unpool(input, indices, kernel_size, stride, padding, output_size, k, fn):
     for name, t, pos in (("input", input, 1), ("indices", indices, 2)):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be Tensor, not {type(t).__name__}")
+        check_tensor(t, fn, name, pos)
     kernel = _ints(kernel_size, k, fn, "kernel_size")
     stride = kernel if stride is None else _ints(stride, k, fn, "stride")
     padding = _ints(padding, k, fn, "padding")
@@ -569,10 +567,10 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, k, fn
         raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor ({list(input.shape)}) "
                            f"but got indices tensor with shape: {list(indices.shape)}")
     sizes = [int(v) for v in _unpool_output_size(input, kernel, stride, padding, output_size)]
-    plane = _prod(sizes)
+    plane = math.prod(sizes)
     shape = input._data.shape
     lead = shape[:-k]
-    n = _prod(lead)
+    n = math.prod(lead)
     idx = input._be.reshape(input._be.ascontiguous(indices._data), (n, -1))
     if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= plane):
         bad = idx[(idx < 0) | (idx >= plane)]
@@ -680,8 +678,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     """Resample the spatial dims of (N, C, *spatial) to ``size`` or by ``scale_factor``. ``mode``: 'nearest',
     'nearest-exact', 'linear' (3-D input), 'bilinear' / 'bicubic' (4-D), 'trilinear' (5-D) or 'area';
     ``align_corners`` (interpolating modes) maps corner pixel centres onto each other."""
-    if not isinstance(input, Tensor):
-        raise TypeError(f"interpolate(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    check_tensor(input, "interpolate", "input", 1)
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
             raise ValueError("align_corners option can only be set with the interpolating modes: "

@@ -11,6 +11,7 @@ adds one element, up to a few hundred rows), else as a scatter-add. Under ``crea
 from ... import _dtype
 from ...autograd.node import Op
 from ...autograd.grad_mode import _state, no_grad
+from ...ops._util import check_same_device, check_tensor
 from ...ops.elementwise import where
 from ...ops.indexing import IndexAddBackward0, one_hot
 from ...tensor import Tensor
@@ -99,9 +100,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     tensor([[0., 1., 0.],
             [0., 1., 0.]])
     """
-    if not isinstance(input, Tensor) or not isinstance(weight, Tensor):
-        bad, name = (input, "input") if not isinstance(input, Tensor) else (weight, "weight")
-        raise TypeError(f"embedding(): argument '{name}' must be Tensor, not {type(bad).__name__}")
+    check_tensor(input, "embedding", "input")
+    check_tensor(weight, "embedding", "weight")
     if padding_idx is not None:
         n = weight.shape[0] if weight.dim() else 0
         if padding_idx > 0:
@@ -117,9 +117,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
                            f"Long, Int; but got minitorch_gpu.{input.dtype._tensor_name} instead (while checking "
                            f"arguments for embedding)")
-    if input._be is not weight._be:
-        raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
-                           f"{weight.device} and {input.device}!")
+    check_same_device(weight, input)
     be = weight._be
     idx = input._data
     if idx.size:
