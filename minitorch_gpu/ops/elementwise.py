@@ -3,7 +3,10 @@ where / lerp / clamp / addcmul / addcdiv.
 
 Each differentiable op is an ``Op`` subclass named like PyTorch's node (``AddBackward0``) holding its
 forward (arrays through the backend) next to its backward (Tensor ops, so it can be differentiated
-again), and a function that prepares operands and applies it.
+again), and a function that prepares operands and applies it. Ops that fit a row are rows: the unary table
+(``_unary``) builds node, function, in-place form, aliases, dunder and exports from one call, and binary
+rows (``_binary_node`` / ``_binary``) give a ``_BinaryOp`` its primitive and derivatives; pow's several
+forms, rounded division, where, clamp, lerp, addcmul/addcdiv and the activations are written out.
 
 Python scalars never become tensors on the hot path: a ``tensor op scalar`` call passes the scalar to the
 op as a keyword (``MulBackward0.apply(x, other=2.0)``), and ``_prep_scalar`` applies PyTorch's promotion for
@@ -202,13 +205,6 @@ def _grad_to(g, shape, dt):
     return g
 
 
-def _cast_dtypes(a, b):
-    """The input dtypes to cast gradients back to, or None when both already have the result dtype."""
-    if a._data.dtype is b._data.dtype:
-        return None
-    return (a.dtype, b.dtype)
-
-
 def _need_tensor(a, b, name):
     """A binary function needs a tensor on one side (either, since ``2 + x`` reaches it reflected)."""
     if not isinstance(b, Tensor):
@@ -366,7 +362,7 @@ def _binary_node(node, prim, grad_a, grad_b, reads=("", ""), *, true_division=Fa
     """The Op class of one binary row. ``reads``: the inputs each derivative reads ("ab", "b", ...)."""
     saves_a = ("a" in reads[0], "a" in reads[1])
     saves_b = ("b" in reads[0], "b" in reads[1])
-    cls: type[_BinaryOp] = type(node, (_BinaryOp,), {
+    cls = type(node, (_BinaryOp,), {
         "__module__": __name__, "__qualname__": node, "__doc__": f"Backward node of ``{prim}``.", "prim": prim,
         "true_division": true_division, "bool_kernel": bool_kernel, "saves_a": saves_a, "saves_b": saves_b,
         "saves": any(saves_a) or any(saves_b), "grad_a": staticmethod(grad_a), "grad_b": staticmethod(grad_b)})
