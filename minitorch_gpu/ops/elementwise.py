@@ -1253,13 +1253,15 @@ def _unary_node(node, prim, dtype, saves, grad, check=None):
     """The Op class of a unary row. Its forward and backward are closures over the row (no per-call lookups of
     the row's fields)."""
     saves_input = saves == INPUT
+    keeps_dtype = dtype == SAME
+    exact = dtype == EXACT
 
     def forward(self, x):
         if check is not None:
             check(x)
         d = x._data
-        if dtype != SAME and _INFO[d.dtype][0] != _FLOAT:
-            if dtype == EXACT:
+        if not keeps_dtype and _INFO[d.dtype][0] != _FLOAT:
+            if exact:
                 return x._be.copy(d)
             d = d.astype(_default[0].np_dtype)
         if saves_input:
