@@ -2,31 +2,42 @@
 erfinv, sigmoid, gelu, softplus) that the array modules lack or compute unstably.
 
 ``unary(name, x, out=None)`` and ``binary(name, a, b, out=None)`` look the name up in a per-backend table
-built once from ``_UNARY`` / ``_BINARY`` (attributes of ``xp``) and methods named ``_u_<name>`` /
-``_b_<name>``, so a backend with its own kernels overrides one method and keeps the rest, and a call costs
-one dict lookup. Bodies are written against ``self.xp`` so they serve NumPy and CuPy alike.
+built once from the primitive table (``_elementwise_table.PRIMITIVES``): each row names either the array
+library's function or the method below that computes it, so a call costs one dict lookup. Bodies are written
+against ``self.xp`` so they serve NumPy and CuPy alike.
 
 Inputs arrive already in their result dtype (the op layer applies PyTorch's promotion); a Python scalar
 operand keeps the array's dtype (NEP 50 "weak" scalars), which is PyTorch's rule as well.
 """
+from __future__ import annotations
+
 import functools
 import math
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 import numpy as np
+
+from ._elementwise_table import Prim, by_arity
+from ._types import Array, NpDtype, Operand, PrimitiveHost
 
 _SQRT1_2 = 0.7071067811865476
 _INV_SQRT_2PI = 0.3989422804014327
 _GELU_TANH_BETA = 0.7978845608028654  # sqrt(2 / pi)
 _GELU_TANH_KAPPA = 0.044715
 # signed integers as wide as each float dtype: bit-level selection
-_INT_OF_SIZE = {2: np.int16, 4: np.int32, 8: np.int64}
+_INT_OF_SIZE: dict[int, type[np.signedinteger[Any]]] = {2: np.int16, 4: np.int32, 8: np.int64}
+
+_Body = TypeVar("_Body", bound=Callable[..., Any])
+Map = Callable[..., Any]
+"""A unary or binary map: ``fn(x[, y], out=None)``."""
 
 
-def _lift_0d(fn):
+def _lift_0d(fn: _Body) -> _Body:
     """Run a multi-step primitive on a 1-element view of a 0-d input: NumPy turns 0-d results into scalars,
     which the in-place steps (``out=``) cannot write to."""
     @functools.wraps(fn)
-    def run(self, x, *args, **kwargs):
+    def run(self: Any, x: Array, *args: Any, **kwargs: Any) -> Array:
         if x.ndim == 0:
             out = kwargs.get("out")
             if out is not None:
@@ -35,50 +46,38 @@ def _lift_0d(fn):
             r = fn(self, x.reshape(1), *args, **kwargs)
             return r.reshape(()) if out is None else out
         return fn(self, x, *args, **kwargs)
-    return run
+    return cast(_Body, run)
 
 
-class ElementwiseMixin:
-    # name -> attribute of xp; special cases are methods named _u_<name> / _b_<name>
-    _UNARY = {
-        "neg": "negative", "abs": "abs", "exp": "exp", "exp2": "exp2", "log": "log",
-        "log2": "log2", "log10": "log10", "log1p": "log1p", "expm1": "expm1", "sqrt": "sqrt", "sin": "sin",
-        "cos": "cos", "tan": "tan", "tanh": "tanh", "floor": "floor", "ceil": "ceil", "trunc": "trunc",
-        "reciprocal": "reciprocal", "square": "square", "logical_not": "logical_not",
-        "bitwise_not": "invert", "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite",
-        "asin": "arcsin", "acos": "arccos", "atan": "arctan", "sinh": "sinh", "cosh": "cosh",
-        "asinh": "arcsinh", "acosh": "arccosh", "atanh": "arctanh", "signbit": "signbit", "rint": "rint",
-        "deg2rad": "deg2rad", "rad2deg": "rad2deg",
-    }
-    _BINARY = {
-        "add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divide", "floor_divide": "floor_divide",
-        "remainder": "remainder", "fmod": "fmod", "pow": "power", "maximum": "maximum", "minimum": "minimum",
-        "fmax": "fmax", "fmin": "fmin",
-        "eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal", "gt": "greater",
-        "ge": "greater_equal", "logical_and": "logical_and", "logical_or": "logical_or",
-        "logical_xor": "logical_xor", "bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or",
-        "bitwise_xor": "bitwise_xor", "atan2": "arctan2", "left_shift": "left_shift",
-        "right_shift": "right_shift", "copysign": "copysign", "hypot": "hypot", "logaddexp": "logaddexp",
-    }
+def _copy_to(xp: Any, out: Array | None, r: Array) -> Array:
+    """``r``, or ``out`` holding it: for bodies that compute into a temporary."""
+    if out is None:
+        return r
+    xp.copyto(out, r)
+    return out
+
+
+class ElementwiseMixin(PrimitiveHost):
+    _ndarray: type
+    _utab: dict[str, Map]
+    _btab: dict[str, Map]
 
     # ---------------------------------------------------------------- dispatch tables
-    def _build_tables(self):
-        xp = self.xp
-        self._ndarray = xp.ndarray
-        un, bi = {}, {}
-        for name, attr in self._UNARY.items():
-            un[name] = getattr(xp, attr)
-        for name, attr in self._BINARY.items():
-            bi[name] = getattr(xp, attr)
-        for attr in dir(type(self)):
-            if attr.startswith("_u_"):
-                un[attr[3:]] = getattr(self, attr)
-            elif attr.startswith("_b_"):
-                bi[attr[3:]] = getattr(self, attr)
-        self._utab = un
-        self._btab = bi
+    def _map_of(self, row: Prim) -> Map:
+        if row.body is not None:
+            fn: Map = getattr(self, row.body)
+            return fn
+        if row.xp is None:
+            raise TypeError(f"primitive {row.name} has neither an array-library function nor a body")
+        ufunc: Map = getattr(self.xp, row.xp)
+        return ufunc
 
-    def unary(self, name, x, out=None):
+    def _build_tables(self) -> None:
+        self._ndarray = self.xp.ndarray
+        self._utab = {name: self._map_of(row) for name, row in by_arity("unary").items()}
+        self._btab = {name: self._map_of(row) for name, row in by_arity("binary").items()}
+
+    def unary(self, name: str, x: Array, out: Array | None = None) -> Array:
         try:
             fn = self._utab[name]
         except AttributeError:
@@ -88,7 +87,7 @@ class ElementwiseMixin:
         # NumPy returns a scalar for 0-d operands; tensors always hold arrays
         return r if r.__class__ is self._ndarray else self.xp.asarray(r)
 
-    def binary(self, name, a, b, out=None):
+    def binary(self, name: str, a: Operand, b: Operand, out: Array | None = None) -> Array:
         try:
             fn = self._btab[name]
         except AttributeError:
@@ -97,11 +96,11 @@ class ElementwiseMixin:
         r = fn(a, b) if out is None else fn(a, b, out=out)
         return r if r.__class__ is self._ndarray else self.xp.asarray(r)
 
-    def where(self, cond, a, b):
+    def where(self, cond: Array, a: Operand, b: Operand) -> Array:
         return self.xp.asarray(self.xp.where(cond, a, b))
 
     @_lift_0d
-    def threshold_backward(self, g, x, threshold):
+    def threshold_backward(self, g: Array, x: Array, threshold: float) -> Array:
         """``g`` where ``x > threshold``, else 0: the gradient of relu (``x`` its output, threshold 0)."""
         xp = self.xp
         keep = xp.greater(x, threshold)
@@ -115,7 +114,7 @@ class ElementwiseMixin:
         xp.bitwise_and(bits, g.view(bits_t), out=bits)
         return bits.view(g.dtype)
 
-    def isclose(self, a, b, rtol, atol, equal_nan):
+    def isclose(self, a: Array, b: Array, rtol: float, atol: float, equal_nan: bool) -> Array:
         """|a - b| <= atol + rtol |b| or a == b (so equal infinities are close); an infinite difference never
         is. Floats narrower than float32 compare in float32, integers in float64; no NumPy warnings for
         the inf - inf on the way."""
@@ -134,7 +133,7 @@ class ElementwiseMixin:
             close = close | (xp.isnan(a) & xp.isnan(b))
         return xp.asarray(close)
 
-    def narrow(self, x, np_dtype):
+    def narrow(self, x: Array, np_dtype: NpDtype) -> Array:
         """``x`` rounded to a narrower float dtype (float32 -> float16 / bfloat16); values beyond its range
         become inf silently, as PyTorch's casts do."""
         if self.xp is np:
@@ -142,10 +141,10 @@ class ElementwiseMixin:
                 return np.asarray(x.astype(np_dtype))
         return x.astype(np_dtype)
 
-    def isnan_any(self, x):
+    def isnan_any(self, x: Array) -> bool:
         return bool(self.xp.isnan(x).any())
 
-    def isfinite_all(self, x):
+    def isfinite_all(self, x: Array) -> bool:
         """Whether no element of ``x`` is inf or NaN."""
         xp = self.xp
         # a finite sum proves it in one pass without a temporary; only an inf/NaN sum (or an overflow)
@@ -156,7 +155,7 @@ class ElementwiseMixin:
             return True
         return bool(xp.isfinite(x).all())
 
-    def clamp(self, x, lo, hi):
+    def clamp(self, x: Array, lo: Operand | None, hi: Operand | None) -> Array:
         """min(max(x, lo), hi): NaN propagates from x and from the bounds, and lo > hi gives hi (PyTorch)."""
         xp = self.xp
         if lo is not None:
@@ -166,7 +165,7 @@ class ElementwiseMixin:
         return xp.asarray(x)
 
     @_lift_0d
-    def round(self, x, decimals=0):
+    def round(self, x: Array, decimals: int = 0) -> Array:
         """Round half to even; ``decimals`` scales by a power of ten first, as PyTorch does."""
         xp = self.xp
         if decimals == 0:
@@ -177,9 +176,9 @@ class ElementwiseMixin:
         f = 10.0 ** (-decimals)
         return xp.multiply(xp.rint(x / f), f).astype(x.dtype, copy=False)
 
-    # ---------------------------------------------------------------- unary special cases
+    # ---------------------------------------------------------------- unary bodies (named by the primitive table)
     @_lift_0d
-    def _u_sign(self, x, out=None):
+    def _sign(self, x: Array, out: Array | None = None) -> Array:
         # PyTorch's sign is 0 for NaN (NumPy's is NaN) and keeps bool as bool
         xp = self.xp
         if x.dtype.kind == "b":
@@ -194,10 +193,10 @@ class ElementwiseMixin:
         return r
 
     @_lift_0d
-    def _u_rsqrt(self, x, out=None):
+    def _rsqrt(self, x: Array, out: Array | None = None) -> Array:
         if x.dtype.itemsize == 2:
             # one rounding, from float32, as PyTorch's half kernels do (sqrt then reciprocal in half rounds twice)
-            r = self.narrow(self._u_rsqrt(x.astype(np.float32)), x.dtype)
+            r = self.narrow(self._rsqrt(x.astype(np.float32)), x.dtype)
             if out is not None:
                 self.xp.copyto(out, r)
                 return out
@@ -206,10 +205,10 @@ class ElementwiseMixin:
         return self.xp.reciprocal(r, out=r)
 
     @_lift_0d
-    def _u_frac(self, x, out=None):
+    def _frac(self, x: Array, out: Array | None = None) -> Array:
         return self.xp.subtract(x, self.xp.trunc(x), out=out)
 
-    def _u_relu(self, x, out=None):
+    def _relu(self, x: Array, out: Array | None = None) -> Array:
         # clip and maximum keep NaN, like PyTorch's relu. NOTE: NumPy's maximum against a scalar has no SIMD
         # loop (about 6x slower than clip here); clip also keeps -0.0 as PyTorch does (maximum gives +0.0)
         if x.dtype.kind == "f":
@@ -217,7 +216,7 @@ class ElementwiseMixin:
         return self.xp.maximum(x, x.dtype.type(0), out=out)
 
     @_lift_0d
-    def _u_sigmoid(self, x, out=None):
+    def _sigmoid(self, x: Array, out: Array | None = None) -> Array:
         """1 / (1 + exp(-x)) with the exponent clamped below overflow, so large |x| neither warns nor loses
         relative accuracy for tiny results. 2-byte floats compute in float32, as PyTorch's CPU kernels do."""
         xp = self.xp
@@ -238,7 +237,7 @@ class ElementwiseMixin:
         return t
 
     @_lift_0d
-    def _u_erf(self, x, out=None):
+    def _erf_out(self, x: Array, out: Array | None = None) -> Array:
         r = self._erf(x)
         if out is not None:
             self.xp.copyto(out, r)
@@ -246,15 +245,15 @@ class ElementwiseMixin:
         return r
 
     @_lift_0d
-    def _u_erfinv(self, x, out=None):
+    def _erfinv_out(self, x: Array, out: Array | None = None) -> Array:
         r = self._erfinv(x)
         if out is not None:
             self.xp.copyto(out, r)
             return out
         return r
 
-    # ---------------------------------------------------------------- binary special cases
-    def _b_pow(self, a, b, out=None):
+    # ---------------------------------------------------------------- binary bodies (named by the primitive table)
+    def _pow(self, a: Operand, b: Operand, out: Array | None = None) -> Array:
         xp = self.xp
         b_arr = hasattr(b, "dtype")
         if b_arr and b.dtype.kind in "iu":
@@ -277,7 +276,7 @@ class ElementwiseMixin:
         return xp.power(a, b) if out is None else xp.power(a, b, out=out)
 
     @staticmethod
-    def _check_int_divisor(a, b):
+    def _check_int_divisor(a: Operand, b: Operand) -> None:
         """PyTorch raises on integer division by zero (NumPy returns 0 with a warning)."""
         b_arr = hasattr(b, "dtype")
         if (b if b_arr else a).dtype.kind not in "iub":
@@ -288,19 +287,19 @@ class ElementwiseMixin:
         elif b == 0:
             raise RuntimeError("ZeroDivisionError")
 
-    def _b_floor_divide(self, a, b, out=None):
+    def _floor_divide(self, a: Operand, b: Operand, out: Array | None = None) -> Array:
         self._check_int_divisor(a, b)
         return self.xp.floor_divide(a, b) if out is None else self.xp.floor_divide(a, b, out=out)
 
-    def _b_remainder(self, a, b, out=None):
+    def _remainder(self, a: Operand, b: Operand, out: Array | None = None) -> Array:
         self._check_int_divisor(a, b)
         return self.xp.remainder(a, b) if out is None else self.xp.remainder(a, b, out=out)
 
-    def _b_fmod(self, a, b, out=None):
+    def _fmod(self, a: Operand, b: Operand, out: Array | None = None) -> Array:
         self._check_int_divisor(a, b)
         return self.xp.fmod(a, b) if out is None else self.xp.fmod(a, b, out=out)
 
-    def _b_trunc_divide(self, a, b, out=None):
+    def _trunc_divide(self, a: Operand, b: Operand, out: Array | None = None) -> Array:
         """Division rounded toward zero (``div(..., rounding_mode='trunc')``)."""
         xp = self.xp
         if (b if hasattr(b, "dtype") else a).dtype.kind in "iub":
@@ -316,7 +315,7 @@ class ElementwiseMixin:
 
     # ---------------------------------------------------------------- activations
     @_lift_0d
-    def gelu(self, x, approximate="none"):
+    def gelu(self, x: Array, approximate: str = "none") -> Array:
         """x * Phi(x) (``approximate='none'``) or its tanh approximation, in x's dtype."""
         xp = self.xp
         dt = x.dtype
@@ -340,7 +339,7 @@ class ElementwiseMixin:
         return t.astype(dt) if low else t
 
     @_lift_0d
-    def gelu_backward(self, g, x, approximate="none"):
+    def gelu_backward(self, g: Array, x: Array, approximate: str = "none") -> Array:
         """g * d gelu(x) / dx."""
         xp = self.xp
         dt = x.dtype
@@ -384,7 +383,7 @@ class ElementwiseMixin:
         return r.astype(dt) if low else r
 
     @_lift_0d
-    def softplus(self, x, beta=1.0, threshold=20.0):
+    def softplus(self, x: Array, beta: float = 1.0, threshold: float = 20.0) -> Array:
         """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold (PyTorch's linear region)."""
         xp = self.xp
         dt = x.dtype
@@ -401,7 +400,7 @@ class ElementwiseMixin:
         return r.astype(dt) if low else r
 
     # ---------------------------------------------------------------- erf / erfinv
-    def _gelu_cdf(self, x):
+    def _gelu_cdf(self, x: Array) -> Array:
         """Phi(x) = (1 + erf(x / sqrt 2)) / 2 for a float32 or float64 ``x``, as a new array."""
         xp = self.xp
         z = x * x.dtype.type(_SQRT1_2)
@@ -414,7 +413,7 @@ class ElementwiseMixin:
         r *= x.dtype.type(0.5)
         return r
 
-    def _erf(self, x):
+    def _erf(self, x: Array) -> Array:
         """erf in x's dtype. float64: piecewise Chebyshev interpolants of erf(x)/x (about 2 ulp); narrower
         floats: a rational minimax fit evaluated in float32 (a few float32 ulp)."""
         xp = self.xp
@@ -430,7 +429,7 @@ class ElementwiseMixin:
         r = _erf_f32(xp, x.astype(np.float32) if dt != np.float32 else x)
         return r.astype(dt) if dt != np.float32 else r
 
-    def _erfinv(self, x):
+    def _erfinv(self, x: Array) -> Array:
         """Inverse error function: a closed-form first guess refined by Halley steps on float64 erf."""
         xp = self.xp
         if xp is not np:
@@ -445,7 +444,7 @@ class ElementwiseMixin:
         return r if dt == np.float64 else r.astype(dt)
 
 
-def _exp_limit(dt):
+def _exp_limit(dt: NpDtype) -> Any:
     """Largest argument whose exp is finite in ``dt``."""
     return dt.type(math.log(float(np.finfo(dt).max)) * 0.999)
 
@@ -459,10 +458,10 @@ _ERF64_TOP = 6.0
 _ERF64_WIDTH = 0.5
 _ERF64_DEG = 13
 _ERF64_NODES = 40
-_erf64_table = []
+_erf64_table: list[np.ndarray[Any, Any]] = []
 
 
-def _erf64_coefficients():
+def _erf64_coefficients() -> np.ndarray[Any, Any]:
     if _erf64_table:
         return _erf64_table[0]
     width, deg, m = _ERF64_WIDTH, _ERF64_DEG, _ERF64_NODES
@@ -489,7 +488,7 @@ def _erf64_coefficients():
     return table
 
 
-def _erf_f64(xp, x):
+def _erf_f64(xp: Any, x: Array) -> Array:
     table = _erf64_coefficients()
     if xp is not np:
         table = xp.asarray(table)
@@ -531,7 +530,7 @@ _ERF32_PS_HALF = tuple(np.float32(0.5 * c / 16.0 ** k) for k, c in enumerate(_ER
 _ERF32_QS = tuple(np.float32(c / 16.0 ** k) for k, c in enumerate(_ERF32_Q))
 
 
-def _horner(s, coefs):
+def _horner(s: Array, coefs: tuple[Any, ...]) -> Array:
     """sum(coefs[k] * s**k), as a new array."""
     r = s * coefs[-1]
     r += coefs[-2]
@@ -541,7 +540,7 @@ def _horner(s, coefs):
     return r
 
 
-def _erf_f32(xp, x, half=False, overwrite=False):
+def _erf_f32(xp: Any, x: Array, half: bool = False, overwrite: bool = False) -> Array:
     """erf of a float32 array (``half``: erf / 2). ``overwrite`` lets it clip ``x`` in place, saving an
     allocation when the caller's ``x`` is a temporary."""
     f = np.float32
@@ -554,7 +553,7 @@ def _erf_f32(xp, x, half=False, overwrite=False):
     return p
 
 
-def _erfinv_f64(xp, y):
+def _erfinv_f64(xp: Any, y: Array) -> Array:
     """erfinv on float64: Winitzki's closed-form approximation (relative error ~2e-3) as a first guess, then
     three Halley steps (cubic convergence) on the float64 erf; +-1 map to +-inf and |y| > 1 to NaN."""
     a = 0.147

@@ -3,7 +3,10 @@ where / lerp / clamp / addcmul / addcdiv.
 
 Each differentiable op is an ``Op`` subclass named like PyTorch's node (``AddBackward0``) holding its
 forward (arrays through the backend) next to its backward (Tensor ops, so it can be differentiated
-again), and a function that prepares operands and applies it.
+again), and a function that prepares operands and applies it. Ops that fit a row are rows: the unary table
+(``_unary``) builds node, function, in-place form, aliases, dunder and exports from one call, and binary
+rows (``_binary_node`` / ``_binary``) give a ``_BinaryOp`` its primitive and derivatives; pow's several
+forms, rounded division, where, clamp, lerp, addcmul/addcdiv and the activations are written out.
 
 Python scalars never become tensors on the hot path: a ``tensor op scalar`` call passes the scalar to the
 op as a keyword (``MulBackward0.apply(x, other=2.0)``), and ``_prep_scalar`` applies PyTorch's promotion for
@@ -13,6 +16,8 @@ Operands of two different dtypes go through ``_dtype.result_type`` (0-d tensors 
 """
 import builtins
 import math
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 import numpy as _np  # host-side only: recognising NumPy scalars and dtype metadata
 
@@ -20,27 +25,41 @@ from .. import _dtype
 from ..autograd.node import Op, bump_version
 from ..autograd.grad_mode import _state
 from ..tensor import Tensor
-from ..autograd._inplace import apply_inplace, write_result
-from ._util import broadcast_shapes, sum_to
+from ..autograd._inplace import apply_inplace
+from ._util import broadcast_shapes, check_tensor, sum_to, write_out
 from .creation import zeros_like
 
 __all__ = [
     # arithmetic
     "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide", "remainder",
-    "fmod", "pow", "float_power", "neg", "negative", "positive", "rsub", "atan2", "arctan2",
+    "fmod", "pow", "float_power", "positive", "rsub", 
     # comparisons and predicates
     "eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less", "less_equal", "not_equal",
     "equal", "allclose", "isclose", "isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit",
     "logical_and", "logical_or", "logical_xor", "logical_not",
     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift",
-    # unary math
-    "abs", "absolute", "sign", "sgn", "exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt",
-    "rsqrt", "sin", "cos", "tan", "asin", "acos", "atan", "arcsin", "arccos", "arctan", "sinh", "cosh",
-    "asinh", "acosh", "atanh", "arcsinh", "arccosh", "arctanh", "tanh", "sigmoid", "relu", "erf", "erfinv", "floor", "ceil", "round", "trunc", "fix", "frac", "reciprocal", "square",
+    # unary math (the rows of the unary table add theirs)
+    "round", "square",
     # clamping, selection, interpolation
-    "clamp", "clip", "clamp_min", "clamp_max", "maximum", "minimum", "fmax", "fmin", "where", "lerp",
+    "clamp", "clip", "clamp_min", "clamp_max", "where", "lerp",
     "addcmul", "addcdiv",
 ]
+
+METHODS: dict[str, Any] = {}
+"""Tensor methods: the rows below add theirs as they are built, the table at the end the hand-written ones."""
+
+
+def _export(name, fn, aliases=(), inplace=None, dunder=None):
+    """Make ``fn`` (and its aliases) module functions, exported and Tensor methods, with the in-place form."""
+    for n in (name,) + tuple(aliases):
+        globals()[n] = fn
+        __all__.append(n)
+        METHODS[n] = fn
+        if inplace is not None:
+            METHODS[n + "_"] = inplace
+    if dunder is not None:
+        METHODS[dunder] = fn
+
 
 _BOOL, _INT, _FLOAT = 0, 1, 2
 
@@ -186,16 +205,10 @@ def _grad_to(g, shape, dt):
     return g
 
 
-def _cast_dtypes(a, b):
-    """The input dtypes to cast gradients back to, or None when both already have the result dtype."""
-    if a._data.dtype is b._data.dtype:
-        return None
-    return (a.dtype, b.dtype)
-
-
 def _need_tensor(a, b, name):
-    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
-        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(a).__name__}")
+    """A binary function needs a tensor on one side (either, since ``2 + x`` reaches it reflected)."""
+    if not isinstance(b, Tensor):
+        check_tensor(a, name, "input", 1)
 
 
 def _unsupported(name, other):
@@ -240,82 +253,170 @@ def _check_alpha(t, alpha, other=None):
 
 # ====================================================================== arithmetic ops
 
-class AddBackward0(Op):
-    """input + alpha * other (other a tensor, or a Python scalar already multiplied by alpha)."""
-    cast = None
-    alpha = 1
+def _broadcasting(fn, *args):
+    """``fn(*args)``, with the array library's refusal to broadcast turned into PyTorch's RuntimeError naming
+    the shapes (the one place that translates it, for every primitive but ``binary``; see ``_BinaryOp``)."""
+    try:
+        return fn(*args)
+    except ValueError:
+        _broadcast_error(*args)
+        raise
 
-    def forward(self, a, b=None, other=None, alpha=1):
+
+Derivative = Callable[[Tensor, Any, Any], Tensor]
+"""``(g, a, b) -> gradient`` of one input of a binary op, in Tensor ops (so it can be differentiated again);
+``a`` / ``b`` are the saved inputs (None where not saved), or for ``tensor op scalar`` ``b`` is the scalar."""
+
+
+class _BinaryOp(Op):
+    """``input <prim> other`` for two tensors, or a tensor and a Python scalar passed as ``other=``: the scalar
+    path (PyTorch's promotion for wrapped numbers, ``_prep_scalar``), the promotion of two tensors, the refusal
+    of bool operands, ``alpha`` (``other`` scaled first) and the broadcast error, once for every binary op.
+
+    Built from a row by ``_binary_node``: ``grad_a`` / ``grad_b`` are the derivatives, ``saves_a`` / ``saves_b``
+    say which gradients (of a, of b) read each input, so forward saves only what the needed ones read."""
+
+    prim: str = ""
+    true_division: ClassVar[bool] = False  # integer operands compute in the default float dtype
+    bool_kernel: str | None = None  # PyTorch has no bool kernel: its name for the error
+    saves_a: ClassVar[tuple[bool, bool]] = (False, False)
+    saves_b: ClassVar[tuple[bool, bool]] = (False, False)
+    saves: ClassVar[bool] = False
+    cast: tuple[Any, Any] | None = None
+    alpha: Any = 1
+    other: Any = None
+
+    @staticmethod
+    def grad_a(g, a, b):
+        return g
+
+    @staticmethod
+    def grad_b(g, a, b):
+        return g
+
+    def _scalar(self, a, s, reverse=False):
+        """``a <prim> s`` (``s <prim> a`` when ``reverse``) for a Python scalar ``s``, as an array."""
+        d, s, rt = (_prep_scalar_float if self.true_division else _prep_scalar)(a._data, s)
+        if self.bool_kernel is not None:
+            _refuse_bool(d, self.bool_kernel)
         be = a._be
-        if b is None:
-            d, s, rt = _prep_scalar(a._data, other)
-            r = be.binary("add", d, s)
-            return r if rt is None else be.narrow(r, rt)
-        ad = a._data
-        bd = b._data
-        self.shapes = (ad.shape, bd.shape)
-        if ad.dtype is not bd.dtype:
-            ad, bd = _pair(a, b)
-            self.cast = _cast_dtypes(a, b)
-        if alpha != 1:
-            self.alpha = alpha
-            bd = be.binary("mul", bd, _scalar_like(alpha, bd))
+        r = be.binary(self.prim, s, d) if reverse else be.binary(self.prim, d, s)
+        return r if rt is None else be.narrow(r, rt)
+
+    def _tensors(self, a, b):
+        """The arrays of ``a`` and ``b`` in their result dtype; records what backward needs to reduce and cast
+        the gradients back to each input."""
+        ad, bd = (_pair_float if self.true_division else _pair)(a, b)
+        self.shapes = (a._data.shape, b._data.shape)
+        if a._data.dtype is not b._data.dtype:
+            self.cast = (a.dtype, b.dtype)
+        if self.bool_kernel is not None:
+            _refuse_bool(ad, self.bool_kernel)
+        return ad, bd
+
+    def _binary(self, be, ad, bd, prim=None):
         try:
-            return be.binary("add", ad, bd)
+            return be.binary(prim or self.prim, ad, bd)
         except ValueError:
             _broadcast_error(ad, bd)
             raise
 
-    def backward(self, g):
-        if len(self.next_functions) == 1:
-            return (g,)
-        na, nb = self.needs_input_grad
+    def _to_inputs(self, ga, gb):
+        """Gradients reduced to each input's shape and cast to its dtype."""
         cast = self.cast
-        ga = _grad_to(g, self.shapes[0], cast and cast[0]) if na else None
+        sa, sb = self.shapes
+        return (None if ga is None else _grad_to(ga, sa, cast and cast[0]),
+                None if gb is None else _grad_to(gb, sb, cast and cast[1]))
+
+    def forward(self, a, b=None, other=None, alpha=1):
+        if b is None:
+            self.other = other
+            return self._scalar(a, other)
+        if self.saves:
+            na, nb = self.needs_input_grad
+            sa, sb = self.saves_a, self.saves_b
+            self.save_for_backward(a if (na and sa[0]) or (nb and sa[1]) else None,
+                                   b if (na and sb[0]) or (nb and sb[1]) else None)
+        ad, bd = self._tensors(a, b)
+        be = a._be
+        if alpha != 1:
+            self.alpha = alpha
+            bd = be.binary("mul", bd, _scalar_like(alpha, bd))
+        return self._binary(be, ad, bd)
+
+    def backward(self, g):
+        if len(self.next_functions) == 1:  # tensor op scalar
+            return (self.grad_a(g, None, self.other),)
+        na, nb = self.needs_input_grad
+        a, b = self.saved_tensors if self.saves else (None, None)
+        ga = self.grad_a(g, a, b) if na else None
         gb = None
         if nb:
-            gb = _grad_to(g if self.alpha == 1 else g * self.alpha, self.shapes[1], cast and cast[1])
-        return ga, gb
+            gb = self.grad_b(g, a, b)
+            if self.alpha != 1:
+                gb = gb * self.alpha
+        return self._to_inputs(ga, gb)
 
 
-class SubBackward0(Op):
-    """input - alpha * other."""
-    cast = None
-    alpha = 1
-
-    def forward(self, a, b=None, other=None, alpha=1):
-        be = a._be
-        if b is None:
-            d, s, rt = _prep_scalar(a._data, other)
-            r = be.binary("sub", d, s)
-            return r if rt is None else be.narrow(r, rt)
-        ad = a._data
-        bd = b._data
-        self.shapes = (ad.shape, bd.shape)
-        if ad.dtype is not bd.dtype:
-            ad, bd = _pair(a, b)
-            self.cast = _cast_dtypes(a, b)
-        if alpha != 1:
-            self.alpha = alpha
-            bd = be.binary("mul", bd, _scalar_like(alpha, bd))
-        try:
-            return be.binary("sub", ad, bd)
-        except ValueError:
-            _broadcast_error(ad, bd)
-            raise
-
-    def backward(self, g):
-        if len(self.next_functions) == 1:
-            return (g,)
-        na, nb = self.needs_input_grad
-        cast = self.cast
-        ga = _grad_to(g, self.shapes[0], cast and cast[0]) if na else None
-        gb = _grad_to(g * (-self.alpha), self.shapes[1], cast and cast[1]) if nb else None
-        return ga, gb
+def _binary_node(node, prim, grad_a, grad_b, reads=("", ""), *, true_division=False, bool_kernel=None):
+    """The Op class of one binary row. ``reads``: the inputs each derivative reads ("ab", "b", ...)."""
+    saves_a = ("a" in reads[0], "a" in reads[1])
+    saves_b = ("b" in reads[0], "b" in reads[1])
+    cls = type(node, (_BinaryOp,), {
+        "__module__": __name__, "__qualname__": node, "__doc__": f"Backward node of ``{prim}``.", "prim": prim,
+        "true_division": true_division, "bool_kernel": bool_kernel, "saves_a": saves_a, "saves_b": saves_b,
+        "saves": any(saves_a) or any(saves_b), "grad_a": staticmethod(grad_a), "grad_b": staticmethod(grad_b)})
+    return cls
 
 
-class RsubBackward1(Op):
+def _binary(name, node, prim, grad_a, grad_b, reads, *, doc, aliases=(), true_division=False, check_other=True,
+            inplace=False):
+    """One row of a tensor-tensor binary op: its node, ``fn(input, other, *, out=None)``, its in-place form when
+    ``inplace``, and ``aliases``, exported and bound onto Tensor."""
+    cls = _binary_node(node, prim, grad_a, grad_b, reads, true_division=true_division)
+    globals()[node] = cls
+
+    def fn(input, other, *, out=None):
+        if check_other:
+            check_tensor(other, name, "other", 2)
+        r = _binary_tensor(cls, input, other)
+        return r if out is None else write_out(r, out, name)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    fn_ = None
+    if inplace:
+        def fn_(self, other):
+            return apply_inplace(self, fn, other)
+        fn_.__name__ = fn_.__qualname__ = name + "_"
+    _export(name, fn, aliases, fn_)
+    return fn
+
+
+# binary rows whose functions are hand-written below (scalars, alpha, dunders): (node, primitive, d/da, d/db,
+# which inputs each derivative reads), each derivative in Tensor ops
+AddBackward0 = _binary_node("AddBackward0", "add", lambda g, a, b: g, lambda g, a, b: g)
+SubBackward0 = _binary_node("SubBackward0", "sub", lambda g, a, b: g, lambda g, a, b: -g)
+MulBackward0 = _binary_node("MulBackward0", "mul", lambda g, a, b: g * b, lambda g, a, b: g * a, ("b", "a"))
+# true division: integer operands give the default float dtype
+DivBackward0 = _binary_node("DivBackward0", "div", lambda g, a, b: g / b, lambda g, a, b: -g * ((a / b) / b),
+                            ("b", "ab"), true_division=True)
+# input mod other: d/d other = -(input / other rounded), the rounding being the op's: floor for remainder (the
+# divisor's sign), trunc for fmod (the dividend's sign)
+RemainderBackward1 = _binary_node("RemainderBackward1", "remainder", lambda g, a, b: g,
+                                  lambda g, a, b: -g * div(a, b, rounding_mode="floor"), ("", "ab"),
+                                  bool_kernel="remainder_cpu")
+FmodBackward1 = _binary_node("FmodBackward1", "fmod", lambda g, a, b: g,
+                             lambda g, a, b: -g * div(a, b, rounding_mode="trunc"), ("", "ab"), bool_kernel="fmod_cpu")
+FmodBackward0 = _binary_node("FmodBackward0", "fmod", lambda g, a, b: g, lambda g, a, b: g, bool_kernel="fmod_cpu")
+# exponent 0 contributes nothing to the base's gradient, even where a ** -1 is infinite
+PowBackward1 = _binary_node("PowBackward1", "pow", lambda g, a, b: where(b == 0, 0.0, g * (b * a.pow(b - 1))),
+                            lambda g, a, b: where((a == 0) & (b >= 0), 0.0, g * (a.pow(b) * a.log())), ("ab", "ab"),
+                            bool_kernel="pow")
+
+
+class RsubBackward1(_BinaryOp):
     """other - alpha * input, other a Python scalar (``2 - x``)."""
+    prim = "sub"
 
     def forward(self, a, other, alpha=1):
         d, s, rt = _prep_scalar(a._data, other)
@@ -346,93 +447,17 @@ def _scalar_for(v, npd):
     return bool(v)
 
 
-class MulBackward0(Op):
-    cast = None
-
-    def forward(self, a, b=None, other=None):
-        be = a._be
-        if b is None:
-            self.other = other
-            d, s, rt = _prep_scalar(a._data, other)
-            r = be.binary("mul", d, s)
-            return r if rt is None else be.narrow(r, rt)
-        na, nb = self.needs_input_grad
-        self.save_for_backward(a if nb else None, b if na else None)
-        self.shapes = (a._data.shape, b._data.shape)
-        ad, bd = _pair(a, b)
-        if ad is not a._data or bd is not b._data:
-            self.cast = _cast_dtypes(a, b)
-        try:
-            return be.binary("mul", ad, bd)
-        except ValueError:
-            _broadcast_error(ad, bd)
-            raise
-
-    def backward(self, g):
-        if len(self.next_functions) == 1:
-            return (g * self.other,)
-        a, b = self.saved_tensors
-        na, nb = self.needs_input_grad
-        cast = self.cast
-        sa, sb = self.shapes
-        return (_grad_to(g * b, sa, cast and cast[0]) if na else None,
-                _grad_to(g * a, sb, cast and cast[1]) if nb else None)
-
-
-class DivBackward0(Op):
-    """True division; integer operands give the default float dtype."""
-    cast = None
-
-    def forward(self, a, b=None, other=None):
-        be = a._be
-        if b is None:
-            self.other = other
-            d, s, rt = _prep_scalar_float(a._data, other)
-            r = be.binary("div", d, s)
-            return r if rt is None else be.narrow(r, rt)
-        na, nb = self.needs_input_grad
-        self.save_for_backward(a if nb else None, b if na or nb else None)
-        self.shapes = (a._data.shape, b._data.shape)
-        ad, bd = _pair_float(a, b)
-        if ad is not a._data or bd is not b._data:
-            self.cast = _cast_dtypes(a, b)
-        try:
-            return be.binary("div", ad, bd)
-        except ValueError:
-            _broadcast_error(ad, bd)
-            raise
-
-    def backward(self, g):
-        if len(self.next_functions) == 1:
-            return (g / self.other,)
-        a, b = self.saved_tensors
-        na, nb = self.needs_input_grad
-        cast = self.cast
-        ga = _grad_to(g / b, self.shapes[0], cast and cast[0]) if na else None
-        gb = _grad_to(-g * ((a / b) / b), self.shapes[1], cast and cast[1]) if nb else None
-        return ga, gb
-
-
-class _RoundedDiv(Op):
+class DivBackward2(_BinaryOp):
     """Division with ``rounding_mode`` 'trunc' or 'floor' (also ``//``): piecewise constant, zero gradient."""
 
     def forward(self, a, b=None, other=None, mode="floor", reverse=False):
-        be = a._be
-        prim = "floor_divide" if mode == "floor" else "trunc_divide"
+        self.prim = "floor_divide" if mode == "floor" else "trunc_divide"
+        self.bool_kernel = "div_floor_cpu" if mode == "floor" else "div_trunc_cpu"
         if b is None:
-            d, s, rt = _prep_scalar(a._data, other)
-            _refuse_bool(d, "div_floor_cpu" if mode == "floor" else "div_trunc_cpu")
-            r = be.binary(prim, s, d) if reverse else be.binary(prim, d, s)
-            return r if rt is None else be.narrow(r, rt)
-        self.shapes = (a._data.shape, b._data.shape)
+            return self._scalar(a, other, reverse)
         self.dtypes = (a.dtype, b.dtype)
-        ad, bd = _pair(a, b)
-        _refuse_bool(ad, "div_floor_cpu" if mode == "floor" else "div_trunc_cpu")
-        try:
-            return be.binary(prim, ad, bd)
-        except ValueError:
-            _broadcast_error(ad, bd)
-            raise
+        ad, bd = self._tensors(a, b)
+        return self._binary(a._be, ad, bd)
 
     def backward(self, g):
         if len(self.next_functions) == 1:
@@ -442,25 +467,17 @@ class _RoundedDiv(Op):
                 _grad_to(_zeros(g), self.shapes[1], self.dtypes[1]) if nb else None)
 
 
-class DivBackward2(_RoundedDiv):
-    pass
-
-
-class RemainderBackward0(Op):
-    """input % scalar (Python's sign convention: the result has the divisor's sign)."""
+class RemainderBackward0(_BinaryOp):
+    """input % scalar (Python's sign convention: the result has the divisor's sign), or scalar % input."""
+    prim = "remainder"
+    bool_kernel = "remainder_cpu"
 
     def forward(self, a, other, reverse=False):
-        d, s, rt = _prep_scalar(a._data, other)
-        _refuse_bool(d, "remainder_cpu")
-        be = a._be
         self.reverse = reverse
         self.other = other
         if reverse:
             self.save_for_backward(a)
-            r = be.binary("remainder", s, d)
-        else:
-            r = be.binary("remainder", d, s)
-        return r if rt is None else be.narrow(r, rt)
+        return self._scalar(a, other, reverse)
 
     def backward(self, g):
         if not self.reverse:
@@ -469,65 +486,14 @@ class RemainderBackward0(Op):
         return (-g * div(self.other, a, rounding_mode="floor"),)
 
 
-class _TensorModBackward(Op):
-    """input mod other for two tensors; d/d other = -(input / other rounded), the rounding being the op's:
-    floor for remainder (the divisor's sign), trunc for fmod (the dividend's sign)."""
-
-    prim = rounding = None
-
-    def forward(self, a, b):
-        if self.needs_input_grad[1]:
-            self.save_for_backward(a, b)
-        self.shapes = (a._data.shape, b._data.shape)
-        self.cast = _cast_dtypes(a, b)
-        ad, bd = _pair(a, b)
-        _refuse_bool(ad, self.prim + "_cpu")
-        try:
-            return a._be.binary(self.prim, ad, bd)
-        except ValueError:
-            _broadcast_error(ad, bd)
-            raise
-
-    def backward(self, g):
-        na, nb = self.needs_input_grad
-        cast = self.cast
-        ga = _grad_to(g, self.shapes[0], cast and cast[0]) if na else None
-        gb = None
-        if nb:
-            a, b = self.saved_tensors
-            gb = _grad_to(-g * div(a, b, rounding_mode=self.rounding), self.shapes[1], cast and cast[1])
-        return ga, gb
-
-
-class RemainderBackward1(_TensorModBackward):
-    prim, rounding = "remainder", "floor"
-
-
-class FmodBackward0(Op):
-    def forward(self, a, other):
-        d, s, rt = _prep_scalar(a._data, other)
-        _refuse_bool(d, "fmod_cpu")
-        r = a._be.binary("fmod", d, s)
-        return r if rt is None else a._be.narrow(r, rt)
-
-    def backward(self, g):
-        return (g,)
-
-
-class FmodBackward1(_TensorModBackward):
-    prim, rounding = "fmod", "trunc"
-
-
-_C_INT = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t"}
-
-
-class PowBackward0(Op):
+class PowBackward0(_BinaryOp):
     """tensor ** scalar."""
+    prim = "pow"
 
     def forward(self, a, exponent):
         cat, lo, hi, _ = _INFO[a._data.dtype]
         if cat == _INT and type(exponent) is int and not lo <= exponent <= hi:
-            raise RuntimeError(f"value cannot be converted to type {_C_INT[a._data.dtype.name]} without overflow")
+            raise RuntimeError(f"value cannot be converted to type {a.dtype._cpp_name} without overflow")
         d, s, rt = _prep_scalar(a._data, exponent)
         self.save_for_backward(a)
         self.exponent = exponent
@@ -550,48 +516,16 @@ class PowBackward0(Op):
         return (g * (e * a.pow(e - 1)),)
 
 
-class PowBackward1(Op):
-    """tensor ** tensor."""
-
-    def forward(self, a, b):
-        self.save_for_backward(a, b)
-        self.cast = _cast_dtypes(a, b)
-        ad, bd = _pair(a, b)
-        _refuse_bool(ad, "pow")
-        try:
-            return a._be.binary("pow", ad, bd)
-        except ValueError:
-            _broadcast_error(ad, bd)
-            raise
-
-    def backward(self, g):
-        a, b = self.saved_tensors
-        na, nb = self.needs_input_grad
-        cast = self.cast
-        ga = gb = None
-        if na:
-            # exponent 0 contributes nothing, even where a ** -1 is infinite
-            ga = where(b == 0, 0.0, g * (b * a.pow(b - 1)))
-            ga = _grad_to(ga, a._data.shape, cast and cast[0])
-        if nb:
-            r = a.pow(b)
-            gb = where((a == 0) & (b >= 0), 0.0, g * (r * a.log()))
-            gb = _grad_to(gb, b._data.shape, cast and cast[1])
-        return ga, gb
-
-
-class PowBackward2(Op):
+class PowBackward2(_BinaryOp):
     """scalar ** tensor."""
-
+    prim = "pow"
     save_output = True
 
     def forward(self, b, base):
-        d, s, rt = _prep_scalar(b._data, base)
         self.base = base
         if base == 0:
             self.save_for_backward(b)
-        r = b._be.binary("pow", s, d)
-        return r if rt is None else b._be.narrow(r, rt)
+        return self._scalar(b, base, reverse=True)
 
     def backward(self, g):
         r = self.saved_output
@@ -600,37 +534,6 @@ class PowBackward2(Op):
             b = self.saved_tensors[0]
             return (where(b >= 0, 0.0, g * (r * float("-inf"))),)
         return (g * (r * (math.log(base) if base > 0 else math.nan)),)
-
-
-class NegBackward0(Op):
-    def forward(self, x):
-        if x._data.dtype.kind == "b":
-            raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
-                               "to invert a mask, use the `~` or `logical_not()` operator instead.")
-        return x._be.unary("neg", x._data)
-
-    def backward(self, g):
-        return (-g,)
-
-
-class Atan2Backward0(Op):
-    def forward(self, a, b):
-        self.save_for_backward(a, b)
-        self.cast = _cast_dtypes(a, b)
-        ad, bd = _pair_float(a, b)
-        try:
-            return a._be.binary("atan2", ad, bd)
-        except ValueError:
-            _broadcast_error(ad, bd)
-            raise
-
-    def backward(self, g):
-        a, b = self.saved_tensors
-        na, nb = self.needs_input_grad
-        cast = self.cast
-        rec = g / (a * a + b * b)
-        return (_grad_to(rec * b, a._data.shape, cast and cast[0]) if na else None,
-                _grad_to(rec * -a, b._data.shape, cast and cast[1]) if nb else None)
 
 
 # ---------------------------------------------------------------------- the functions
@@ -675,7 +578,7 @@ def add(input, other, *, alpha=1, out=None):
     r = _add(input, other, alpha)
     if r is NotImplemented:
         raise _unsupported("+", other)
-    return r if out is None else _write_out(r, out, "add")
+    return r if out is None else write_out(r, out, "add")
 
 
 def _sub(input, other, alpha=1):
@@ -710,7 +613,7 @@ def sub(input, other, *, alpha=1, out=None):
     r = _sub(input, other, alpha)
     if r is NotImplemented:
         raise _unsupported("-", other)
-    return r if out is None else _write_out(r, out, "sub")
+    return r if out is None else write_out(r, out, "sub")
 
 
 subtract = sub
@@ -761,7 +664,7 @@ def mul(input, other, *, out=None):
     r = _mul(input, other)
     if r is NotImplemented:
         raise _unsupported("*", other)
-    return r if out is None else _write_out(r, out, "mul")
+    return r if out is None else write_out(r, out, "mul")
 
 
 multiply = mul
@@ -815,7 +718,7 @@ def div(input, other, *, rounding_mode=None, out=None):
                          f"'{rounding_mode}'")
     if r is NotImplemented:
         raise _unsupported("/", other)
-    return r if out is None else _write_out(r, out, "div")
+    return r if out is None else write_out(r, out, "div")
 
 
 divide = div
@@ -831,7 +734,7 @@ def _rtruediv(self, other):
     if s is None:
         return NotImplemented
     # scalar / x is computed as reciprocal(x) * scalar, as PyTorch does (so its grad_fn is MulBackward0)
-    return mul(reciprocal(self), s)
+    return mul(self.reciprocal(), s)
 
 
 def floor_divide(input, other, *, out=None):
@@ -867,7 +770,7 @@ def remainder(input, other, *, out=None):
     r = _remainder(input, other)
     if r is NotImplemented:
         raise _unsupported("%", other)
-    return r if out is None else _write_out(r, out, "remainder")
+    return r if out is None else write_out(r, out, "remainder")
 
 
 def _rmod(self, other):
@@ -883,7 +786,7 @@ def fmod(input, other, *, out=None):
         if s is None:
             raise _unsupported("fmod", other)
         r = FmodBackward0.apply(input, other=s)
-    return r if out is None else _write_out(r, out, "fmod")
+    return r if out is None else write_out(r, out, "fmod")
 
 
 def _pow(input, exponent):
@@ -907,7 +810,7 @@ def pow(input, exponent, *, out=None):
     r = _pow(input, exponent)
     if r is NotImplemented:
         raise _unsupported("**", exponent)
-    return r if out is None else _write_out(r, out, "pow")
+    return r if out is None else write_out(r, out, "pow")
 
 
 def _rpow(self, other):
@@ -924,15 +827,6 @@ def float_power(input, exponent, *, out=None):
     return pow(a, e, out=out)
 
 
-def neg(input, *, out=None):
-    """-input."""
-    r = NegBackward0.apply(input)
-    return r if out is None else _write_out(r, out, "neg")
-
-
-negative = neg
-
-
 def positive(input):
     """input itself (PyTorch's unary ``+``)."""
     if input.dtype is _dtype.bool:
@@ -940,31 +834,10 @@ def positive(input):
     return input
 
 
-def atan2(input, other, *, out=None):
-    """Elementwise angle of (other, input), in the float result dtype."""
-    r = _binary_tensor(Atan2Backward0, input, other)
-    return r if out is None else _write_out(r, out, "atan2")
-
-
-arctan2 = atan2
-
-
-def _write_out(r, out, name):
-    """Store an op's result into ``out=`` (resized when its shape differs, as PyTorch does)."""
-    if not isinstance(out, Tensor):
-        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
-    if _state.grad and (r.requires_grad or out.requires_grad):
-        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic differentiation, "
-                           "but one of the arguments requires grad.")
-    if out._be is not r._be:
-        raise RuntimeError(f"Expected out tensor to have device {r.device}, but got {out.device} instead")
-    if r.dtype is not out.dtype and not _dtype.can_cast(r.dtype, out.dtype):
-        raise RuntimeError(f"result type {r.dtype._scalar_name} can't be cast to the desired output type "
-                           f"{out.dtype._scalar_name}")
-    if out._data.shape != r._data.shape:
-        out._data = out._be.empty(r._data.shape, out._data.dtype)
-    write_result(out, r)
-    return out
+atan2 = _binary("atan2", "Atan2Backward0", "atan2", lambda g, a, b: g / (a * a + b * b) * b,
+                lambda g, a, b: g / (a * a + b * b) * -a, ("ab", "ab"), true_division=True, check_other=False,
+                doc="Elementwise angle of (other, input), in the float result dtype.", aliases=("arctan2",),
+                inplace=True)
 
 
 # ---------------------------------------------------------------------- in-place arithmetic
@@ -1054,16 +927,6 @@ def pow_(self, exponent):
     return apply_inplace(self, pow, exponent)
 
 
-def neg_(self):
-    """In-place ``neg``."""
-    return apply_inplace(self, neg, keeps_self=False)
-
-
-def atan2_(self, other):
-    """In-place ``atan2``."""
-    return apply_inplace(self, atan2, other)
-
-
 def float_power_(self, exponent):
     """In-place ``float_power`` (self must already be float64)."""
     if self.dtype is not _dtype.float64:
@@ -1096,11 +959,7 @@ def _compare(prim, a, b):
         if a._be is not b._be:
             a, b = _same_device(a, b)
         ad, bd = _pair(a, b)
-        try:
-            return Tensor._make(a._be.binary(prim, ad, bd), a._be)
-        except ValueError:
-            _broadcast_error(ad, bd)
-            raise
+        return Tensor._make(_broadcasting(a._be.binary, prim, ad, bd), a._be)
     s = _scalar_value(b)
     if s is None:
         return NotImplemented
@@ -1113,7 +972,7 @@ def _make_compare(prim, name):
         r = _compare(prim, input, other)
         if r is NotImplemented:
             raise TypeError(f"{name}(): argument 'other' must be Tensor or Number, not {type(other).__name__}")
-        return r if out is None else _write_out(r, out, name)
+        return r if out is None else write_out(r, out, name)
     fn.__name__ = name
     fn.__doc__ = f"Elementwise ``{name}`` as a bool tensor (broadcasting, comparing in the promoted dtype)."
 
@@ -1156,12 +1015,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol}")
     input, other = _same_device(input, other)
     be = input._be
-    a, b = input._data, other._data
-    try:
-        return Tensor._make(be.isclose(a, b, rtol, atol, equal_nan), be)
-    except ValueError:
-        _broadcast_error(a, b)
-        raise
+    return Tensor._make(_broadcasting(be.isclose, input._data, other._data, rtol, atol, equal_nan), be)
 
 
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
@@ -1195,15 +1049,10 @@ def isneginf(input):
 
 def _logical(prim, name):
     def fn(input, other, *, out=None):
-        if not isinstance(other, Tensor):
-            raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
+        check_tensor(other, name, "other", 2)
         a, b = _same_device(input, other)
-        try:
-            r = Tensor._make(a._be.binary(prim, a._data, b._data), a._be)
-        except ValueError:
-            _broadcast_error(a._data, b._data)
-            raise
-        return r if out is None else _write_out(r, out, name)
+        r = Tensor._make(_broadcasting(a._be.binary, prim, a._data, b._data), a._be)
+        return r if out is None else write_out(r, out, name)
     fn.__name__ = name
     fn.__doc__ = f"Elementwise ``{name}`` of the truth values, as a bool tensor."
 
@@ -1221,7 +1070,7 @@ logical_xor, logical_xor_ = _logical("logical_xor", "logical_xor")
 def logical_not(input, *, out=None):
     """Elementwise NOT of the truth values, as a bool tensor."""
     r = Tensor._make(input._be.unary("logical_not", input._data), input._be)
-    return r if out is None else _write_out(r, out, "logical_not")
+    return r if out is None else write_out(r, out, "logical_not")
 
 
 def logical_not_(self):
@@ -1250,11 +1099,7 @@ def _bitwise(prim, name, sym):
             _check_integral(a, name)
             _check_integral(b, name)
             ad, bd = _pair(a, b)
-            try:
-                return Tensor._make(a._be.binary(prim, ad, bd), a._be)
-            except ValueError:
-                _broadcast_error(ad, bd)
-                raise
+            return Tensor._make(_broadcasting(a._be.binary, prim, ad, bd), a._be)
         s = _scalar_value(b)
         if s is None:
             return NotImplemented
@@ -1268,7 +1113,7 @@ def _bitwise(prim, name, sym):
         r = impl(input, other)
         if r is NotImplemented:
             raise _unsupported(sym, other)
-        return r if out is None else _write_out(r, out, name)
+        return r if out is None else write_out(r, out, name)
     fn.__name__ = name
     fn.__doc__ = f"Elementwise ``{name}`` of integer or bool tensors."
 
@@ -1292,7 +1137,7 @@ def bitwise_not(input, *, out=None):
     """Elementwise NOT of an integer or bool tensor (logical NOT for bool)."""
     _check_integral(input, "bitwise_not")
     r = Tensor._make(input._be.unary("bitwise_not", input._data), input._be)
-    return r if out is None else _write_out(r, out, "bitwise_not")
+    return r if out is None else write_out(r, out, "bitwise_not")
 
 
 def bitwise_not_(self):
@@ -1307,238 +1152,6 @@ def _invert(self):
 
 
 # ====================================================================== unary math
-
-class _Unary(Op):
-    """One-input op through the backend's ``unary`` table. ``float_only``: integer and bool inputs are computed
-    in the default float dtype (PyTorch's rule for exp, sqrt, sin, ...). ``saves_input``: backward reads
-    the input (ops whose derivative is a function of the result set ``save_output`` instead)."""
-    prim = None
-    float_only = True
-    saves_input = False
-
-    def forward(self, x):
-        d = x._data
-        if self.float_only and _INFO[d.dtype][0] != _FLOAT:
-            d = d.astype(_default[0].np_dtype)
-        if self.saves_input:
-            self.save_for_backward(x)
-        return x._be.unary(self.prim, d)
-
-
-class AbsBackward0(_Unary):
-    prim = "abs"
-    float_only = False
-    saves_input = True
-
-    def forward(self, x):
-        if x._data.dtype.kind == "b":
-            raise RuntimeError("\"abs_cpu\" not implemented for 'Bool'")
-        return _Unary.forward(self, x)
-
-    def backward(self, g):
-        x, = self.saved_tensors
-        return (g * x.sign(),)
-
-
-class SignBackward0(_Unary):
-    prim = "sign"
-    float_only = False
-
-    def backward(self, g):
-        return (_zeros(g),)
-
-
-class ExpBackward0(_Unary):
-    prim = "exp"
-    save_output = True
-
-    def backward(self, g):
-        return (g * self.saved_output,)
-
-
-class Exp2Backward0(_Unary):
-    prim = "exp2"
-    save_output = True
-
-    def backward(self, g):
-        return (g * (self.saved_output * 0.6931471805599453),)
-
-
-class LogBackward0(_Unary):
-    prim = "log"
-    saves_input = True
-
-    def backward(self, g):
-        x, = self.saved_tensors
-        return (g / x,)
-
-
-class Log2Backward0(_Unary):
-    prim = "log2"
-    saves_input = True
-
-    def backward(self, g):
-        x, = self.saved_tensors
-        return (g / (x * 0.6931471805599453),)
-
-
-class Log10Backward0(_Unary):
-    prim = "log10"
-    saves_input = True
-
-    def backward(self, g):
-        x, = self.saved_tensors
-        return (g / (x * 2.302585092994046),)
-
-
-class Log1PBackward0(_Unary):
-    prim = "log1p"
-    saves_input = True
-
-    def backward(self, g):
-        x, = self.saved_tensors
-        return (g / (x + 1),)
-
-
-class Expm1Backward0(_Unary):
-    prim = "expm1"
-    save_output = True
-
-    def backward(self, g):
-        return (g * (self.saved_output + 1),)
-
-
-class SqrtBackward0(_Unary):
-    prim = "sqrt"
-    save_output = True
-
-    def backward(self, g):
-        return (g / (self.saved_output * 2),)
-
-
-class RsqrtBackward0(_Unary):
-    prim = "rsqrt"
-    save_output = True
-
-    def backward(self, g):
-        r = self.saved_output
-        return (g * (r.pow(3) * -0.5),)
-
-
-class SinBackward0(_Unary):
-    prim = "sin"
-    saves_input = True
-
-    def backward(self, g):
-        x, = self.saved_tensors
-        return (g * x.cos(),)
-
-
-class CosBackward0(_Unary):
-    prim = "cos"
-    saves_input = True
-
-    def backward(self, g):
-        x, = self.saved_tensors
-        return (g * -x.sin(),)
-
-
-class TanBackward0(_Unary):
-    prim = "tan"
-    save_output = True
-
-    def backward(self, g):
-        r = self.saved_output
-        return (g * (r * r + 1),)
-
-
-class AsinBackward0(_Unary):
-    prim = "asin"
-    saves_input = True
-
-    def backward(self, g):
-        x, = self.saved_tensors
-        return (g * (1 - x * x).rsqrt(),)
-
-
-class AcosBackward0(_Unary):
-    prim = "acos"
-    saves_input = True
-
-    def backward(self, g):
-        x, = self.saved_tensors
-        return (g * -(1 - x * x).rsqrt(),)
-
-
-class AtanBackward0(_Unary):
-    prim = "atan"
-    saves_input = True
-
-    def backward(self, g):
-        x, = self.saved_tensors
-        return (g / (x * x + 1),)
-
-
-class SinhBackward0(_Unary):
-    prim = "sinh"
-    saves_input = True
-
-    def backward(self, g):
-        x, = self.saved_tensors
-        return (g * x.cosh(),)
-
-
-class CoshBackward0(_Unary):
-    prim = "cosh"
-    saves_input = True
-
-    def backward(self, g):
-        x, = self.saved_tensors
-        return (g * x.sinh(),)
-
-
-class AsinhBackward0(_Unary):
-    prim = "asinh"
-    saves_input = True
-
-    def backward(self, g):
-        x, = self.saved_tensors
-        return (g * (x * x + 1).rsqrt(),)
-
-
-class AcoshBackward0(_Unary):
-    prim = "acosh"
-    saves_input = True
-
-    def backward(self, g):
-        x, = self.saved_tensors
-        return (g * (x * x - 1).rsqrt(),)
-
-
-class AtanhBackward0(_Unary):
-    prim = "atanh"
-    saves_input = True
-
-    def backward(self, g):
-        x, = self.saved_tensors
-        return (g / (1 - x * x),)
-
-
-class TanhBackward0(_Unary):
-    prim = "tanh"
-    save_output = True
-
-    def backward(self, g):
-        return (TanhBackwardBackward0.apply(g, self.saved_output),)
-
-
-class SigmoidBackward0(_Unary):
-    prim = "sigmoid"
-    save_output = True
-
-    def backward(self, g):
-        return (SigmoidBackwardBackward0.apply(g, self.saved_output),)
-
 
 class _OutputGrad(Op):
     """``g * f'(y)`` for an activation whose derivative is a function of its output ``y``, as one op: the
@@ -1578,63 +1191,6 @@ class SigmoidBackwardBackward0(_OutputGrad):
                 gg * g * (1 - y * 2) if ny else None)
 
 
-class ErfBackward0(_Unary):
-    prim = "erf"
-    saves_input = True
-
-    def backward(self, g):
-        x, = self.saved_tensors
-        return (g * ((-(x * x)).exp() * 1.1283791670955126),)
-
-
-class ErfinvBackward0(_Unary):
-    prim = "erfinv"
-    save_output = True
-
-    def backward(self, g):
-        r = self.saved_output
-        return (g * ((r * r).exp() * 0.886226925452758),)
-
-
-class ReciprocalBackward0(_Unary):
-    prim = "reciprocal"
-    save_output = True
-
-    def backward(self, g):
-        r = self.saved_output
-        return (g * -(r * r),)
-
-
-class _ZeroGrad(_Unary):
-    """Rounding ops: integer inputs keep their dtype (the op is the identity), and the gradient is zero."""
-    float_only = False
-
-    def forward(self, x):
-        d = x._data
-        if _INFO[d.dtype][0] != _FLOAT:
-            return x._be.copy(d)
-        return x._be.unary(self.prim, d)
-
-    def backward(self, g):
-        return (_zeros(g),)
-
-
-class FloorBackward0(_ZeroGrad):
-    prim = "floor"
-
-
-class CeilBackward0(_ZeroGrad):
-    prim = "ceil"
-
-
-class TruncBackward0(_ZeroGrad):
-    prim = "trunc"
-
-
-class RoundBackward0(_ZeroGrad):
-    prim = "rint"
-
-
 class RoundBackward1(Op):
     def forward(self, x, decimals):
         d = x._data
@@ -1644,33 +1200,6 @@ class RoundBackward1(Op):
 
     def backward(self, g):
         return (_zeros(g),)
-
-
-class FracBackward0(_Unary):
-    prim = "frac"
-    float_only = False
-
-    def forward(self, x):
-        if _INFO[x._data.dtype][0] != _FLOAT:
-            raise RuntimeError(f"\"frac_cpu\" not implemented for '{x.dtype._scalar_name}'")
-        return x._be.unary("frac", x._data)
-
-    def backward(self, g):
-        return (g,)
-
-
-class ReluBackward0(_Unary):
-    prim = "relu"
-    float_only = False
-    save_output = True
-
-    def forward(self, x):
-        if x._data.dtype.kind == "b":
-            raise RuntimeError("\"clamp_min_cpu\" not implemented for 'Bool'")
-        return x._be.unary("relu", x._data)
-
-    def backward(self, g):
-        return (ThresholdBackwardBackward0.apply(g, self.saved_output, threshold=0),)
 
 
 class ThresholdBackwardBackward0(Op):
@@ -1694,55 +1223,151 @@ class ThresholdBackwardBackward0(Op):
         return ThresholdBackwardBackward0.apply(gg, y, threshold=self.threshold), None
 
 
-def _unary_fn(cls, name, keeps_self):
+# ---------------------------------------------------------------------- the unary table
+# TO ADD A UNARY OP: one row below (its primitive must be a row of backends/_elementwise_table.py, with a kernel
+# line in kernels/elementwise.cu if CUDA computes it), and one test row in tests/ops/test_elementwise.py.
+#
+# A row builds the node class (named like PyTorch's, so ``grad_fn.name()`` agrees), the function
+# ``name(input, *, out=None)``, the in-place ``name_``, the aliases, the dunder, and exports them all.
+# ``dtype``: FLOAT computes integer and bool inputs in the default float dtype (exp, sqrt, sin...); SAME keeps
+# the input dtype; EXACT returns integer inputs unchanged (rounding). ``saves``: what the derivative reads
+# besides ``g``: INPUT (x), OUTPUT (y) or nothing. ``grad(g, x_or_y)`` is in Tensor ops, so it can be
+# differentiated again. ``check(x)`` raises PyTorch's error for dtypes it refuses.
+
+FLOAT, SAME, EXACT = "float", "same", "exact"
+INPUT, OUTPUT = "input", "output"
+_LN2 = 0.6931471805599453
+_LN10 = 2.302585092994046
+_TWO_OVER_SQRT_PI = 1.1283791670955126
+_SQRT_PI_OVER_TWO = 0.886226925452758
+
+UNARY_OPS: dict[str, Any] = {}
+"""name -> the function of every row below (what the tests enumerate)."""
+
+
+class _UnaryOp(Op):
+    """One-input op through the backend's ``unary`` table; ``_unary`` builds each from its row."""
+
+
+def _unary_node(node, prim, dtype, saves, grad, check=None):
+    """The Op class of a unary row. Its forward and backward are closures over the row (no per-call lookups of
+    the row's fields)."""
+    saves_input = saves == INPUT
+    keeps_dtype = dtype == SAME
+    exact = dtype == EXACT
+
+    def forward(self, x):
+        if check is not None:
+            check(x)
+        d = x._data
+        if not keeps_dtype and _INFO[d.dtype][0] != _FLOAT:
+            if exact:
+                return x._be.copy(d)
+            d = d.astype(_default[0].np_dtype)
+        if saves_input:
+            self.save_for_backward(x)
+        return x._be.unary(prim, d)
+
+    if saves_input:
+        def backward(self, g):
+            x, = self.saved_tensors
+            return (grad(g, x),)
+    elif saves == OUTPUT:
+        def backward(self, g):
+            return (grad(g, self.saved_output),)
+    else:
+        def backward(self, g):
+            return (grad(g, None),)
+    cls = type(node, (_UnaryOp,), {"__module__": __name__, "__qualname__": node,
+                                   "__doc__": f"Backward node of the ``{prim}`` primitive.", "forward": forward,
+                                   "backward": backward, "save_output": saves == OUTPUT})
+    globals()[node] = cls
+    return cls
+
+
+def _unary(name, node, prim, *, dtype=FLOAT, saves=None, grad, check=None, aliases=(), dunder=None):
+    """One row of the unary table (see above); returns the function."""
+    cls = _unary_node(node, prim, dtype, saves, grad, check)
+    keeps_self = saves == INPUT  # the in-place form must keep a copy of the value its backward reads
+
     def fn(input, *, out=None):
         r = cls.apply(input)
-        return r if out is None else _write_out(r, out, name)
-    fn.__name__ = name
+        return r if out is None else write_out(r, out, name)
+    fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``{name}``."
 
     def inplace(self):
         return apply_inplace(self, fn, keeps_self=keeps_self)
-    inplace.__name__ = name + "_"
-    return fn, inplace
+    inplace.__name__ = inplace.__qualname__ = name + "_"
+    globals()[name + "_"] = inplace
+    _export(name, fn, aliases, inplace, dunder)
+    UNARY_OPS[name] = fn
+    return fn
 
 
-abs, abs_ = _unary_fn(AbsBackward0, "abs", True)
-sign, sign_ = _unary_fn(SignBackward0, "sign", False)
-exp, exp_ = _unary_fn(ExpBackward0, "exp", False)
-exp2, exp2_ = _unary_fn(Exp2Backward0, "exp2", False)
-log, log_ = _unary_fn(LogBackward0, "log", True)
-log2, log2_ = _unary_fn(Log2Backward0, "log2", True)
-log10, log10_ = _unary_fn(Log10Backward0, "log10", True)
-log1p, log1p_ = _unary_fn(Log1PBackward0, "log1p", True)
-expm1, expm1_ = _unary_fn(Expm1Backward0, "expm1", False)
-sqrt, sqrt_ = _unary_fn(SqrtBackward0, "sqrt", False)
-rsqrt, rsqrt_ = _unary_fn(RsqrtBackward0, "rsqrt", False)
-sin, sin_ = _unary_fn(SinBackward0, "sin", True)
-cos, cos_ = _unary_fn(CosBackward0, "cos", True)
-tan, tan_ = _unary_fn(TanBackward0, "tan", False)
-asin, asin_ = _unary_fn(AsinBackward0, "asin", True)
-acos, acos_ = _unary_fn(AcosBackward0, "acos", True)
-atan, atan_ = _unary_fn(AtanBackward0, "atan", True)
-sinh, sinh_ = _unary_fn(SinhBackward0, "sinh", True)
-cosh, cosh_ = _unary_fn(CoshBackward0, "cosh", True)
-asinh, asinh_ = _unary_fn(AsinhBackward0, "asinh", True)
-acosh, acosh_ = _unary_fn(AcoshBackward0, "acosh", True)
-atanh, atanh_ = _unary_fn(AtanhBackward0, "atanh", True)
-tanh, tanh_ = _unary_fn(TanhBackward0, "tanh", False)
-sigmoid, sigmoid_ = _unary_fn(SigmoidBackward0, "sigmoid", False)
-erf, erf_ = _unary_fn(ErfBackward0, "erf", True)
-erfinv, erfinv_ = _unary_fn(ErfinvBackward0, "erfinv", False)
-floor, floor_ = _unary_fn(FloorBackward0, "floor", False)
-ceil, ceil_ = _unary_fn(CeilBackward0, "ceil", False)
-trunc, trunc_ = _unary_fn(TruncBackward0, "trunc", False)
-frac, frac_ = _unary_fn(FracBackward0, "frac", False)
-reciprocal, reciprocal_ = _unary_fn(ReciprocalBackward0, "reciprocal", False)
-relu, relu_ = _unary_fn(ReluBackward0, "relu", False)
-absolute, absolute_ = abs, abs_
-sgn, sgn_ = sign, sign_
-fix, fix_ = trunc, trunc_
-arcsin, arccos, arctan, arcsinh, arccosh, arctanh = asin, acos, atan, asinh, acosh, atanh
+def _refuse(message):
+    def check(x):
+        if x._data.dtype.kind == "b":
+            raise RuntimeError(message)
+    return check
+
+
+def _float_kernel(kernel):
+    """PyTorch's refusal of integer and bool inputs by an op with only floating kernels."""
+    def check(x):
+        if _INFO[x._data.dtype][0] != _FLOAT:
+            raise RuntimeError(f"\"{kernel}\" not implemented for '{x.dtype._scalar_name}'")
+    return check
+
+
+def _zero_grad(g, _):
+    return _zeros(g)
+
+
+_unary("neg", "NegBackward0", "neg", dtype=SAME, grad=lambda g, _: -g, aliases=("negative",), dunder="__neg__",
+       check=_refuse("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert "
+                     "a mask, use the `~` or `logical_not()` operator instead."))
+_unary("abs", "AbsBackward0", "abs", dtype=SAME, saves=INPUT, grad=lambda g, x: g * x.sign(),
+       check=_refuse("\"abs_cpu\" not implemented for 'Bool'"), aliases=("absolute",), dunder="__abs__")
+_unary("sign", "SignBackward0", "sign", dtype=SAME, grad=_zero_grad, aliases=("sgn",))
+_unary("exp", "ExpBackward0", "exp", saves=OUTPUT, grad=lambda g, y: g * y)
+_unary("exp2", "Exp2Backward0", "exp2", saves=OUTPUT, grad=lambda g, y: g * (y * _LN2))
+_unary("log", "LogBackward0", "log", saves=INPUT, grad=lambda g, x: g / x)
+_unary("log2", "Log2Backward0", "log2", saves=INPUT, grad=lambda g, x: g / (x * _LN2))
+_unary("log10", "Log10Backward0", "log10", saves=INPUT, grad=lambda g, x: g / (x * _LN10))
+_unary("log1p", "Log1PBackward0", "log1p", saves=INPUT, grad=lambda g, x: g / (x + 1))
+_unary("expm1", "Expm1Backward0", "expm1", saves=OUTPUT, grad=lambda g, y: g * (y + 1))
+_unary("sqrt", "SqrtBackward0", "sqrt", saves=OUTPUT, grad=lambda g, y: g / (y * 2))
+_unary("rsqrt", "RsqrtBackward0", "rsqrt", saves=OUTPUT, grad=lambda g, y: g * (y.pow(3) * -0.5))
+_unary("sin", "SinBackward0", "sin", saves=INPUT, grad=lambda g, x: g * x.cos())
+_unary("cos", "CosBackward0", "cos", saves=INPUT, grad=lambda g, x: g * -x.sin())
+_unary("tan", "TanBackward0", "tan", saves=OUTPUT, grad=lambda g, y: g * (y * y + 1))
+_unary("asin", "AsinBackward0", "asin", saves=INPUT, grad=lambda g, x: g * (1 - x * x).rsqrt(), aliases=("arcsin",))
+_unary("acos", "AcosBackward0", "acos", saves=INPUT, grad=lambda g, x: g * -(1 - x * x).rsqrt(),
+       aliases=("arccos",))
+_unary("atan", "AtanBackward0", "atan", saves=INPUT, grad=lambda g, x: g / (x * x + 1), aliases=("arctan",))
+_unary("sinh", "SinhBackward0", "sinh", saves=INPUT, grad=lambda g, x: g * x.cosh())
+_unary("cosh", "CoshBackward0", "cosh", saves=INPUT, grad=lambda g, x: g * x.sinh())
+_unary("asinh", "AsinhBackward0", "asinh", saves=INPUT, grad=lambda g, x: g * (x * x + 1).rsqrt(),
+       aliases=("arcsinh",))
+_unary("acosh", "AcoshBackward0", "acosh", saves=INPUT, grad=lambda g, x: g * (x * x - 1).rsqrt(),
+       aliases=("arccosh",))
+_unary("atanh", "AtanhBackward0", "atanh", saves=INPUT, grad=lambda g, x: g / (1 - x * x), aliases=("arctanh",))
+_unary("tanh", "TanhBackward0", "tanh", saves=OUTPUT, grad=lambda g, y: TanhBackwardBackward0.apply(g, y))
+_unary("sigmoid", "SigmoidBackward0", "sigmoid", saves=OUTPUT,
+       grad=lambda g, y: SigmoidBackwardBackward0.apply(g, y))
+_unary("erf", "ErfBackward0", "erf", saves=INPUT, grad=lambda g, x: g * ((-(x * x)).exp() * _TWO_OVER_SQRT_PI))
+_unary("erfinv", "ErfinvBackward0", "erfinv", saves=OUTPUT, grad=lambda g, y: g * ((y * y).exp() * _SQRT_PI_OVER_TWO))
+_unary("floor", "FloorBackward0", "floor", dtype=EXACT, grad=_zero_grad)
+_unary("ceil", "CeilBackward0", "ceil", dtype=EXACT, grad=_zero_grad)
+_unary("trunc", "TruncBackward0", "trunc", dtype=EXACT, grad=_zero_grad, aliases=("fix",))
+_unary("frac", "FracBackward0", "frac", dtype=SAME, grad=lambda g, _: g, check=_float_kernel("frac_cpu"))
+_unary("reciprocal", "ReciprocalBackward0", "reciprocal", saves=OUTPUT, grad=lambda g, y: g * -(y * y))
+_unary("relu", "ReluBackward0", "relu", dtype=SAME, saves=OUTPUT,
+       grad=lambda g, y: ThresholdBackwardBackward0.apply(g, y, threshold=0),
+       check=_refuse("\"clamp_min_cpu\" not implemented for 'Bool'"))
+# round's function is hand-written below (decimals); its node is a row like the others
+RoundBackward0 = _unary_node("RoundBackward0", "rint", EXACT, None, _zero_grad)
 
 
 def round(input, *, decimals=0, out=None):
@@ -1751,7 +1376,7 @@ def round(input, *, decimals=0, out=None):
         r = RoundBackward0.apply(input)
     else:
         r = RoundBackward1.apply(input, decimals=decimals)
-    return r if out is None else _write_out(r, out, "round")
+    return r if out is None else write_out(r, out, "round")
 
 
 def round_(self, *, decimals=0):
@@ -1979,11 +1604,7 @@ class ClampBackward0(Op):
         d = arrays[0]
         lo_d = arrays[1] if lo is not None else None
         hi_d = arrays[-1] if hi is not None else None
-        try:
-            return x._be.clamp(d, lo_d, hi_d)
-        except ValueError:
-            _broadcast_error(*arrays)
-            raise
+        return _broadcasting(x._be.clamp, d, lo_d, hi_d)
 
     def backward(self, g):
         x, lo, hi = self.saved_tensors
@@ -2038,7 +1659,7 @@ def clamp(input, min=None, max=None, *, out=None):
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     r = _clamp(input, min, max, ClampBackward1, ClampBackward0)
-    return r if out is None else _write_out(r, out, "clamp")
+    return r if out is None else write_out(r, out, "clamp")
 
 
 clip = clamp
@@ -2047,13 +1668,13 @@ clip = clamp
 def clamp_min(input, min, *, out=None):
     """max(input, min)."""
     r = _clamp(input, min, None, ClampMinBackward0, ClampMinBackward1)
-    return r if out is None else _write_out(r, out, "clamp_min")
+    return r if out is None else write_out(r, out, "clamp_min")
 
 
 def clamp_max(input, max, *, out=None):
     """min(input, max)."""
     r = _clamp(input, None, max, ClampMaxBackward0, ClampMaxBackward1)
-    return r if out is None else _write_out(r, out, "clamp_max")
+    return r if out is None else write_out(r, out, "clamp_max")
 
 
 def clamp_(self, min=None, max=None):
@@ -2083,78 +1704,23 @@ def _scalar_tensor(value, ref):
     return Tensor._make(be.asarray(_scalar_for(value, dt.np_dtype), dt.np_dtype), be)
 
 
-class _MaxMin(Op):
-    prim = None
-    cast = None
-
-    def forward(self, a, b):
-        self.save_for_backward(a, b)
-        ad, bd = _pair(a, b)
-        if ad is not a._data or bd is not b._data:
-            self.cast = _cast_dtypes(a, b)
-        try:
-            return a._be.binary(self.prim, ad, bd)
-        except ValueError:
-            _broadcast_error(ad, bd)
-            raise
-
-    def backward(self, g):
-        a, b = self.saved_tensors
-        na, nb = self.needs_input_grad
-        cast = self.cast
-        ga_full, gb_full = self._grads(g, a, b)
-        return (_grad_to(ga_full, a._data.shape, cast and cast[0]) if na else None,
-                _grad_to(gb_full, b._data.shape, cast and cast[1]) if nb else None)
+def _half_ties(g, a, b):
+    # ties share the gradient equally, as in PyTorch
+    return where(a == b, g / 2, g)
 
 
-class MaximumBackward0(_MaxMin):
-    prim = "maximum"
-
-    def _grads(self, g, a, b):
-        # ties share the gradient equally, as in PyTorch
-        half = where(a == b, g / 2, g)
-        return where(a < b, 0.0, half), where(a > b, 0.0, half)
-
-
-class MinimumBackward0(_MaxMin):
-    prim = "minimum"
-
-    def _grads(self, g, a, b):
-        half = where(a == b, g / 2, g)
-        return where(a > b, 0.0, half), where(a < b, 0.0, half)
-
-
-class FmaxBackward0(_MaxMin):
-    prim = "fmax"
-
-    def _grads(self, g, a, b):
-        pick_a = (a >= b) | b.isnan()
-        return where(pick_a, g, 0.0), where(pick_a, 0.0, g)
-
-
-class FminBackward0(_MaxMin):
-    prim = "fmin"
-
-    def _grads(self, g, a, b):
-        pick_a = (a <= b) | b.isnan()
-        return where(pick_a, g, 0.0), where(pick_a, 0.0, g)
-
-
-def _maxmin_fn(cls, name, doc):
-    def fn(input, other, *, out=None):
-        if not isinstance(other, Tensor):
-            raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
-        r = _binary_tensor(cls, input, other)
-        return r if out is None else _write_out(r, out, name)
-    fn.__name__ = name
-    fn.__doc__ = doc
-    return fn
-
-
-maximum = _maxmin_fn(MaximumBackward0, "maximum", "Elementwise maximum (NaN propagates).")
-minimum = _maxmin_fn(MinimumBackward0, "minimum", "Elementwise minimum (NaN propagates).")
-fmax = _maxmin_fn(FmaxBackward0, "fmax", "Elementwise maximum ignoring NaN (NaN only where both are NaN).")
-fmin = _maxmin_fn(FminBackward0, "fmin", "Elementwise minimum ignoring NaN (NaN only where both are NaN).")
+maximum = _binary("maximum", "MaximumBackward0", "maximum", lambda g, a, b: where(a < b, 0.0, _half_ties(g, a, b)),
+                  lambda g, a, b: where(a > b, 0.0, _half_ties(g, a, b)), ("ab", "ab"),
+                  doc="Elementwise maximum (NaN propagates).")
+minimum = _binary("minimum", "MinimumBackward0", "minimum", lambda g, a, b: where(a > b, 0.0, _half_ties(g, a, b)),
+                  lambda g, a, b: where(a < b, 0.0, _half_ties(g, a, b)), ("ab", "ab"),
+                  doc="Elementwise minimum (NaN propagates).")
+fmax = _binary("fmax", "FmaxBackward0", "fmax", lambda g, a, b: where((a >= b) | b.isnan(), g, 0.0),
+               lambda g, a, b: where((a >= b) | b.isnan(), 0.0, g), ("ab", "ab"),
+               doc="Elementwise maximum ignoring NaN (NaN only where both are NaN).")
+fmin = _binary("fmin", "FminBackward0", "fmin", lambda g, a, b: where((a <= b) | b.isnan(), g, 0.0),
+               lambda g, a, b: where((a <= b) | b.isnan(), 0.0, g), ("ab", "ab"),
+               doc="Elementwise minimum ignoring NaN (NaN only where both are NaN).")
 
 
 class WhereBackward0(Op):
@@ -2171,11 +1737,7 @@ class WhereBackward0(Op):
         self.save_for_backward(cond)
         self.shapes = (None if x is None else x._data.shape, None if y is None else y._data.shape)
         self.dtypes = (None if x is None else x.dtype, None if y is None else y.dtype)
-        try:
-            r = be.where(cond._data, xd, yd)
-        except ValueError:
-            _broadcast_error(cond._data, xd, yd)
-            raise
+        r = _broadcasting(be.where, cond._data, xd, yd)
         if r.dtype != npd:  # two Python scalars: keep the promoted dtype
             r = r.astype(npd)
         return r
@@ -2193,8 +1755,7 @@ def where(condition, input=None, other=None, *, out=None):
     a Python number. With only a condition: ``condition.nonzero(as_tuple=True)``."""
     if input is None and other is None:
         return condition.nonzero(as_tuple=True)
-    if not isinstance(condition, Tensor):
-        raise TypeError(f"where(): argument 'condition' must be Tensor, not {type(condition).__name__}")
+    check_tensor(condition, "where", "condition")
     if condition.dtype is not _dtype.bool:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
                            f"{condition.dtype._scalar_name}")
@@ -2216,7 +1777,7 @@ def where(condition, input=None, other=None, *, out=None):
         condition, other = _same_device(condition, other)
     r = WhereBackward0.apply(condition, input if xt else None, other if yt else None, xs=xs, ys=ys,
                              npd=condition._be.np_dtype(dt))
-    return r if out is None else _write_out(r, out, "where")
+    return r if out is None else write_out(r, out, "where")
 
 
 def _where_method(self, condition, other):
@@ -2230,11 +1791,7 @@ class LerpBackward0(Op):
         self.weight = weight
         be = start._be
         a, b = start._data, end._data
-        try:
-            diff = be.binary("sub", b, a)
-        except ValueError:
-            _broadcast_error(a, b)
-            raise
+        diff = _broadcasting(be.binary, "sub", b, a)
         self.shapes = (a.shape, b.shape)
         w = float(weight)
         # the two forms agree with PyTorch's kernel, which picks the one that is exact at its end point
@@ -2257,15 +1814,14 @@ class LerpBackward1(Op):
         self.save_for_backward(start if nw else None, end if nw else None, weight if ns or ne else None)
         self.shapes = (start._data.shape, end._data.shape, weight._data.shape)
         be = start._be
-        a, b, w = start._data, end._data, weight._data
-        try:
-            diff = be.binary("sub", b, a)
-            small = be.binary("lt", be.unary("abs", w), 0.5)
-            lo = be.binary("add", a, be.binary("mul", diff, w))
-            hi = be.binary("sub", b, be.binary("mul", diff, be.binary("sub", 1.0, w)))
-        except ValueError:
-            _broadcast_error(a, b, w)
-            raise
+        return _broadcasting(self._lerp, be, start._data, end._data, weight._data)
+
+    @staticmethod
+    def _lerp(be, a, b, w):
+        diff = be.binary("sub", b, a)
+        small = be.binary("lt", be.unary("abs", w), 0.5)
+        lo = be.binary("add", a, be.binary("mul", diff, w))
+        hi = be.binary("sub", b, be.binary("mul", diff, be.binary("sub", 1.0, w)))
         return be.where(small, lo, hi)
 
     def backward(self, g):
@@ -2277,24 +1833,17 @@ class LerpBackward1(Op):
                 _grad_to(g * (end - start), s2, None) if nw else None)
 
 
-def _c_name(dt):
-    """The C++ scalar type name PyTorch's dtype-mismatch messages use."""
-    return {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
-            "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
-            "uint8": "unsigned char", "bool": "bool"}[dt.name]
-
-
 def lerp(input, end, weight, *, out=None):
     """input + weight * (end - input); ``weight`` is a number or a tensor (broadcast)."""
     if input.dtype is not end.dtype:
-        raise RuntimeError(f"expected dtype {_c_name(input.dtype)} for `end` but got dtype {_c_name(end.dtype)}")
+        raise RuntimeError(f"expected dtype {input.dtype._cpp_typeid_name} for `end` but got dtype {end.dtype._cpp_typeid_name}")
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"\"lerp_kernel_scalar\" not implemented for '{input.dtype._scalar_name}'")
     input, end = _same_device(input, end)
     if isinstance(weight, Tensor):
         if weight.dtype is not input.dtype:
-            raise RuntimeError(f"expected dtype {_c_name(input.dtype)} for `weight` but got dtype "
-                               f"{_c_name(weight.dtype)}")
+            raise RuntimeError(f"expected dtype {input.dtype._cpp_typeid_name} for `weight` but got dtype "
+                               f"{weight.dtype._cpp_typeid_name}")
         input, weight = _same_device(input, weight)
         r = LerpBackward1.apply(input, end, weight)
     else:
@@ -2302,7 +1851,7 @@ def lerp(input, end, weight, *, out=None):
         if w is None:
             raise TypeError(f"lerp(): argument 'weight' must be Number or Tensor, not {type(weight).__name__}")
         r = LerpBackward0.apply(input, end, weight=w)
-    return r if out is None else _write_out(r, out, "lerp")
+    return r if out is None else write_out(r, out, "lerp")
 
 
 def lerp_(self, end, weight):
@@ -2313,7 +1862,7 @@ def lerp_(self, end, weight):
 class _AddcBackward(Op):
     """input + value * (tensor1 <prim> tensor2), for addcmul (prim "mul") and addcdiv (prim "div")."""
 
-    prim = None
+    prim = ""
 
     def forward(self, x, t1, t2, value=1):
         _, n1, n2 = self.needs_input_grad
@@ -2323,14 +1872,13 @@ class _AddcBackward(Op):
         npd = _dtype.result_type(x, t1, t2).np_dtype
         be = x._be
         xd, ad, bd = (t._data if t._data.dtype == npd else t._data.astype(npd) for t in (x, t1, t2))
-        try:
-            r = be.binary(self.prim, ad, bd)
-            if value != 1:
-                r = be.binary("mul", r, _scalar_like(value, r))
-            return be.binary("add", xd, r)
-        except ValueError:
-            _broadcast_error(xd, ad, bd)
-            raise
+        return _broadcasting(self._addc, be, xd, ad, bd, value)
+
+    def _addc(self, be, xd, ad, bd, value):
+        r = be.binary(self.prim, ad, bd)
+        if value != 1:
+            r = be.binary("mul", r, _scalar_like(value, r))
+        return be.binary("add", xd, r)
 
 
 class AddcmulBackward0(_AddcBackward):
@@ -2374,7 +1922,7 @@ def addcmul(input, tensor1, tensor2, *, value=1, out=None):
     input, tensor1 = _same_device(input, tensor1)
     input, tensor2 = _same_device(input, tensor2)
     r = AddcmulBackward0.apply(input, tensor1, tensor2, value=value)
-    return r if out is None else _write_out(r, out, "addcmul")
+    return r if out is None else write_out(r, out, "addcmul")
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
@@ -2389,7 +1937,7 @@ def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
     input, tensor1 = _same_device(input, tensor1)
     input, tensor2 = _same_device(input, tensor2)
     r = AddcdivBackward0.apply(input, tensor1, tensor2, value=value)
-    return r if out is None else _write_out(r, out, "addcdiv")
+    return r if out is None else write_out(r, out, "addcdiv")
 
 
 def addcmul_(self, tensor1, tensor2, *, value=1):
@@ -2422,7 +1970,7 @@ def addcdiv_(self, tensor1, tensor2, *, value=1):
     return apply_inplace(self, addcdiv, tensor1, tensor2, value=value, keeps_self=False)
 
 
-METHODS = {
+METHODS.update({
     # arithmetic
     "add": add, "add_": add_, "__add__": _add, "__radd__": _add, "__iadd__": _iop(add_),
     "sub": sub, "sub_": sub_, "subtract": sub, "subtract_": sub_, "__sub__": _sub, "__rsub__": _rsub_dunder,
@@ -2438,9 +1986,7 @@ METHODS = {
     "fmod": fmod, "fmod_": fmod_,
     "pow": pow, "pow_": pow_, "__pow__": _pow, "__rpow__": _rpow, "__ipow__": _iop(pow_),
     "float_power": float_power, "float_power_": float_power_,
-    "neg": neg, "neg_": neg_, "negative": neg, "negative_": neg_, "__neg__": neg,
     "positive": positive, "__pos__": positive,
-    "atan2": atan2, "atan2_": atan2_, "arctan2": atan2, "arctan2_": atan2_,
     # comparisons
     "eq": eq, "eq_": eq_, "__eq__": _eq_dunder, "ne": ne, "ne_": ne_, "__ne__": _ne_dunder,
     "lt": lt, "lt_": lt_, "__lt__": _lt_dunder, "le": le, "le_": le_, "__le__": _le_dunder,
@@ -2464,29 +2010,14 @@ METHODS = {
     "bitwise_right_shift": bitwise_right_shift, "bitwise_right_shift_": bitwise_right_shift_,
     "__rshift__": _rshift, "__rrshift__": _rrshift, "__irshift__": _iop(bitwise_right_shift_),
     "bitwise_not": bitwise_not, "bitwise_not_": bitwise_not_, "__invert__": _invert,
-    # unary math
-    "abs": abs, "abs_": abs_, "absolute": abs, "absolute_": abs_, "__abs__": abs,
-    "sign": sign, "sign_": sign_, "sgn": sign, "sgn_": sign_,
-    "exp": exp, "exp_": exp_, "exp2": exp2, "exp2_": exp2_, "log": log, "log_": log_, "log2": log2,
-    "log2_": log2_, "log10": log10, "log10_": log10_, "log1p": log1p, "log1p_": log1p_, "expm1": expm1,
-    "expm1_": expm1_, "sqrt": sqrt, "sqrt_": sqrt_, "rsqrt": rsqrt, "rsqrt_": rsqrt_,
-    "sin": sin, "sin_": sin_, "cos": cos, "cos_": cos_, "tan": tan, "tan_": tan_,
-    "asin": asin, "asin_": asin_, "acos": acos, "acos_": acos_, "atan": atan, "atan_": atan_,
-    "arcsin": asin, "arcsin_": asin_, "arccos": acos, "arccos_": acos_, "arctan": atan, "arctan_": atan_,
-    "sinh": sinh, "sinh_": sinh_, "cosh": cosh, "cosh_": cosh_, "asinh": asinh, "asinh_": asinh_,
-    "acosh": acosh, "acosh_": acosh_, "atanh": atanh, "atanh_": atanh_, "arcsinh": asinh,
-    "arcsinh_": asinh_, "arccosh": acosh, "arccosh_": acosh_, "arctanh": atanh, "arctanh_": atanh_,
-    "tanh": tanh, "tanh_": tanh_, "sigmoid": sigmoid, "sigmoid_": sigmoid_, "relu": relu, "relu_": relu_,
-    "erf": erf, "erf_": erf_, "erfinv": erfinv, "erfinv_": erfinv_,
-    "floor": floor, "floor_": floor_, "ceil": ceil, "ceil_": ceil_, "round": round, "round_": round_,
-    "trunc": trunc, "trunc_": trunc_, "fix": trunc, "fix_": trunc_, "frac": frac, "frac_": frac_,
-    "reciprocal": reciprocal, "reciprocal_": reciprocal_, "square": square, "square_": square_,
+    # unary math (the rows of the unary table add theirs)
+    "round": round, "round_": round_, "square": square, "square_": square_,
     # clamping, selection, interpolation
     "clamp": clamp, "clamp_": clamp_, "clip": clamp, "clip_": clamp_, "clamp_min": clamp_min,
     "clamp_min_": clamp_min_, "clamp_max": clamp_max, "clamp_max_": clamp_max_,
-    "maximum": maximum, "minimum": minimum, "fmax": fmax, "fmin": fmin, "where": _where_method,
+    "where": _where_method,
     "lerp": lerp, "lerp_": lerp_, "addcmul": addcmul, "addcmul_": addcmul_, "addcdiv": addcdiv,
     "addcdiv_": addcdiv_,
     # NumPy scalars on the left (np.float64(2) * t) defer to the tensor's reflected operator
     "__array_priority__": 1000,
-}
+})

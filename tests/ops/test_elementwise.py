@@ -91,6 +91,13 @@ FLOAT_ONLY = {"exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "
               "erfinv", "reciprocal"}
 
 
+def test_every_unary_row_has_a_test_row():
+    """A row of the op layer's unary table must come with a row above (its NumPy reference and domain)."""
+    assert set(E.UNARY_OPS) - set(UNARY) == set()
+    for name, fn in E.UNARY_OPS.items():
+        assert getattr(mt, name) is fn and getattr(mt.Tensor, name + "_") is not None
+
+
 def _unary_input(name, *shape, dtype=np.float64):
     lo, hi = UNARY[name][1]
     a = _arr(*shape, dtype=np.float64, lo=lo, hi=hi)

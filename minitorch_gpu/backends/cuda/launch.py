@@ -13,12 +13,14 @@ library's built-in for that call.
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import numpy as np
 
+from .._elementwise_table import KERNEL_FILE, kernel_members
 from .._types import Array, NpDtype, Shape
 
 from . import loader as _loader
@@ -44,6 +46,18 @@ TailArgs = Callable[[list[Any], int], tuple[Any, ...]]
 """(typed scalars, mode bits) -> the trailing kernel arguments of a map kernel."""
 Layout = tuple[Shape, Any, bool, int, Any]
 """(shape, array whose layout a new output copies or None, contiguous, dims walked, device meta or None)."""
+
+@functools.cache
+def _kernel_ops() -> dict[str, tuple[str, int]]:
+    return {prim: (enum, codes(KERNEL_FILE, enum)[member.split("_", 1)[1]])
+            for prim, (enum, member) in kernel_members().items()}
+
+
+def kernel_op(name: str) -> tuple[str, int] | None:
+    """(enum, op code) of elementwise.cu for primitive ``name``, or None when the kernels lack it: the primitive
+    table names the enum member, the kernel source numbers it (read once per process)."""
+    return _kernel_ops().get(name)
+
 
 def _i64(v: int) -> np.int64:
     return np.int64(v)
@@ -273,12 +287,14 @@ class _MapKernels:
         if dt not in _FLOATS:
             return None
         t = _TNAME[dt]
-        pred = codes("elementwise.cu", "PredicateOp").get(name)
-        if pred is not None:
+        kop = kernel_op(name)
+        if kop is None:
+            return None
+        enum, op = kop
+        if enum == "PredicateOp":
             return self._map(None, f"predicate_forward<{t}>", (x,), out, _BOOL, dt,
-                             lambda s, m: (_i32(pred),), False)
-        op = codes("elementwise.cu", "UnaryOp").get(name)
-        if op is None:
+                             lambda s, m: (_i32(op),), False)
+        if enum != "UnaryOp":
             return None
         s0, s1 = dt.type(p0), dt.type(p1)
         return self._map(f"unary_forward<{t}>", f"unary_strided_forward<{t}>", (x,), out, dt, dt,
@@ -294,12 +310,14 @@ class _MapKernels:
         if dt not in _FLOATS:
             return None
         t = _TNAME[dt]
-        cmp = codes("elementwise.cu", "CompareOp").get(name)
-        if cmp is not None:
+        kop = kernel_op(name)
+        if kop is None:
+            return None
+        enum, op = kop
+        if enum == "CompareOp":
             return self._map(None, f"compare_forward<{t}>", (a, b), out, _BOOL, dt,
-                             lambda s, m: (_i32(cmp), s[0], s[1], _i32(m)), False)
-        op = codes("elementwise.cu", "BinaryOp").get(name)
-        if op is None:
+                             lambda s, m: (_i32(op), s[0], s[1], _i32(m)), False)
+        if enum != "BinaryOp":
             return None
         return self._map(f"binary_forward<{t}>", f"binary_strided_forward<{t}>", (a, b), out, dt, dt,
                          lambda s, m: (_i32(op), s[0], s[1], _i32(m)), True)
@@ -312,9 +330,10 @@ class _MapKernels:
         if not isinstance(a, xp.ndarray) or a.dtype not in _FLOATS:
             return None
         dt = a.dtype
-        op = codes("elementwise.cu", "TernaryOp").get(name)
-        if op is None:
+        kop = kernel_op(name)
+        if kop is None or kop[0] != "TernaryOp":
             return None
+        op = kop[1]
         with np.errstate(over="ignore"):
             al = dt.type(alpha)
         return self._map(None, f"ternary_forward<{_TNAME[dt]}>", (a, b, c), out, dt, dt,
