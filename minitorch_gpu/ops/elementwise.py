@@ -369,16 +369,15 @@ def _binary_node(node, prim, grad_a, grad_b, reads=("", ""), *, true_division=Fa
     return cls
 
 
-def _binary(name, node, prim, grad_a, grad_b, reads, *, doc, aliases=(), true_division=False, check_other=True,
-            inplace=False):
+def _binary(name, node, prim, grad_a, grad_b, reads, *, doc, aliases=(), true_division=False, inplace=False):
     """One row of a tensor-tensor binary op: its node, ``fn(input, other, *, out=None)``, its in-place form when
     ``inplace``, and ``aliases``, exported and bound onto Tensor."""
     cls = _binary_node(node, prim, grad_a, grad_b, reads, true_division=true_division)
     globals()[node] = cls
 
     def fn(input, other, *, out=None):
-        if check_other:
-            check_tensor(other, name, "other", 2)
+        check_tensor(input, name, "input", 1)
+        check_tensor(other, name, "other", 2)
         r = _binary_tensor(cls, input, other)
         return r if out is None else write_out(r, out, name)
     fn.__name__ = fn.__qualname__ = name
@@ -835,7 +834,7 @@ def positive(input):
 
 
 atan2 = _binary("atan2", "Atan2Backward0", "atan2", lambda g, a, b: g / (a * a + b * b) * b,
-                lambda g, a, b: g / (a * a + b * b) * -a, ("ab", "ab"), true_division=True, check_other=False,
+                lambda g, a, b: g / (a * a + b * b) * -a, ("ab", "ab"), true_division=True,
                 doc="Elementwise angle of (other, input), in the float result dtype.", aliases=("arctan2",),
                 inplace=True)
 

@@ -1218,6 +1218,11 @@ def test_unsupported_operands(device):
         mt.add(1, 2)
     with pytest.raises(TypeError, match="must be Tensor"):
         mt.maximum(x, 1.0)
+    # the tensor-tensor rows name the argument and its position, as PyTorch does
+    with pytest.raises(TypeError, match=r"atan2\(\): argument 'other' \(position 2\) must be Tensor, not float"):
+        mt.atan2(x, 2.0)
+    with pytest.raises(TypeError, match=r"fmax\(\): argument 'input' \(position 1\) must be Tensor, not float"):
+        mt.fmax(1.0, x)
     with pytest.raises(TypeError):
         mt.add(x, "a")
     with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with two bool tensors"):
