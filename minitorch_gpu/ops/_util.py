@@ -92,8 +92,9 @@ def write_out(result, out, fn, *, exact_dtype=False, dtype_error=None, resize_wa
     In order: ``out`` must be a Tensor; no autograd through it; same device as the result; the result's dtype
     must cast to ``out``'s under PyTorch's rules (``exact_dtype``: must equal it, as structured kernels such
     as linear algebra, gather and scatter require; ``dtype_error``: must equal it, refused with that op's own
-    message, where ``{result}`` and ``{out}`` stand for the two dtypes' names); a shape mismatch resizes ``out``, with PyTorch's deprecation warning when it held elements
-    (``resize_warning=False`` for factories, whose contract is to resize ``out``). Every check runs before
+    message, where ``{result}`` and ``{out}`` stand for the two dtypes' names); a shape mismatch resizes
+    ``out``, with PyTorch's deprecation warning when it held elements (``resize_warning=False`` for factories,
+    whose contract is to resize ``out``). Every check runs before
     ``out`` changes, so a refused call leaves it as it was; a successful one bumps its version."""
     if out is None:
         return result

@@ -32,7 +32,7 @@ from .creation import zeros_like
 __all__ = [
     # arithmetic
     "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide", "remainder",
-    "fmod", "pow", "float_power", "positive", "rsub", 
+    "fmod", "pow", "float_power", "positive", "rsub",
     # comparisons and predicates
     "eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less", "less_equal", "not_equal",
     "equal", "allclose", "isclose", "isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit",
@@ -1835,7 +1835,8 @@ class LerpBackward1(Op):
 def lerp(input, end, weight, *, out=None):
     """input + weight * (end - input); ``weight`` is a number or a tensor (broadcast)."""
     if input.dtype is not end.dtype:
-        raise RuntimeError(f"expected dtype {input.dtype._cpp_typeid_name} for `end` but got dtype {end.dtype._cpp_typeid_name}")
+        raise RuntimeError(f"expected dtype {input.dtype._cpp_typeid_name} for `end` but got dtype "
+                           f"{end.dtype._cpp_typeid_name}")
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"\"lerp_kernel_scalar\" not implemented for '{input.dtype._scalar_name}'")
     input, end = _same_device(input, end)

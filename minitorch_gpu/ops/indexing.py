@@ -1098,8 +1098,8 @@ def _index_add_args(input, dim, index, source):
         raise IndexError(f"index_add_(): Index is supposed to be a vector, but got dim: {index._data.ndim} with type: "
                          f"{index.dtype._scalar_name} and size: {list(index.shape)}")
     if isinstance(source, Tensor) and source.dtype is not input.dtype:
-        raise RuntimeError(f"index_add_(): self ({input.dtype._scalar_name}) and source ({source.dtype._scalar_name}) must "
-                           f"have the same scalar type")
+        raise RuntimeError(f"index_add_(): self ({input.dtype._scalar_name}) and source "
+                           f"({source.dtype._scalar_name}) must have the same scalar type")
     dim, idx = _index_source_args(input, dim, index, source, "index_add_")
     n = _size(input._data.shape, dim)
     _check_range(input._be, idx, n, lambda bad: RuntimeError(
@@ -1358,7 +1358,8 @@ def masked_select(input, mask, *, out=None):
         # a 0-d selection still gives a 1-D result
         x = x.reshape(1)
         m = m.reshape(1)
-    return write_out(MaskedSelectBackward0.apply(x, idx=(m,)), out, "masked_select", dtype_error=_MASKED_SELECT_OUT_DTYPE)
+    r = MaskedSelectBackward0.apply(x, idx=(m,))
+    return write_out(r, out, "masked_select", dtype_error=_MASKED_SELECT_OUT_DTYPE)
 
 
 def _masked_scatter_write(be, a, mask, source):

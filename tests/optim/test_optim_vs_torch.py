@@ -2,8 +2,8 @@
 trajectory: 50 steps of a small two-layer model from the same weights on the same batches end at the same
 parameters. The comparison with PyTorch runs in float64, to 1e-9 relative: in float32 the two libraries' BLAS
 round the gradients differently on different CPUs, and over 50 steps that rounding alone reaches 1e-5 (RMSprop
-with momentum 0.9 on some CPUs), while a real difference in an update rule shows at far more than 1e-9. Saving the state mid-run and loading it into a fresh optimizer continues
-the same trajectory."""
+with momentum 0.9 on some CPUs), while a real difference in an update rule shows at far more than 1e-9.
+Saving the state mid-run and loading it into a fresh optimizer continues the same trajectory."""
 import copy
 
 import numpy as np

@@ -94,13 +94,16 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
     qdt = query.dtype
     if key.dtype is not qdt or value.dtype is not qdt:
-        raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got query.dtype: {qdt._cpp_typeid_name} "
-                           f"key.dtype: {key.dtype._cpp_typeid_name} and value.dtype: {value.dtype._cpp_typeid_name} instead.")
+        raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got query.dtype: "
+                           f"{qdt._cpp_typeid_name} key.dtype: {key.dtype._cpp_typeid_name} and value.dtype: "
+                           f"{value.dtype._cpp_typeid_name} instead.")
     if attn_mask is not None and attn_mask.dtype is not _dtype.bool and not attn_mask.dtype.is_floating_point:
         raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query dtype, but got "
-                           f"attn_mask.dtype: {attn_mask.dtype._cpp_typeid_name} and  query.dtype: {qdt._cpp_typeid_name} instead.")
+                           f"attn_mask.dtype: {attn_mask.dtype._cpp_typeid_name} and  query.dtype: "
+                           f"{qdt._cpp_typeid_name} instead.")
     if not qdt.is_floating_point:
-        raise RuntimeError(f"Expected query, key and value to be floating point tensors, but got {qdt._cpp_typeid_name}")
+        raise RuntimeError("Expected query, key and value to be floating point tensors, but got "
+                           f"{qdt._cpp_typeid_name}")
     for name, t in (("query", query), ("key", key), ("value", value)):
         if t._data.ndim < 2:
             raise RuntimeError(f"{fn}: expected {name} to have at least 2 dimensions, but got {t._data.ndim}")
