@@ -19,3 +19,9 @@ def assert_close(actual, expected, rtol=1e-5, atol=1e-6):
     assert a.shape == e.shape, f"shape {a.shape} != {e.shape}"
     np.testing.assert_allclose(a.astype(np.float64) if a.dtype != bool else a,
                                e.astype(np.float64) if e.dtype != bool else e, rtol=rtol, atol=atol)
+
+
+def unordered_writes(device):
+    """Whether parallel writes to one element land in an undefined order: a real GPU (the simulator runs blocks
+    one after another, so it keeps the CPU's last-write-wins)."""
+    return device == "cuda" and mt.cuda.is_available() and not mt.cuda.is_simulated()

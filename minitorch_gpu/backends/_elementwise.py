@@ -420,7 +420,8 @@ class ElementwiseMixin(PrimitiveHost):
         if xp is not np:
             try:
                 from cupyx.scipy.special import erf as cupy_erf
-                return cupy_erf(x)
+                # CuPy computes half inputs in float64 and returns that; PyTorch keeps the dtype
+                return cupy_erf(x).astype(x.dtype, copy=False)
             except ImportError:
                 pass
         dt = x.dtype

@@ -361,7 +361,8 @@ class ReduceMixin(PrimitiveHost):
             r = xp.ascontiguousarray(xp.flip(r, axis))
         if cast_back is not None:
             r = r.astype(cast_back)
-        return r.reshape(shape)
+        # CuPy scans a non-last axis through a transposed buffer and returns that layout
+        return xp.ascontiguousarray(r).reshape(shape)
 
     def scan_masks(self, n: int, np_dtype: NpDtype, reverse: bool = False,
                    exclusive: bool = False) -> tuple[Array, Array, Array]:

@@ -112,7 +112,7 @@ class Backend(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, LinalgMixin
 
     def fill(self, arr: Array, value: Scalar) -> None:
         """Write one value into every element of ``arr`` (in place)."""
-        if getattr(arr.flags, "writeable", True) is False:
+        if not self.writable(arr):
             raise RuntimeError(
                 "unsupported operation: more than one element of the written-to tensor refers to a single "
                 "memory location. Please clone() the tensor before performing the operation.")
@@ -172,9 +172,7 @@ class Backend(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, LinalgMixin
 
     def copy_into(self, dst: Array, src: Array | Scalar) -> None:
         """dst[...] = src with broadcasting and casting (the data write of every in-place op)."""
-        # NumPy marks broadcast views read-only; CuPy has no such flag, so zero strides tell
-        if getattr(dst.flags, "writeable", True) is False or dst.size > 1 and any(
-                s == 0 and n > 1 for s, n in zip(dst.strides, dst.shape)):
+        if not self.writable(dst):
             raise RuntimeError(
                 "unsupported operation: more than one element of the written-to tensor refers to a single "
                 "memory location. Please clone() the tensor before performing the operation.")
@@ -184,7 +182,8 @@ class Backend(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, LinalgMixin
         self.xp.copyto(dst, src, casting="unsafe")
 
     def shares_memory(self, a: Array, b: Array) -> bool:
-        return bool(self.xp.shares_memory(a, b))
+        # CuPy answers False for any 0-d operand; a one-element view of the same memory is equivalent
+        return bool(self.xp.shares_memory(a.reshape(1) if a.ndim == 0 else a, b.reshape(1) if b.ndim == 0 else b))
 
     def is_contiguous(self, arr: Array) -> bool:
         return bool(arr.flags.c_contiguous)

@@ -850,6 +850,8 @@ def _direct_inplace(self, other, prim, alpha=1):
     d = self._data
     if alpha != 1 and _INFO[d.dtype][0] != _FLOAT:
         return False   # integer alphas have rules (and errors) of their own
+    if not self._be.writable(d):
+        return False   # NumPy refuses to write a broadcast view, CuPy would write it: the general path raises
     if isinstance(other, Tensor):
         od = other._data
         if od.dtype is not d.dtype or other._be is not self._be:

@@ -9,7 +9,7 @@ import warnings
 
 import numpy as np
 import pytest
-from helpers import assert_close, to_np
+from helpers import assert_close, to_np, unordered_writes
 
 import minitorch_gpu as mt
 from minitorch_gpu.autograd import gradcheck, gradgradcheck
@@ -323,6 +323,15 @@ def test_getitem_error_messages():
 
 # ====================================================================== __setitem__
 
+# rows 0 and 2 written twice: the CPU keeps the last write, as PyTorch's CPU does
+DUPLICATE_SETITEM = (lambda L: L([0, 2, 0]), lambda L: L([[1.0], [2.0], [3.0]]))
+
+
+def _skip_unordered_duplicates(device, index):
+    if index is DUPLICATE_SETITEM[0] and unordered_writes(device):
+        pytest.skip("which of several writes to one element lands is undefined on a GPU, in PyTorch too")
+
+
 SETITEM = [
     (lambda L: 1, lambda L: 7.0),
     (lambda L: (slice(None), 2), lambda L: L([1.0, 2.0, 3.0])),
@@ -331,7 +340,7 @@ SETITEM = [
     (lambda L: (None, 0), lambda L: L([[1.0, 2.0, 3.0, 4.0]])),
     (lambda L: (slice(None), slice(None)), lambda L: L([[[1.0, 2.0, 3.0, 4.0]]])),
     (lambda L: L([0, 2]), lambda L: 3.0),
-    (lambda L: L([0, 2, 0]), lambda L: L([[1.0], [2.0], [3.0]])),
+    DUPLICATE_SETITEM,
     (lambda L: (L([0, 2]), L([3, 1])), lambda L: L([10.0, 20.0])),
     (lambda L: (slice(1, None), L([0, 0])), lambda L: L(4.0)),
     (lambda L: L([[True, False, True, False], [False] * 4, [True] * 4]), lambda L: -1.0),
@@ -347,6 +356,7 @@ SETITEM = [
 
 @pytest.mark.parametrize("index,value", SETITEM)
 def test_setitem_matches_torch(device, torch, index, value):
+    _skip_unordered_duplicates(device, index)
     a = _arr(3, 4)
 
     def run(lib, L, x):
@@ -358,6 +368,7 @@ def test_setitem_matches_torch(device, torch, index, value):
 
 @pytest.mark.parametrize("index,value", SETITEM)
 def test_setitem_gradient_flows_to_value_and_base(device, torch, index, value):
+    _skip_unordered_duplicates(device, index)
     a = _arr(3, 4)
 
     def run(lib, L, x, v):
@@ -499,7 +510,8 @@ def test_setitem_into_expanded_tensor_raises(device):
 def test_index_put_matches_torch(device, torch, accumulate):
     def run(lib, L, x, v):
         return x.index_put((L([0, 2, 0]), L([1, 1, 1])), v * 2, accumulate=accumulate)
-    _vs_torch(torch, device, run, _arr(3, 4), _arr(3), grad_inputs=(0, 1) if accumulate else (1,))
+    if accumulate or not unordered_writes(device):
+        _vs_torch(torch, device, run, _arr(3, 4), _arr(3), grad_inputs=(0, 1) if accumulate else (1,))
 
     def run_mask(lib, L, x, v):
         return lib.index_put(x, (L([True, False, True]),), v, accumulate)
