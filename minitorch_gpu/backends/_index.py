@@ -8,6 +8,7 @@ Every body is written against ``self.xp`` (NumPy or CuPy). Accumulating writes (
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, Literal, TypeAlias
 
 import numpy as _np
@@ -61,6 +62,14 @@ class IndexMixin(PrimitiveHost):
             return int(idx.min()), int(idx.max())
         mm = self.to_numpy(xp.stack([idx.min(), idx.max()]))
         return int(mm[0]), int(mm[1])
+
+    def check_index_range(self, idx: Array, size: int, error: Callable[[int], BaseException]) -> None:
+        """Raise ``error(first element of idx outside [0, size))`` if there is one. A GPU backend reads the
+        answer at its next synchronisation instead; the gather that follows wraps such indices there."""
+        if idx.size:
+            lo, hi = self.index_range(idx)
+            if lo < 0 or hi >= size:
+                raise error(self.first_outside(idx, 0, size))
 
     def first_outside(self, idx: Array, lo: int, hi: int) -> int:
         """The first element of ``idx`` outside ``[lo, hi)`` (only called once one is known to exist)."""

@@ -30,6 +30,7 @@ import numpy as np
 
 from .. import _device
 from .._dtype import bfloat16
+from .cuda.checks import Check, DeferredChecks, note_sync
 from ._types import Array
 from .base import Backend
 from .cuda import device as _probe
@@ -388,6 +389,36 @@ class CudaBackend(Backend):
         self.index = index
         self.device = _device_cls("cuda", index)
         self.kernels = launcher if kernels_enabled() else None
+        self.checks = DeferredChecks(self._to_host, xp.concatenate)
+        if launcher is not None:
+            launcher.checks = self.checks
+
+    def _to_host(self, arr: Array) -> Any:
+        raise NotImplementedError
+
+    def to_numpy(self, arr: Array) -> Any:
+        # the host waits for the device here: the natural point to read the checks queued since the last wait
+        note_sync()
+        self.checks.flush()
+        return self._to_host(arr)
+
+    def defer_check(self, values: Array, check: Check) -> None:
+        """Queue ``check(host copy of values)`` (returns the error to raise, or None) for the next
+        synchronisation instead of waiting for the device now."""
+        self.checks.add(values, check)
+
+    def synchronize(self) -> None:
+        self.xp.cuda.Device(self.index).synchronize()
+        self.checks.flush()
+
+    def check_index_range(self, idx: Array, size: int, error: Callable[[int], BaseException]) -> None:
+        if idx.size == 0:
+            return
+
+        def check(v: np.ndarray[Any, Any]) -> BaseException | None:
+            lo, hi = int(v[0]), int(v[1])
+            return error(lo if lo < 0 else hi) if lo < 0 or hi >= size else None
+        self.defer_check(self.xp.stack([idx.min(), idx.max()]), check)
 
     def np_dtype(self, dtype: Any) -> Any:
         if dtype is bfloat16:
@@ -437,7 +468,7 @@ class CupyBackend(CudaBackend):
         launcher = Launcher(cupy, cupy.RawModule, lambda a: a.data.ptr, max_blocks=32 * sms)
         self._init_cuda(index, cupy, launcher)
 
-    def to_numpy(self, arr: Array) -> Any:
+    def _to_host(self, arr: Array) -> Any:
         return self.xp.asnumpy(arr)
 
     def asarray(self, obj: Any, np_dtype: Any = None, copy: bool = False) -> Array:
@@ -454,9 +485,6 @@ class CupyBackend(CudaBackend):
             # CuPy copies element by element in parallel; overlapping source and destination need a buffer
             src = src.copy()
         _builtin("copy_into")(self, dst, xp.asarray(src) if hasattr(src, "__array__") else src)
-
-    def synchronize(self) -> None:
-        self.xp.cuda.Device(self.index).synchronize()
 
     def _tf32(self) -> bool:
         return _matmul_flags.allow_tf32
@@ -502,8 +530,18 @@ class SimBackend(CudaBackend):
             return np.array(obj, dtype=np_dtype, copy=True)
         return np.asarray(obj, dtype=np_dtype)
 
-    def to_numpy(self, arr: Array) -> Any:
+    def _to_host(self, arr: Array) -> Any:
         return np.array(arr, copy=True)
+
+    def index_select(self, x: Array, dim: int, index: Array) -> Array:
+        # a GPU gather wraps an index outside the table (CuPy's ``take``) and its range check is read at the
+        # next synchronisation: NumPy's take would raise its own IndexError here first
+        if x.ndim == 0:
+            return np.take(x.reshape(1), index.reshape(-1), mode="wrap").reshape(())
+        return np.take(x, index, axis=dim, mode="wrap")
+
+    def synchronize(self) -> None:
+        self.checks.flush()
 
 
 @functools.lru_cache(maxsize=1)

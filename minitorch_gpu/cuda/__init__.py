@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from .. import _device
 from .. import backends as _backends
+from ..backends.cuda.checks import get_sync_debug_mode as get_sync_debug_mode
+from ..backends.cuda.checks import set_sync_debug_mode as set_sync_debug_mode
 from ..backends.cuda import device as _probe
 from ..backends.cuda.device import current_device as current_device
 from ..backends.cuda.device import device_count as device_count
@@ -26,7 +28,8 @@ from ..backends.cuda import nvtx as nvtx
 
 __all__ = ["is_available", "device_count", "current_device", "set_device", "synchronize", "device",
            "manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed", "get_rng_state",
-           "set_rng_state", "get_rng_state_all", "set_rng_state_all", "is_initialized"]
+           "set_rng_state", "get_rng_state_all", "set_rng_state_all", "is_initialized", "set_sync_debug_mode",
+           "get_sync_debug_mode"]
 
 _DeviceLike = Any  # an int ordinal, a device, or a string such as "cuda:1"
 _dev: Callable[..., Any] = _device.device
@@ -61,7 +64,8 @@ def synchronize(dev: _DeviceLike | None = None) -> None:
     """Wait for all work queued on a GPU to finish."""
     idx = current_device() if dev is None else (dev if isinstance(dev, int) else (_dev(dev).index or 0))
     _probe.check_device(idx)
-    _probe.runtime().cuda.Device(idx).synchronize()
+    # the backend waits for the device and then reads the checks its ops left on it (bad indices, ...)
+    _backends.get_backend(_dev("cuda", idx)).synchronize()
 
 
 class device:

@@ -9,6 +9,7 @@ Layers, lowest first (each module imports only those above it in this list):
 * ``sim/``       the CPU simulator that runs the same kernels (g++, fibers);
 * ``nvrtc``      NVRTC through ctypes, for compiling without a driver (CI's compile gate);
 * ``nvtx``       NVTX ranges around ops and module calls (public as ``mt.cuda.nvtx``; autograd and nn call it);
+* ``checks``     device-side checks read at the next synchronisation, and the sync debug mode;
 * ``launch``     ``Launcher``: grid sizes, argument packing and pointer tables, shared by GPU and simulator.
 
 ``backends/cuda_backend.py`` routes primitives to a ``Launcher``; the public ``mt.cuda`` package sits above

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .checks import DeferredChecks
 from .._elementwise_table import KERNEL_FILE, kernel_members
 from .._types import Array, NpDtype, Shape
 
@@ -103,6 +104,11 @@ def collapse(shape: Shape, strides_list: Sequence[Strides]) -> tuple[Shape, list
     return tuple(out_shape), [tuple(s) for s in out_strides]
 
 
+def _embedding_range_error(flag: np.ndarray[Any, Any]) -> IndexError | None:
+    """embedding_backward's flag: set when an index lay outside the table (the CPU's message)."""
+    return IndexError("index out of range in self") if flag[0] else None
+
+
 class _MapKernels:
     """Launch plumbing (kernel lookup, grids, strided metadata) and the elementwise maps of elementwise.cu."""
 
@@ -115,6 +121,8 @@ class _MapKernels:
         # host int64 array -> device array (CuPy: an H2D copy; NumPy: the array itself)
         self.upload = upload or xp.asarray
         self._meta: dict[tuple[Any, ...], Array] = {}
+        # the owning backend replaces this with its own queue, read at its synchronisations
+        self.checks = DeferredChecks(getattr(xp, "asnumpy", np.asarray), xp.concatenate)
 
     # ------------------------------------------------------------------ plumbing
     def fn(self, fname: str, kernel: str) -> Any:
@@ -751,8 +759,7 @@ class _StepKernels(_MapKernels):
         bad = xp.zeros(1, dtype=np.int32)
         self.fn("embedding.cu", f"embedding_backward<{_TNAME[dt]}>")(
             self.grid(n_idx * dim), (THREADS,), (idx, grad, out, bad, _i64(n_idx), _i64(dim), _i64(out.shape[0])))
-        if int(bad[0]):
-            raise IndexError(f"index out of range in self: indices must be in [0, {out.shape[0]})")
+        self.checks.add(bad, _embedding_range_error)
         return True
 
 

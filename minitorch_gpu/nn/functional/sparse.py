@@ -37,6 +37,10 @@ def _accumulate_rows(be, flat, g2, num_rows):
     return out
 
 
+def _index_error(bad: int) -> IndexError:
+    return IndexError("index out of range in self")
+
+
 class EmbeddingBackward0(Op):
     def forward(self, weight, indices, padding_idx, scale_grad_by_freq):
         be = weight._be
@@ -120,10 +124,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     check_same_device(weight, input)
     be = weight._be
     idx = input._data
-    if idx.size:
-        lo, hi = be.index_range(idx)
-        if lo < 0 or hi >= weight._data.shape[0]:
-            raise IndexError("index out of range in self")
+    be.check_index_range(idx, weight._data.shape[0], _index_error)
     if max_norm is not None:
         _renorm_rows(weight, input, max_norm, norm_type)
     return EmbeddingBackward0.apply(weight, indices=idx, padding_idx=padding_idx,
