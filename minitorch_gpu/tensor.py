@@ -124,6 +124,8 @@ class Tensor:
         t._vc = None
         t._base = None
         t._inference = _state.inference
+        if be.counts_memory:
+            be.count_memory(data)
         return t
 
     # ------------------------------------------------------------------ basic attributes
@@ -535,6 +537,8 @@ def _new_tensor(data, be, _new=object.__new__, _cls=Tensor, _st=_state):
     t._vc = None
     t._base = None
     t._inference = _st.inference
+    if be.counts_memory:
+        be.count_memory(data)
     return t
 
 

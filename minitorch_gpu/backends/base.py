@@ -49,6 +49,13 @@ class Backend(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, LinalgMixin
             return self.xp.array(obj, dtype=np_dtype, copy=True)
         return self.xp.asarray(obj, dtype=np_dtype)
 
+    # the simulated GPU counts the memory its tensors hold (``mt.cuda.memory_allocated``); see
+    # ``backends/cuda/memory.py``
+    counts_memory = False
+
+    def count_memory(self, arr: Array) -> None:
+        pass
+
     def to_numpy(self, arr: Array) -> npt.NDArray[Any]:
         return np.asarray(arr)
 

@@ -34,6 +34,7 @@ from .cuda.checks import Check, DeferredChecks, note_sync
 from ._types import Array
 from .base import Backend
 from .cuda import device as _probe
+from .cuda import memory as _memory
 from .cuda import matmul as _matmul_flags
 from .cuda import sim
 from .cuda.fused_step import FusedStep
@@ -467,6 +468,7 @@ class CupyBackend(CudaBackend):
         # enough resident blocks to fill every SM several times over; grid-stride loops cover the rest
         launcher = Launcher(cupy, cupy.RawModule, lambda a: a.data.ptr, max_blocks=32 * sms)
         self._init_cuda(index, cupy, launcher)
+        _memory.install_cupy_hook(cupy)
 
     def _to_host(self, arr: Array) -> Any:
         return self.xp.asnumpy(arr)
@@ -532,6 +534,11 @@ class SimBackend(CudaBackend):
 
     def _to_host(self, arr: Array) -> Any:
         return np.array(arr, copy=True)
+
+    counts_memory = True
+
+    def count_memory(self, arr: Array) -> None:
+        _memory.track_sim_array(arr, self.index)
 
     def index_select(self, x: Array, dim: int, index: Array) -> Array:
         # a GPU gather wraps an index outside the table (CuPy's ``take``) and its range check is read at the
