@@ -405,7 +405,7 @@ def gemm_plan(dt: NpDtype, nb: int, M: int, N: int, K: int, sms: int) -> tuple[b
 
     128 x 128 tiles (float only) while they give every SM a block; else 64 x 64 tiles, four times as many; and
     when even those leave SMs idle and K is long (a weight gradient g.T @ x with K = batch x tokens), K is split
-    so that about two blocks run per SM, each on its own slice of a workspace that a second pass sums in order.
+    so that up to two blocks run per SM in one wave, each on its own slice of a workspace that a second pass sums in order.
     """
     def blocks(tile: int) -> int:
         return nb * -(-M // tile) * -(-N // tile)
@@ -416,7 +416,8 @@ def gemm_plan(dt: NpDtype, nb: int, M: int, N: int, K: int, sms: int) -> tuple[b
     tiles = blocks(128 if big else 64)
     splits = 1
     if tiles < sms and K >= 2 * _SPLIT_MIN_K:
-        splits = max(1, min(-(-2 * sms // tiles), K // _SPLIT_MIN_K, 64))
+        # at most two resident blocks per SM: one more block than that starts a second, nearly empty wave
+        splits = max(1, min(2 * sms // tiles, K // _SPLIT_MIN_K, 64))
     return big, splits
 
 
