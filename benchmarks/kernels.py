@@ -125,6 +125,7 @@ def cases(cp, quick):
                 (lambda: tA @ tB) if torch else None))
     Ad, Bd = A.astype(cp.float64), B.astype(cp.float64)
     out.append((f"matmul f64 {m}^3", 2 * m ** 3, "FLOP", lambda: k.matmul(Ad, Bd), lambda: cp.matmul(Ad, Bd), None))
+    out.extend(gpt_gemm_cases(cp, k, torch, quick))
     sizes = [(1024, 1024)] * 16
     ps = [rng.standard_normal(s, dtype=cp.float32) for s in sizes]
     gs = [rng.standard_normal(s, dtype=cp.float32) for s in sizes]
@@ -147,6 +148,31 @@ def cases(cp, quick):
     out.append(("embedding backward f32", 8 * grad.size, "B", lambda: k.embedding_backward(table, idx, grad),
                 lambda: __import__("cupyx").scatter_add(table, idx, grad), None))
     return out
+
+
+def gpt_gemm_cases(cp, k, torch, quick):
+    """The three GEMMs of a GPT linear layer at B*T tokens, C = 384, hidden 4C (vs cuBLAS through CuPy and torch):
+    forward x @ W.T (+ bias, as nn.Linear launches it), input gradient g @ W, weight gradient g.T @ x (K = B*T
+    over a 1536 x 384 output: the split-K case)."""
+    bt, c, h = (4096 if quick else 16384), 384, 1536
+    rng = cp.random.default_rng(1)
+    x = rng.standard_normal((bt, c), dtype=cp.float32)
+    w = rng.standard_normal((h, c), dtype=cp.float32)
+    bias = rng.standard_normal(h, dtype=cp.float32)
+    g = rng.standard_normal((bt, h), dtype=cp.float32)
+    t = {n: torch.as_tensor(v, device="cuda") for n, v in (("x", x), ("w", w), ("b", bias), ("g", g))} if torch else {}
+    flops = 2 * bt * c * h
+    return [
+        (f"matmul f32 x@W.T {bt}x{c}->{h}", flops, "FLOP", lambda: k.matmul(x, w.T), lambda: cp.matmul(x, w.T),
+         (lambda: t["x"] @ t["w"].T) if torch else None),
+        (f"linear f32 x@W.T+b {bt}x{c}->{h}", flops, "FLOP", lambda: k.matmul(x, w.T, bias),
+         lambda: cp.matmul(x, w.T) + bias,
+         (lambda: torch.nn.functional.linear(t["x"], t["w"], t["b"])) if torch else None),
+        (f"matmul f32 g@W {bt}x{h}->{c}", flops, "FLOP", lambda: k.matmul(g, w), lambda: cp.matmul(g, w),
+         (lambda: t["g"] @ t["w"]) if torch else None),
+        (f"matmul f32 g.T@x K={bt} {h}x{c}", flops, "FLOP", lambda: k.matmul(g.T, x), lambda: cp.matmul(g.T, x),
+         (lambda: t["g"].T @ t["x"]) if torch else None),
+    ]
 
 
 def run(args):

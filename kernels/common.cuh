@@ -6,6 +6,7 @@
 //   - float/double math overloads (mt_exp, ...): one spelling for NVRTC and for the CPU simulator's g++
 //   - strided index math for up to MT_MAX_DIMS = 8 dims (broadcast operands have stride 0)
 //   - Packed128<T>: 128-bit loads and stores for the contiguous fast paths
+//   - asynchronous global -> shared copies (cp.async on sm_80+, plain copies elsewhere)
 //   - warp and block reductions (sum, max), for blocks whose size is a multiple of 32
 #ifndef MT_COMMON_CUH
 #define MT_COMMON_CUH
@@ -135,6 +136,50 @@ template <typename T> __device__ __forceinline__ void store128(T* p, const Packe
     *reinterpret_cast<Packed128<T>*>(p) = x;
 }
 #endif
+
+// ------------------------------------------------------------------------------------------ async copies
+// Global -> shared copies that run behind the math on sm_80+ (cp.async: no registers hold the data in flight,
+// so a double-buffered tile costs no registers). Elsewhere — the CPU simulator, which defines __CUDA_SIM__ and
+// leaves __CUDA_ARCH__ undefined, and older GPUs — they are plain synchronous copies, which give the same
+// results: a copy is only read after mt_cp_async_wait_all() and a __syncthreads(), on every path.
+// NOTE: this is the one place with inline PTX; CUDA exposes cp.async to NVRTC only through PTX or
+// <cuda_pipeline.h>, which the NVRTC wheel used in CI does not ship.
+#if !defined(__CUDA_SIM__) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define MT_CP_ASYNC 1
+#endif
+
+// one element (4 or 8 bytes): any address aligned to its type
+template <typename T> __device__ __forceinline__ void mt_cp_async_elem(T* smem, const T* gmem) {
+#ifdef MT_CP_ASYNC
+    static_assert(sizeof(T) == 4 || sizeof(T) == 8, "cp.async copies 4, 8 or 16 bytes");
+    unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(s), "l"(gmem), "n"(sizeof(T)));
+#else
+    *smem = *gmem;
+#endif
+}
+// 16 bytes; both addresses 16-byte aligned (the simulator checks the global one like load128)
+template <typename T> __device__ __forceinline__ void mt_cp_async16(T* smem, const T* gmem) {
+#ifdef MT_CP_ASYNC
+    unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+    // .cg: streamed tiles skip L1, which the shared tiles share on-chip storage with
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
+#else
+    store128(smem, load128(gmem));
+#endif
+}
+// closes the group of copies issued since the last commit
+__device__ __forceinline__ void mt_cp_async_commit() {
+#ifdef MT_CP_ASYNC
+    asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+// waits for every copy this thread issued; other threads' copies need a __syncthreads() after it
+__device__ __forceinline__ void mt_cp_async_wait_all() {
+#ifdef MT_CP_ASYNC
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
 
 // ------------------------------------------------------------------------------------------ reductions
 struct SumOp {

@@ -1,126 +1,260 @@
 // matmul.cu: batched C = A @ B (+ bias) for float (SGEMM) and double (DGEMM).
 //
 // Kernels:
-//   matmul_forward<T>   T = float | double. 64 x 64 output tiles, K in steps of 16 staged in shared memory,
-//                       256 threads each accumulating a 4 x 4 register block (rows ty + 16 r, columns tx + 16 c,
-//                       so shared-memory reads are conflict-free and global stores coalesce). Any M, N, K;
-//                       operands through element strides, so transposed operands need no copy; batches through
-//                       a table of per-batch element offsets (broadcast batch dims repeat an offset); an
-//                       optional bias added per output column in the epilogue. 128-bit loads when an
-//                       operand's inner dim is contiguous, its rows 16-byte aligned and K (A) / N (B) a
-//                       multiple of the pack (`vec` bit 0 for A, bit 1 for B).
+//   matmul_forward_v2      128 x 128 output tiles, K steps of 8, 256 threads each accumulating an 8 x 8
+//                          register block (two 4 x 4 quadrants 64 rows / 64 columns apart, so every fragment read
+//                          is one 128-bit shared load and a warp's B reads cover all 32 banks once). float only:
+//                          64 float accumulators fit the 128 registers that two blocks per SM allow.
+//   matmul_forward<T>      64 x 64 tiles, K steps of 16, 4 x 4 per thread: four times the blocks, for
+//                          problems too small or skinny to fill the GPU with 128 x 128 tiles, and for double.
+//   matmul_splitk_reduce<T> sums the split-K partial products in a fixed order (+ bias): deterministic, no atomics.
 //
-// The launcher (backends/cuda/launch.py) picks this kernel for float32 and float64 unless
-// mt.backends.cuda.matmul.allow_tf32 asks for cuBLAS TF32 on a GPU.
+// Replaces v1 (64 x 64 tiles, 4 x 4 per thread, scalar shared reads, no double buffering: 0.30x cuBLAS).
+// Both shared tiles are k-major (As[k][m], Bs[k][n]) with 4 elements of padding per row, and double
+// buffered: the copies of step k + 1 (cp.async on sm_80+, see common.cuh) are issued right after the one barrier
+// of step k and run behind its math. An operand whose contiguous dim is the tile's row (A column-major, B row-major)
+// is copied 16 bytes at a time (`vec` bit 0 for A, bit 1 for B; the launcher proves every row of every batch entry
+// 16-byte aligned). Any other layout — the transposed operand of every x @ W.T, a row-major A, misaligned views —
+// is copied one element at a time, consecutive threads walking the operand's contiguous dim (coalesced global
+// reads) and, thanks to the padding, 32 distinct banks on the transposing shared stores. Split-K: blockIdx.z runs
+// over batch x splits; split s reduces k in [s * kchunk, (s + 1) * kchunk) into its own slice of a workspace.
+// `vec` bit 2: C rows are 16-byte aligned and N a multiple of the pack, so the epilogue stores 128 bits.
+//
+// The launcher (backends/cuda/launch.py, `gemm_plan`) picks the kernel, the split count and the grid; it uses
+// cuBLAS instead when mt.backends.cuda.matmul.allow_tf32 asks for TF32 on a GPU.
 #include "common.cuh"
 
-#define MM_BM 64
-#define MM_BN 64
-#define MM_BK 16
 #define MM_THREADS 256
+#define MM_PAD 4  // keeps rows 16-byte aligned and moves row k + 1 four banks over
+
+// Copies one operand's k-slices into k-major shared tiles S[k][x] (row pitch BX + MM_PAD), one step of BK at a
+// time. X is the operand's output dim (m for A, n for B, element stride sX), k has stride sK; elements past the
+// operand's edge or the split's last k read as 0. Modes:
+//   MM_DIRECT  sX == 1 and every row 16-byte aligned: 16-byte packs go across unchanged
+//   MM_KCONTIG sK == 1 (a row-major A, the W of x @ W.T): consecutive threads walk k, so global reads coalesce and
+//              the transposing shared stores land one row = 4 banks apart, 32 distinct banks per warp
+//   MM_STRIDED anything else: consecutive threads walk x
+// Each thread copies a fixed pattern (rows kk0 + i DK, columns xx0 + i DX of the tile). The stager keeps only its
+// pointer and an edge mask in registers; the pattern comes from threadIdx and the strides from the kernel's
+// parameters (constant memory) at every step, so the registers go to the accumulators.
+enum MmMode { MM_DIRECT, MM_KCONTIG, MM_STRIDED };
+
+template <typename T, int BK, int BX>
+struct MmStager {
+    static constexpr int P = Packed128<T>::size;
+    static constexpr int PITCH = BX + MM_PAD;
+    static constexpr int NV = BK * BX / P / MM_THREADS;  // packs per thread and step (MM_DIRECT)
+    static constexpr int NE = BK * BX / MM_THREADS;      // elements per thread and step (otherwise)
+    static_assert(NV >= 1 && MM_THREADS % (BX / P) == 0 && MM_THREADS % BK == 0 && MM_THREADS % BX == 0,
+                  "tile shape does not divide among the threads");
+    const T* g;  // this thread's first element of the next step
+    u32 xvalid;  // bit i: element i's column is inside the operand
+
+    // this thread's first row and column in the tile, and the row and column steps between its elements
+    static __device__ __forceinline__ void pattern(int mode, int& kk0, int& xx0, int& dk, int& dx) {
+        const int tid = threadIdx.x;
+        if (mode == MM_DIRECT) {
+            kk0 = tid / (BX / P); xx0 = (tid % (BX / P)) * P; dk = MM_THREADS / (BX / P); dx = 0;
+        } else if (mode == MM_KCONTIG) {
+            kk0 = tid % BK; xx0 = tid / BK; dk = 0; dx = MM_THREADS / BK;
+        } else {
+            kk0 = tid / BX; xx0 = tid % BX; dk = MM_THREADS / BX; dx = 0;
+        }
+    }
+
+    __device__ __forceinline__ MmStager(const T* G, int mode, i64 x0, i64 X, i64 kbeg, i64 sX, i64 sK) {
+        int kk0, xx0, dk, dx;
+        pattern(mode, kk0, xx0, dk, dx);
+        g = G + (kbeg + kk0) * sK + (x0 + xx0) * sX;
+        // NOTE: in MM_DIRECT X is a multiple of P, so a pack is wholly inside or wholly outside the operand
+        xvalid = 0;
+        #pragma unroll
+        for (int i = 0; i < NE; ++i) xvalid |= (u32)(x0 + xx0 + i * dx < X) << i;
+    }
+
+    // the copies of the next step (its first kvalid rows of k exist), then on to the step after it
+    __device__ __forceinline__ void issue(T* __restrict__ S, int kvalid, int mode, i64 sX, i64 sK) {
+        int kk0, xx0, dk, dx;
+        pattern(mode, kk0, xx0, dk, dx);
+        T* s = S + kk0 * PITCH + xx0;
+        const i64 di = dk * sK + dx * sX;
+        const int s_di = dk * PITCH + dx;
+        if (mode == MM_DIRECT) {
+            #pragma unroll
+            for (int i = 0; i < NV; ++i) {
+                if (kk0 + i * dk < kvalid && (xvalid & 1)) {
+                    mt_cp_async16(s + i * s_di, g + i * di);
+                } else {
+                    #pragma unroll
+                    for (int e = 0; e < P; ++e) s[i * s_di + e] = (T)0;
+                }
+            }
+        } else {
+            #pragma unroll
+            for (int i = 0; i < NE; ++i) {
+                if (kk0 + i * dk < kvalid && (xvalid >> i & 1)) mt_cp_async_elem(s + i * s_di, g + i * di);
+                else s[i * s_di] = (T)0;
+            }
+        }
+        g += BK * sK;
+    }
+};
 
 template <typename T>
-__global__ void __launch_bounds__(MM_THREADS)
-matmul_forward(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, const T* __restrict__ bias,
-               const i64* __restrict__ boff, i64 batch, i64 M, i64 N, i64 K, i64 sAm, i64 sAk, i64 sBk, i64 sBn,
-               i64 sCm, i64 sCn, int has_bias, int vec) {
-    // +1 column of padding: the transposing stores into As would otherwise hit one bank 16 times
-    __shared__ T As[MM_BK][MM_BM + 1];
-    __shared__ T Bs[MM_BK][MM_BN];
-    constexpr int S = Packed128<T>::size;
+__device__ __forceinline__ void mm_load4(const T* __restrict__ p, T* r) {
+    constexpr int P = Packed128<T>::size;
+    #pragma unroll
+    for (int h = 0; h < 4 / P; ++h) {
+        Packed128<T> v = load128(p + h * P);
+        #pragma unroll
+        for (int s = 0; s < P; ++s) r[h * P + s] = v.v[s];
+    }
+}
+
+// One block computes BM x BN tiles of C with 256 threads in a 16 x 16 grid; thread (tx, ty) owns rows
+// c * (BM / RQ) + 4 ty + i and columns c * (BN / RQ) + 4 tx + j (RQ = TM / 4 quadrants per side).
+template <typename T, int BM, int BN, int BK, int TM>
+__device__ __forceinline__ void mm_tiled(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C,
+                                         const T* __restrict__ bias, const i64* __restrict__ boff, i64 batch,
+                                         int splits, i64 kchunk, i64 split_stride, i64 M, i64 N, i64 K, i64 sAm,
+                                         i64 sAk, i64 sBk, i64 sBn, int has_bias, int vec) {
+    constexpr int RQ = TM / 4;
+    constexpr int AP = BM + MM_PAD, BP = BN + MM_PAD;
+    __shared__ __align__(16) T As[2][BK * AP];
+    __shared__ __align__(16) T Bs[2][BK * BP];
+    constexpr int P = Packed128<T>::size;
     const int tid = threadIdx.x;
     const int tx = tid % 16, ty = tid / 16;
-    const i64 mtiles = (M + MM_BM - 1) / MM_BM, ntiles = (N + MM_BN - 1) / MM_BN;
-    const bool a_k_major = sAk == 1 || sAm != 1;  // which index consecutive threads walk when loading A
+    const i64 mtiles = (M + BM - 1) / BM, ntiles = (N + BN - 1) / BN;
+    const bool c_vec = vec & 4;
+    const int a_mode = vec & 1 ? MM_DIRECT : sAk == 1 ? MM_KCONTIG : MM_STRIDED;
+    const int b_mode = vec & 2 ? MM_DIRECT : sBk == 1 ? MM_KCONTIG : MM_STRIDED;
 
-    for (i64 bz = blockIdx.z; bz < batch; bz += gridDim.z) {
+    for (i64 z = blockIdx.z; z < batch * splits; z += gridDim.z) {
+        const i64 bz = z / splits;
+        const int split = (int)(z - bz * splits);
         const T* Ab = A + boff[3 * bz];
         const T* Bb = B + boff[3 * bz + 1];
-        T* Cb = C + boff[3 * bz + 2];
+        const i64 kbeg = split * kchunk;
+        const i64 kend = kbeg + kchunk < K ? kbeg + kchunk : K;
+        const i64 nk = kend > kbeg ? (kend - kbeg + BK - 1) / BK : 0;  // steps of this split
         for (i64 mt = blockIdx.y; mt < mtiles; mt += gridDim.y) {
             for (i64 nt = blockIdx.x; nt < ntiles; nt += gridDim.x) {
-                const i64 m0 = mt * MM_BM, n0 = nt * MM_BN;
-                T acc[4][4];
+                const i64 m0 = mt * BM, n0 = nt * BN;
+                T acc[TM][TM];
                 #pragma unroll
-                for (int r = 0; r < 4; ++r)
+                for (int i = 0; i < TM; ++i)
                     #pragma unroll
-                    for (int c = 0; c < 4; ++c) acc[r][c] = 0;
+                    for (int j = 0; j < TM; ++j) acc[i][j] = 0;
 
-                for (i64 k0 = 0; k0 < K; k0 += MM_BK) {
-                    // ---- stage A[m0:m0+64, k0:k0+16] as As[k][m]
-                    if (vec & 1) {
-                        for (int q = tid; q < MM_BM * MM_BK / S; q += MM_THREADS) {
-                            int mm = q / (MM_BK / S), kk = (q % (MM_BK / S)) * S;
-                            i64 gm = m0 + mm, gk = k0 + kk;
-                            Packed128<T> v;
-                            if (gm < M && gk < K) {
-                                v = load128(Ab + gm * sAm + gk);
-                            } else {
-                                #pragma unroll
-                                for (int s = 0; s < S; ++s) v.v[s] = 0;
-                            }
-                            #pragma unroll
-                            for (int s = 0; s < S; ++s) As[kk + s][mm] = v.v[s];
-                        }
-                    } else {
-                        for (int e = tid; e < MM_BM * MM_BK; e += MM_THREADS) {
-                            int mm = a_k_major ? e / MM_BK : e % MM_BM;
-                            int kk = a_k_major ? e % MM_BK : e / MM_BM;
-                            i64 gm = m0 + mm, gk = k0 + kk;
-                            As[kk][mm] = (gm < M && gk < K) ? Ab[gm * sAm + gk * sAk] : (T)0;
-                        }
-                    }
-                    // ---- stage B[k0:k0+16, n0:n0+64] as Bs[k][n]
-                    if (vec & 2) {
-                        for (int q = tid; q < MM_BK * MM_BN / S; q += MM_THREADS) {
-                            int kk = q / (MM_BN / S), nn = (q % (MM_BN / S)) * S;
-                            i64 gk = k0 + kk, gn = n0 + nn;
-                            Packed128<T> v;
-                            if (gk < K && gn < N) {
-                                v = load128(Bb + gk * sBk + gn);
-                            } else {
-                                #pragma unroll
-                                for (int s = 0; s < S; ++s) v.v[s] = 0;
-                            }
-                            #pragma unroll
-                            for (int s = 0; s < S; ++s) Bs[kk][nn + s] = v.v[s];
-                        }
-                    } else {
-                        const bool b_n_major = sBn == 1 || sBk != 1;
-                        for (int e = tid; e < MM_BK * MM_BN; e += MM_THREADS) {
-                            int kk = b_n_major ? e / MM_BN : e % MM_BK;
-                            int nn = b_n_major ? e % MM_BN : e / MM_BK;
-                            i64 gk = k0 + kk, gn = n0 + nn;
-                            Bs[kk][nn] = (gk < K && gn < N) ? Bb[gk * sBk + gn * sBn] : (T)0;
-                        }
-                    }
-                    __syncthreads();
-                    #pragma unroll
-                    for (int kk = 0; kk < MM_BK; ++kk) {
-                        T a[4], b[4];
-                        #pragma unroll
-                        for (int r = 0; r < 4; ++r) a[r] = As[kk][ty + 16 * r];
-                        #pragma unroll
-                        for (int c = 0; c < 4; ++c) b[c] = Bs[kk][tx + 16 * c];
-                        #pragma unroll
-                        for (int r = 0; r < 4; ++r)
-                            #pragma unroll
-                            for (int c = 0; c < 4; ++c) acc[r][c] += a[r] * b[c];
-                    }
-                    __syncthreads();  // the tiles are overwritten by the next step
+                MmStager<T, BK, BM> sa(Ab, a_mode, m0, M, kbeg, sAm, sAk);
+                MmStager<T, BK, BN> sb(Bb, b_mode, n0, N, kbeg, sBn, sBk);
+                // every step has BK rows of k but the last, which has klast
+                const int klast = (int)(kend - kbeg - (nk - 1) * BK);
+                if (nk > 0) {
+                    sa.issue(As[0], nk == 1 ? klast : BK, a_mode, sAm, sAk);
+                    sb.issue(Bs[0], nk == 1 ? klast : BK, b_mode, sBn, sBk);
+                    mt_cp_async_commit();
                 }
-                // ---- epilogue
+                for (i64 kt = 0; kt < nk; ++kt) {
+                    const int buf = (int)(kt & 1);
+                    mt_cp_async_wait_all();
+                    // one barrier per step: step kt's tiles are visible to all, and every thread is done reading
+                    // the other buffer (step kt - 1), which the copies below overwrite
+                    __syncthreads();
+                    if (kt + 1 < nk) {
+                        const int kvalid = kt + 2 == nk ? klast : BK;
+                        sa.issue(As[buf ^ 1], kvalid, a_mode, sAm, sAk);
+                        sb.issue(Bs[buf ^ 1], kvalid, b_mode, sBn, sBk);
+                        mt_cp_async_commit();
+                    }
+                    const T* as = As[buf];
+                    const T* bs = Bs[buf];
+                    // NOTE: unrolled fully, ptxas hoists the fragment loads of later k rows and spills the 8 x 8
+                    // block at 128 registers; two rows at a time keep it at 127 with no spills, and the other
+                    // 15 resident warps hide the shared-load latency
+                    #pragma unroll (TM == 8 ? 2 : BK)
+                    for (int kk = 0; kk < BK; ++kk) {
+                        T a[TM], b[TM];
+                        #pragma unroll
+                        for (int c = 0; c < RQ; ++c) {
+                            mm_load4(as + kk * AP + c * (BM / RQ) + 4 * ty, a + 4 * c);
+                            mm_load4(bs + kk * BP + c * (BN / RQ) + 4 * tx, b + 4 * c);
+                        }
+                        #pragma unroll
+                        for (int i = 0; i < TM; ++i)
+                            #pragma unroll
+                            for (int j = 0; j < TM; ++j) acc[i][j] += a[i] * b[j];
+                    }
+                }
+                __syncthreads();  // the next tile's first copies overwrite buffer 0
+                // read here rather than kept live through the k loop, where registers are short
+                T* Cb = C + boff[3 * bz + 2] + split * split_stride;
+
+                // ---- epilogue: C is dense (row stride N); a split writes its own slice without the bias
                 #pragma unroll
-                for (int r = 0; r < 4; ++r) {
-                    i64 gm = m0 + ty + 16 * r;
+                for (int i = 0; i < TM; ++i) {
+                    const i64 gm = m0 + (i / 4) * (BM / RQ) + 4 * ty + i % 4;
                     if (gm >= M) continue;
                     #pragma unroll
-                    for (int c = 0; c < 4; ++c) {
-                        i64 gn = n0 + tx + 16 * c;
-                        if (gn < N) Cb[gm * sCm + gn * sCn] = has_bias ? acc[r][c] + bias[gn] : acc[r][c];
+                    for (int c = 0; c < RQ; ++c) {
+                        const i64 gn = n0 + c * (BN / RQ) + 4 * tx;
+                        T v[4];
+                        #pragma unroll
+                        for (int j = 0; j < 4; ++j) {
+                            v[j] = acc[i][4 * c + j];
+                            if (has_bias && gn + j < N) v[j] += bias[gn + j];
+                        }
+                        T* dst = Cb + gm * N + gn;
+                        if (c_vec) {
+                            // N is a multiple of the pack, so a pack is wholly inside or outside the row
+                            if (gn < N) {
+                                #pragma unroll
+                                for (int h = 0; h < 4 / P; ++h) {
+                                    Packed128<T> o;
+                                    #pragma unroll
+                                    for (int s = 0; s < P; ++s) o.v[s] = v[h * P + s];
+                                    if (gn + h * P < N) store128(dst + h * P, o);
+                                }
+                            }
+                        } else {
+                            #pragma unroll
+                            for (int j = 0; j < 4; ++j)
+                                if (gn + j < N) dst[j] = v[j];
+                        }
                     }
                 }
             }
         }
+    }
+}
+
+#define MM_TILED_ARGS(T)                                                                                         \
+    const T *__restrict__ A, const T *__restrict__ B, T *__restrict__ C, const T *__restrict__ bias,            \
+        const i64 *__restrict__ boff, i64 batch, int splits, i64 kchunk, i64 split_stride, i64 M, i64 N, i64 K, \
+        i64 sAm, i64 sAk, i64 sBk, i64 sBn, int has_bias, int vec
+#define MM_TILED_PASS A, B, C, bias, boff, batch, splits, kchunk, split_stride, M, N, K, sAm, sAk, sBk, sBn, has_bias, vec
+
+// NOTE: float only (a C entry point, not a template): 64 double accumulators would need 128 registers alone.
+// 2 blocks of 256 threads per SM cap a thread at 128 registers: 64 accumulators, 16 fragment values, addresses.
+extern "C" __global__ void __launch_bounds__(MM_THREADS, 2) matmul_forward_v2(MM_TILED_ARGS(float)) {
+    mm_tiled<float, 128, 128, 8, 8>(MM_TILED_PASS);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(MM_THREADS) matmul_forward(MM_TILED_ARGS(T)) {
+    mm_tiled<T, 64, 64, 16, 4>(MM_TILED_PASS);
+}
+
+// C[b, m, n] = sum over s of W[s, b, m, n] (+ bias[n]), s in order: the same bits on every run
+template <typename T>
+__global__ void __launch_bounds__(MM_THREADS)
+matmul_splitk_reduce(const T* __restrict__ W, T* __restrict__ C, const T* __restrict__ bias, i64 total, i64 N,
+                     int splits, int has_bias) {
+    MT_GRID_STRIDE(i, total) {
+        T v = W[i];
+        for (int s = 1; s < splits; ++s) v += W[s * total + i];
+        if (has_bias) v += bias[i % N];
+        C[i] = v;
     }
 }

@@ -46,9 +46,11 @@ class LinalgMixin(PrimitiveHost):
             return arr.astype("float32")
         return arr
 
-    def matmul(self, a: Array, b: Array, transpose_a: bool = False, transpose_b: bool = False) -> Array:
-        """``op(a) @ op(b)`` with NumPy/PyTorch semantics for 1-D operands and broadcast batch dims;
-        ``op`` swaps the last two dims when the flag is set (only meaningful for >=2-D operands).
+    def matmul(self, a: Array, b: Array, transpose_a: bool = False, transpose_b: bool = False,
+               bias: Array | None = None) -> Array:
+        """``op(a) @ op(b)`` (+ ``bias``, one value per output column) with NumPy/PyTorch semantics for 1-D
+        operands and broadcast batch dims; ``op`` swaps the last two dims when the flag is set (only meaningful
+        for >=2-D operands). CUDA adds the bias in the GEMM's epilogue; here it is one more pass.
         Always returns an array (a 0-d one for vector @ vector) of the operands' dtype."""
         xp = self.xp
         if transpose_a:
@@ -68,6 +70,8 @@ class LinalgMixin(PrimitiveHost):
                 r = xp.asarray(r)
         if r.dtype != out_dtype:
             r = r.astype(out_dtype)
+        if bias is not None:
+            r = xp.add(r, bias, out=r) if r.ndim else xp.asarray(r + bias)
         return r
 
     # ------------------------------------------------------------------ einsum

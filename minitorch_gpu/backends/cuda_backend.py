@@ -288,12 +288,13 @@ def _layer_norm_backward(be: CudaBackend, kern: Launcher, g: Array, x: Array, we
 
 # matmul.cu
 def _matmul(be: CudaBackend, kern: Launcher, a: Array, b: Array, transpose_a: bool = False,
-            transpose_b: bool = False) -> Array | None:
+            transpose_b: bool = False, bias: Array | None = None) -> Array | None:
     a2 = a.swapaxes(-1, -2) if transpose_a and a.ndim >= 2 else a
     b2 = b.swapaxes(-1, -2) if transpose_b and b.ndim >= 2 else b
     if a2.dtype == np.float32 and be._tf32():
-        return be._matmul_tf32(a2, b2)
-    return kern.matmul(a2, b2)
+        r = be._matmul_tf32(a2, b2)
+        return r if bias is None else be.binary("add", r, bias, out=r)
+    return kern.matmul(a2, b2, bias)
 
 
 # optim.cu: the whole step in one launch (True), or None
@@ -466,7 +467,7 @@ class CupyBackend(CudaBackend):
         with cupy.cuda.Device(index):
             sms = cupy.cuda.runtime.getDeviceProperties(index)["multiProcessorCount"]
         # enough resident blocks to fill every SM several times over; grid-stride loops cover the rest
-        launcher = Launcher(cupy, cupy.RawModule, lambda a: a.data.ptr, max_blocks=32 * sms)
+        launcher = Launcher(cupy, cupy.RawModule, lambda a: a.data.ptr, max_blocks=32 * sms, sms=sms)
         self._init_cuda(index, cupy, launcher)
         _memory.install_cupy_hook(cupy)
 

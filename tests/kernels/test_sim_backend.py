@@ -103,8 +103,21 @@ def test_ops_reach_the_kernels(sim, monkeypatch):
     mt.optim.Adagrad([w], lr=0.1, fused=True).step()
     mt.optim.Lion([w], lr=0.1, fused=True).step()
     used = {c[1].split("<")[0] for c in calls}
-    assert {"matmul_forward", "binary_forward", "unary_forward", "softmax_forward_v1", "softmax_backward_v1",
+    assert {"matmul_forward_v2", "binary_forward", "unary_forward", "softmax_forward_v1", "softmax_backward_v1",
             "adam_step", "sgd_step", "rmsprop_step", "adagrad_step", "lion_step", "normal_forward"} <= used, used
+
+
+def test_linear_and_addmm_add_the_bias_in_the_gemm(sim, monkeypatch):
+    rng = np.random.default_rng(1)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((2, 5, 7), (3, 7), (3,)))
+    xt, wt, bt = (mt.tensor(v, device="cuda") for v in (x, w, b))
+    calls = _spy(monkeypatch, xt._be)
+    y = mt.nn.functional.linear(xt, wt, bt)
+    z = mt.addmm(bt, xt[0], wt.t())
+    # one launch each: the GEMM, with no elementwise add after it
+    assert [c[1] for c in calls] == ["matmul_forward_v2", "matmul_forward_v2"], calls
+    assert_close(to_np(y), x @ w.T + b, rtol=1e-5, atol=1e-5)
+    assert_close(to_np(z), x[0] @ w.T + b, rtol=1e-5, atol=1e-5)
 
 
 def test_results_match_the_cpu(sim):

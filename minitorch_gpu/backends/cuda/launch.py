@@ -28,7 +28,7 @@ from . import loader as _loader
 from .fused_step import FusedStep, fused_group_sizes
 from .loader import enum_codes as codes
 
-__all__ = ["Launcher", "THREADS"]
+__all__ = ["Launcher", "THREADS", "gemm_plan"]
 
 THREADS = 256
 F32 = np.dtype(np.float32)
@@ -113,8 +113,9 @@ class _MapKernels:
     """Launch plumbing (kernel lookup, grids, strided metadata) and the elementwise maps of elementwise.cu."""
 
     def __init__(self, xp: Any, module_cls: Any, ptr: Callable[[Array], int], max_blocks: int,
-                 upload: Callable[[np.ndarray[Any, Any]], Array] | None = None) -> None:
+                 upload: Callable[[np.ndarray[Any, Any]], Array] | None = None, sms: int = 1) -> None:
         self.xp = xp
+        self.sms = sms  # streaming multiprocessors: how many blocks fill the device once (GEMM tile choice)
         self.loader = _loader.KernelLoader(module_cls)
         self.ptr = ptr
         self.max_blocks = max_blocks
@@ -402,6 +403,32 @@ def _dense(a: Array) -> bool:
 
 
 # ---------------------------------------------------------------------- row-wise kernels and GEMM
+# split-K: a split gets at least this many k; the 128 x 128 kernel is worth a split only from _BIG_SPLIT_K on
+_SPLIT_MIN_K = 512
+_BIG_SPLIT_K = 2048
+
+
+def gemm_plan(dt: NpDtype, nb: int, M: int, N: int, K: int, sms: int) -> tuple[bool, int]:
+    """(128 x 128 tiles?, split-K count) of matmul.cu for ``nb`` products (M x K) @ (K x N) on ``sms`` SMs.
+
+    128 x 128 tiles (float only) while they give every SM a block; else 64 x 64 tiles, four times as many; and
+    when even those leave SMs idle and K is long (a weight gradient g.T @ x with K = batch x tokens), K is split
+    so that up to two blocks run per SM in one wave, each on its own slice of a workspace that a second pass sums in order.
+    """
+    def blocks(tile: int) -> int:
+        return nb * -(-M // tile) * -(-N // tile)
+
+    if dt == F32 and blocks(128) >= sms:
+        return True, 1
+    big = dt == F32 and K >= _BIG_SPLIT_K
+    tiles = blocks(128 if big else 64)
+    splits = 1
+    if tiles < sms and K >= 2 * _SPLIT_MIN_K:
+        # at most two resident blocks per SM: one more block than that starts a second, nearly empty wave
+        splits = max(1, min(2 * sms // tiles, K // _SPLIT_MIN_K, 64))
+    return big, splits
+
+
 class _RowKernels(_MapKernels):
     """softmax / log_softmax, cross-entropy, layer norm: kernels over rows of a contiguous last dim."""
 
@@ -601,25 +628,40 @@ class _RowKernels(_MapKernels):
         sc = _c_strides(batch_shape)
         offs = self._batch_offsets(batch_shape, sa, sb, tuple(x * M * N for x in sc))
         S = 16 // item
-        # 128-bit loads need every row of every batch entry aligned: the base pointer, the row stride, and
+        # 16-byte copies need every row of every batch entry aligned: the base pointer, the row stride, and
         # each batch stride (a view such as x[:, :32].view(3, 4, 8) of a (3, 33) array starts batch 1 at an
-        # address that is 4 mod 16)
+        # address that is 4 mod 16); the tiles are k-major, so only an operand whose m (A) or n (B) is the
+        # contiguous dim copies whole packs
         a_batch_ok = all(s % S == 0 for s, n in zip(sa, batch_shape) if n > 1)
         b_batch_ok = all(s % S == 0 for s, n in zip(sb, batch_shape) if n > 1)
         vec = 0
-        if sAk == 1 and K % S == 0 and sAm % S == 0 and a_batch_ok and self.ptr(a) % 16 == 0:
+        if sAm == 1 and M % S == 0 and sAk % S == 0 and a_batch_ok and self.ptr(a) % 16 == 0:
             vec |= 1
         if sBn == 1 and N % S == 0 and sBk % S == 0 and b_batch_ok and self.ptr(b) % 16 == 0:
             vec |= 2
-        mt, ntiles = (M + 63) // 64, (N + 63) // 64
+        if N % S == 0:  # the output (and the split-K workspace) is fresh and dense: rows aligned when N is
+            vec |= 4
+        big, splits = gemm_plan(a.dtype, nb, M, N, K, self.sms)
+        tile, bk = (128, 8) if big else (64, 16)
+        kchunk = -(-(-(-K // splits)) // bk) * bk  # a whole number of k steps per split
+        splits = -(-K // kchunk)
+        target = out if splits == 1 else self.xp.empty((splits,) + out.shape, dtype=out.dtype)
+        has_bias = bias is not None
+        mt, ntiles = -(-M // tile), -(-N // tile)
         gx = min(ntiles, self.max_blocks)
         gy = min(mt, max(1, self.max_blocks // gx), 65535)
-        gz = min(nb, max(1, self.max_blocks // (gx * gy)), 65535)
-        has_bias = bias is not None
-        self.fn("matmul.cu", f"matmul_forward<{_TNAME[a.dtype]}>")(
-            (gx, gy, gz), (256,),
-            (a, b, out, bias if has_bias else out, offs, _i64(nb), _i64(M), _i64(N), _i64(K), _i64(sAm), _i64(sAk),
-             _i64(sBk), _i64(sBn), _i64(N), _i64(1), _i32(has_bias), _i32(vec)))
+        gz = min(nb * splits, max(1, self.max_blocks // (gx * gy)), 65535)
+        kernel = "matmul_forward_v2" if big else f"matmul_forward<{_TNAME[a.dtype]}>"
+        self.fn("matmul.cu", kernel)(
+            (gx, gy, gz), (THREADS,),
+            (a, b, target, bias if has_bias else out, offs, _i64(nb), _i32(splits), _i64(kchunk), _i64(nb * M * N),
+             _i64(M), _i64(N), _i64(K), _i64(sAm), _i64(sAk), _i64(sBk), _i64(sBn), _i32(has_bias and splits == 1),
+             _i32(vec)))
+        if splits > 1:
+            total = nb * M * N
+            self.fn("matmul.cu", f"matmul_splitk_reduce<{_TNAME[a.dtype]}>")(
+                self.grid(total), (THREADS,),
+                (target, out, bias if has_bias else out, _i64(total), _i64(N), _i32(splits), _i32(has_bias)))
 
     def _batch_offsets(self, batch_shape: Shape, sa: Strides, sb: Strides, sc: Strides) -> Array:
         """Device int64 table [off_a, off_b, off_c] per batch entry (row-major over ``batch_shape``)."""
@@ -766,4 +808,4 @@ class _StepKernels(_MapKernels):
 class Launcher(_RowKernels, _StepKernels):
     """Kernel launches for one device: ``xp`` (NumPy or CuPy), ``module_cls`` (``sim.SimModule`` or
     ``cupy.RawModule``), ``ptr(array)`` (its device address), ``max_blocks`` (grid cap; grid-stride loops cover
-    the rest) and ``upload`` (host int64/uint64/float64 array -> device array)."""
+    the rest), ``upload`` (host int64/uint64/float64 array -> device array) and ``sms`` (the device's SM count)."""

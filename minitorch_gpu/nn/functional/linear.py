@@ -3,7 +3,7 @@
 ``linear(x, W, b)`` is ``x @ W.T + b`` over the last dim of ``x``. The common case (a floating input of at
 least one dim, a 2-D weight, a bias of one value per output feature, all of one dtype on one device) is one
 node: the leading dims are folded into one GEMM that reads ``W`` transposed in place (BLAS takes the
-transpose as a flag, so nothing is copied), and the bias is added into the product's own buffer. Its
+transpose as a flag, so nothing is copied), and the bias is added by the GEMM itself (its epilogue on CUDA). Its
 backward is two more GEMMs and a column sum, written with the matmul ops so that it can be differentiated
 again. Everything else (a 1-D weight, a bias that merely broadcasts) goes through ``matmul`` and ``+``.
 Shape and dtype errors carry PyTorch's messages.
@@ -31,9 +31,8 @@ class _LinearNode(Op):
         self.x_shape = shape
         if xd.ndim != 2:
             xd = xd.reshape(-1, shape[-1])
-        r = be.matmul(xd, w._data, transpose_b=True)
-        if b is not None:
-            be.binary("add", r, b._data, out=r)
+        # the bias goes into the GEMM's epilogue (one launch on CUDA)
+        r = be.matmul(xd, w._data, transpose_b=True, bias=None if b is None else b._data)
         if len(shape) != 2:
             r = r.reshape(shape[:-1] + (r.shape[-1],))
         return r
