@@ -120,14 +120,18 @@ class IndexMixin(PrimitiveHost):
         # CuPy's scatter_add uses atomicAdd, which exists for float32/float64/int32/uint32/uint64. Other
         # dtypes go through a supported buffer: int64 as uint64 is the same two's-complement addition,
         # float16 / small ints / bool through float32 / int64.
-        import cupyx
         xp = self.xp
+        # CuPy 14 deprecates cupyx.scatter_add (a DeprecationWarning per call) for the ufunc method
+        add_at = getattr(xp.add, "at", None)
+        if add_at is None:
+            import cupyx
+            add_at = cupyx.scatter_add
         values = xp.asarray(values)
         dt = a.dtype
         if dt in (_np.float32, _np.float64, _np.int32, _np.uint32, _np.uint64):
-            cupyx.scatter_add(a, index, values.astype(dt, copy=False))
+            add_at(a, index, values.astype(dt, copy=False))
         elif dt == _np.int64:
-            cupyx.scatter_add(a.view(_np.uint64), index, values.astype(_np.int64, copy=False).view(_np.uint64))
+            add_at(a.view(_np.uint64), index, values.astype(_np.int64, copy=False).view(_np.uint64))
         else:
             buf_dt = _np.float32 if dt.kind == "f" else _np.int64
             buf = a.astype(buf_dt)
