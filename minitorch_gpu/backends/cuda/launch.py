@@ -822,8 +822,10 @@ class _StepKernels(_MapKernels):
                     return None
         if inplace and not all(x.flags.writeable for x in xs):
             return None
-        vs: list[float] = [float(v) for v in values] if isinstance(values, (list, tuple)) else \
-            [float(values)] * len(xs)
+        if isinstance(values, (int, float)):
+            vs = [float(values)] * len(xs)
+        else:
+            vs = [float(v) for v in values]
         if len(vs) != len(xs):
             return None
         outs = list(xs) if inplace else [xp.empty_like(x) for x in xs]
