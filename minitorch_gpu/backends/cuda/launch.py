@@ -17,7 +17,7 @@ import collections
 import functools
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 
@@ -822,10 +822,10 @@ class _StepKernels(_MapKernels):
                     return None
         if inplace and not all(x.flags.writeable for x in xs):
             return None
-        if isinstance(values, (int, float)):
-            vs = [float(values)] * len(xs)
-        else:
+        if isinstance(values, (list, tuple)):
             vs = [float(v) for v in values]
+        else:  # one number of any numeric type (a NumPy float32 is no float)
+            vs = [float(cast(float, values))] * len(xs)
         if len(vs) != len(xs):
             return None
         outs = list(xs) if inplace else [xp.empty_like(x) for x in xs]
