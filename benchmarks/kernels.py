@@ -144,7 +144,7 @@ def optim_cases(cp, be, torch, quick):
     import minitorch_gpu as mt
     from minitorch_gpu.backends.base import Backend
     rng = cp.random.default_rng(1)
-    shapes = [(768, 640 if quick else 683)] * 20  # 20 x 0.52M = 10.5M parameters (0.98M in quick mode)
+    shapes = [(768, 640 if quick else 683)] * 20  # 20 x 0.52M = 10.5M parameters (9.8M with --quick)
     ps = [rng.standard_normal(s, dtype=cp.float32) for s in shapes]
     gs = [rng.standard_normal(s, dtype=cp.float32) for s in shapes]
     ms = [cp.zeros(s, cp.float32) for s in shapes]
