@@ -126,20 +126,7 @@ def cases(cp, quick):
     Ad, Bd = A.astype(cp.float64), B.astype(cp.float64)
     out.append((f"matmul f64 {m}^3", 2 * m ** 3, "FLOP", lambda: k.matmul(Ad, Bd), lambda: cp.matmul(Ad, Bd), None))
     out.extend(gpt_gemm_cases(cp, k, torch, quick))
-    sizes = [(1024, 1024)] * 16
-    ps = [rng.standard_normal(s, dtype=cp.float32) for s in sizes]
-    gs = [rng.standard_normal(s, dtype=cp.float32) for s in sizes]
-    ms = [cp.zeros(s, cp.float32) for s in sizes]
-    vs = [cp.zeros(s, cp.float32) for s in sizes]
-    nparam = sum(p.size for p in ps)
-    step = [1.0] * len(ps)
-
-    def ours_adam():
-        k.adam(ps, gs, ms, vs, None, step, 1e-3, 0.9, 0.999, 1e-8, 0.01, False, False, True)
-
-    def builtin_adam():
-        Backend.fused_adam(be, ps, gs, ms, vs, None, step, 1e-3, 0.9, 0.999, 1e-8, 0.01, False, False, True)
-    out.append(("adamw step f32 16x1M", 28 * nparam, "B", ours_adam, builtin_adam, None))
+    out.extend(optim_cases(cp, be, torch, quick))
     out.append(("philox uniform f32", 4 * n, "B", lambda: k.uniform(1, 0, n, np.dtype(np.float32), 0.0, 1.0),
                 lambda: rng.random(n, dtype=cp.float32), (lambda: torch.rand(n, device="cuda")) if torch else None))
     idx = cp.asarray(np.random.default_rng(1).integers(0, 50000, 65536))
@@ -173,6 +160,54 @@ def gpt_gemm_cases(cp, k, torch, quick):
         (f"matmul f32 g.T@x K={bt} {h}x{c}", flops, "FLOP", lambda: k.matmul(g.T, x), lambda: cp.matmul(g.T, x),
          (lambda: t["g"].T @ t["x"]) if torch else None),
     ]
+
+
+def optim_cases(cp, be, torch, quick):
+    """Fused AdamW over ~10M parameters in 20 tensors (28 bytes per parameter: p, g, m, v read, p, m, v written)
+    against the CuPy per-tensor body and torch's ``AdamW(fused=True)``; clip_grad_norm_ over a GPT-2-small
+    parameter list (148 tensors; 12 bytes per parameter: the norm reads each gradient, the scaling reads and
+    writes it) against torch's foreach clipping."""
+    import minitorch_gpu as mt
+    from minitorch_gpu.backends.base import Backend
+    rng = cp.random.default_rng(1)
+    shapes = [(768, 640 if quick else 683)] * 20  # 20 x 0.52M = 10.5M parameters (9.8M with --quick)
+    ps = [rng.standard_normal(s, dtype=cp.float32) for s in shapes]
+    gs = [rng.standard_normal(s, dtype=cp.float32) for s in shapes]
+    ms = [cp.zeros(s, cp.float32) for s in shapes]
+    vs = [cp.zeros(s, cp.float32) for s in shapes]
+    nparam = sum(p.size for p in ps)
+    steps = [1.0] * len(ps)
+    args = (steps, 1e-3, 0.9, 0.999, 1e-8, 0.01, False, False, True)
+    torch_adamw = None
+    if torch:
+        tps = [torch.nn.Parameter(torch.as_tensor(p, device="cuda").clone()) for p in ps]
+        for tp, g in zip(tps, gs):
+            tp.grad = torch.as_tensor(g, device="cuda").clone()
+        topt = torch.optim.AdamW(tps, lr=1e-3, weight_decay=0.01, fused=True)
+        torch_adamw = topt.step
+    out = [(f"adamw step f32 20 tensors {nparam / 1e6:.1f}M", 28 * nparam, "B",
+            lambda: be.fused_adam(ps, gs, ms, vs, None, *args),
+            lambda: Backend.fused_adam(be, ps, gs, ms, vs, None, *args), torch_adamw)]
+    d, layers = (768, 2 if quick else 12)
+    gpt = [(50257, d), (1024, d)]
+    for _ in range(layers):
+        gpt += [(d,), (d,), (d, 3 * d), (3 * d,), (d, d), (d,), (d,), (d,), (d, 4 * d), (4 * d,), (4 * d, d), (d,)]
+    gpt += [(d,), (d,)]
+    params = []
+    for s in gpt:
+        p = mt.nn.Parameter(mt.zeros(s, device="cuda"))
+        p.grad = mt.randn(s, device="cuda")
+        params.append(p)
+    n_gpt = sum(p.numel() for p in params)
+    torch_clip = None
+    if torch:
+        tparams = [torch.nn.Parameter(torch.zeros(s, device="cuda")) for s in gpt]
+        for tp in tparams:
+            tp.grad = torch.randn(tp.shape, device="cuda")
+        torch_clip = lambda: torch.nn.utils.clip_grad_norm_(tparams, 1.0, foreach=True)  # noqa: E731
+    out.append((f"clip_grad_norm_ f32 {len(gpt)} tensors {n_gpt / 1e6:.0f}M", 12 * n_gpt, "B",
+                lambda: mt.nn.utils.clip_grad_norm_(params, 1.0), None, torch_clip))
+    return out
 
 
 def run(args):

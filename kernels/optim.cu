@@ -7,48 +7,58 @@
 //   adagrad_step<T>   Adagrad with lr decay
 //   lion_step<T>      Lion
 //
-// The tensors of a group arrive through device-side pointer tables (u64 addresses, one table per role: param,
-// grad, up to three states; a role a step does not use gets any valid table). The launcher cuts every tensor
-// into chunks of `chunk` elements and passes a chunk table (tensor index, start); block c of the grid walks
-// chunk c (grid-stride over chunks), so one launch covers a group of any size and shape mix. `consts` holds
-// the group's MT_OPTIM_GROUP_SCALARS scalars, then per tensor (extra option bits, t[0], t[1]); `flags` the
-// group's option bits.
+// Version 2 (this one): the group arrives as one cached device table (multi_tensor.cuh: roles param, grad,
+// state 0..2), walked chunk by chunk with MT_ILP elements in flight per thread and 128-bit loads on aligned
+// tensors. Nothing is uploaded per step in the common case: the group scalars c0..c7 and the per-tensor values
+// (extra flag bits, t[0], t[1]) are kernel arguments when every tensor shares them; only when they differ
+// (tensors at different step counts, SGD buffers created at different steps) does `per_tensor` point at an
+// uploaded array of (flag bits, t[0], t[1]) per tensor. `roles` is the bit mask of the state roles the step
+// uses (bit 2 + k for state k): only those are loaded and stored.
+// (Version 1 re-uploaded seven tables every step and used scalar loads, one element in flight per thread.)
 //
-// The per-element update is optim_math.cuh's, shared with the CPU build (optim_cpu.cpp).
+// The per-element update is optim_math.cuh's, shared with the CPU build (optim_cpu.cpp): it runs on the
+// registers of the thread's batch (element k of each role).
 #include "common.cuh"
+#include "multi_tensor.cuh"
 #include "optim_math.cuh"
 
-template <typename T> __device__ __forceinline__ T* tab(const u64* t, i64 i) { return reinterpret_cast<T*>(t[i]); }
+template <typename T, class Op> struct OptimBatch {
+    const T* s;
+    const T* t;
+    int f;
+    __device__ __forceinline__ void operator()(T (&r)[MT_ROLES][MT_ILP], int k) const {
+        Op::template apply<T>(k, r[0], r[1], r[2], r[3], r[4], s, t, f);
+    }
+};
 
 template <typename T, class Op>
-__device__ __forceinline__ void multi_tensor_step(const u64* __restrict__ params, const u64* __restrict__ grads,
-                                                  const u64* __restrict__ state0, const u64* __restrict__ state1,
-                                                  const u64* __restrict__ state2, const i64* __restrict__ sizes,
-                                                  const i64* __restrict__ chunks, const double* __restrict__ consts,
-                                                  i64 n_chunks, i64 chunk, int flags) {
+__device__ __forceinline__ void multi_tensor_step(const i64* __restrict__ table, i64 n_tensors, i64 n_chunks,
+                                                  i64 chunk, int roles, int flags,
+                                                  const double* __restrict__ per_tensor, int tensor_flags,
+                                                  double t0, double t1, const double (&c)[MT_OPTIM_GROUP_SCALARS]) {
     T s[MT_OPTIM_GROUP_SCALARS];
     #pragma unroll
-    for (int k = 0; k < MT_OPTIM_GROUP_SCALARS; ++k) s[k] = (T)consts[k];
-    const double* per_tensor = consts + MT_OPTIM_GROUP_SCALARS;
-    for (i64 c = blockIdx.x; c < n_chunks; c += gridDim.x) {
-        i64 ti = chunks[2 * c], start = chunks[2 * c + 1];
-        i64 stop = start + chunk < sizes[ti] ? start + chunk : sizes[ti];
-        T* p = tab<T>(params, ti);
-        const T* g = tab<T>(grads, ti);
-        T* a = tab<T>(state0, ti);
-        T* b = tab<T>(state1, ti);
-        T* d = tab<T>(state2, ti);
-        int f = flags | (int)per_tensor[3 * ti];
-        T t[2] = {(T)per_tensor[3 * ti + 1], (T)per_tensor[3 * ti + 2]};
-        for (i64 i = start + threadIdx.x; i < stop; i += blockDim.x) Op::template apply<T>(i, p, g, a, b, d, s, t, f);
+    for (int k = 0; k < MT_OPTIM_GROUP_SCALARS; ++k) s[k] = (T)c[k];
+    T t[2] = {(T)t0, (T)t1};
+    OptimBatch<T, Op> op{s, t, flags | tensor_flags};
+    const int load = roles | 3, store = roles | 1;  // the gradient is read, never written
+    for (i64 ci = blockIdx.x; ci < n_chunks; ci += gridDim.x) {
+        MtChunk<T> m = mt_chunk<T>(table, n_tensors, ci, chunk);
+        if (per_tensor != nullptr) {
+            op.f = flags | (int)per_tensor[3 * m.ti];
+            t[0] = (T)per_tensor[3 * m.ti + 1];
+            t[1] = (T)per_tensor[3 * m.ti + 2];
+        }
+        mt_span<T, MT_ROLES>(m, load, store, op);
     }
 }
 
 #define MT_OPTIM_PARAMS                                                                                         \
-    const u64 *__restrict__ params, const u64 *__restrict__ grads, const u64 *__restrict__ state0,               \
-        const u64 *__restrict__ state1, const u64 *__restrict__ state2, const i64 *__restrict__ sizes,           \
-        const i64 *__restrict__ chunks, const double *__restrict__ consts, i64 n_chunks, i64 chunk, int flags
-#define MT_OPTIM_ARGS params, grads, state0, state1, state2, sizes, chunks, consts, n_chunks, chunk, flags
+    const i64 *__restrict__ table, i64 n_tensors, i64 n_chunks, i64 chunk, int roles, int flags,                 \
+        const double *__restrict__ per_tensor, int tensor_flags, double t0, double t1, double c0, double c1,     \
+        double c2, double c3, double c4, double c5, double c6, double c7
+#define MT_OPTIM_ARGS \
+    table, n_tensors, n_chunks, chunk, roles, flags, per_tensor, tensor_flags, t0, t1, {c0, c1, c2, c3, c4, c5, c6, c7}
 
 template <typename T> __global__ void adam_step(MT_OPTIM_PARAMS) {
     multi_tensor_step<T, mt_optim::Adam>(MT_OPTIM_ARGS);

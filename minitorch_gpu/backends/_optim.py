@@ -110,6 +110,7 @@ class OptimMixin:
     # what the mixin uses of Backend (declared for the type checker only)
     xp: Any
     copy_into: Callable[[Array, Any], None]
+    vector_norm: Callable[..., Array]
 
     # ------------------------------------------------------------------ foreach: one op over a list
     def foreach_unary(self, name: str, xs: Arrays, inplace: bool = False) -> Arrays:
@@ -167,6 +168,31 @@ class OptimMixin:
                 xp.multiply(t, v, out=t)
             out.append(xp.add(x, t, out=x if inplace else t))
         return out
+
+    def foreach_clamp_(self, xs: Arrays, bound: float) -> None:
+        """Clamp every array to [-bound, bound] in place (``clip_grad_value_``)."""
+        xp = self.xp
+        for x in xs:
+            xp.clip(x, -bound, bound, out=x)
+
+    # ------------------------------------------------------------------ norms and clipping
+    def foreach_norm(self, xs: Arrays, ord: float) -> Arrays:
+        """The ``ord``-norm of every array, as 0-d arrays of its dtype (``torch._foreach_norm``)."""
+        return [self.vector_norm(x, ord) for x in xs]
+
+    def total_norm(self, xs: Arrays, ord: float) -> Array:
+        """The ``ord``-norm of the per-array norms, a 0-d array: for ord > 0 the norm of every element of
+        ``xs`` together (``clip_grad_norm_``'s total; for ord 0 and negative ords PyTorch's norm of the norms)."""
+        return self.vector_norm(self.xp.stack(self.foreach_norm(xs, ord)), ord)
+
+    def foreach_clip_(self, xs: Arrays, total: Array, max_norm: float) -> None:
+        """Scale every array in place by ``min(max_norm / (total + 1e-6), 1)``, computed in ``total``'s dtype
+        (the 1e-6 keeps a zero norm from dividing by zero; a NaN total makes NaN gradients, as in PyTorch)."""
+        xp = self.xp
+        with np.errstate(invalid="ignore", over="ignore"):  # inf * 0 is NaN in PyTorch too, silently
+            coef = xp.minimum(max_norm / (total + 1e-6), 1.0)
+            for x in xs:
+                xp.multiply(x, coef, out=x)
 
     # ------------------------------------------------------------------ the fused driver
     def _optim_scratch(self, n: int, np_dtype: Any, k: int) -> Arrays:

@@ -55,7 +55,8 @@ _KERNEL_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 Primitive = Literal[
     "unary", "binary", "where", "clamp", "gelu", "gelu_backward", "softplus",
-    "foreach_lerp", "foreach_addcmul", "foreach_addcdiv",
+    "foreach_lerp", "foreach_addcmul", "foreach_addcdiv", "foreach_clamp_", "foreach_norm", "total_norm",
+    "foreach_clip_",
     "softmax_forward", "log_softmax_forward", "softmax_backward", "log_softmax_backward",
     "cross_entropy_forward", "cross_entropy_backward", "layer_norm_forward", "layer_norm_backward",
     "matmul", "_fused_step", "philox4x32_10", "rand_uniform", "rand_normal", "rand_int", "add_at"]
@@ -164,15 +165,19 @@ def _softplus(be: CudaBackend, kern: Launcher, x: Array, beta: float = 1.0, thre
     return kern.unary("softplus", x, None, float(beta), float(threshold))
 
 
-# elementwise.cu, one launch per tensor of a list: a tensor the kernels decline takes the built-in on its own,
-# so an in-place update never runs twice on the tensors the kernels did take
+# multi_tensor.cu: one launch per list (tables of multi_tensor.cuh). A list the kernel declines (mixed dtypes or
+# shapes, strided arrays) goes per tensor through elementwise.cu, and a tensor that declines takes the built-in on
+# its own, so an in-place update never runs twice on the tensors the kernels did take
 def _foreach_lerp(be: CudaBackend, kern: Launcher, xs: list[Array], ys: list[Array], weight: float,
                   inplace: bool = True) -> list[Array]:
+    r = kern.foreach_ternary("lerp", xs, ys, None, float(weight), inplace)
+    if r is not None:
+        return r
     builtin = _builtin("foreach_lerp")
     out = []
     for x, y in zip(xs, ys):
-        r = kern.ternary("lerp", x, y, float(weight), out=x if inplace else None)
-        out.append(r if r is not None else builtin(be, [x], [y], weight, inplace)[0])
+        r1 = kern.ternary("lerp", x, y, float(weight), out=x if inplace else None)
+        out.append(r1 if r1 is not None else builtin(be, [x], [y], weight, inplace)[0])
     return out
 
 
@@ -184,12 +189,36 @@ def _foreach_addc(name: Literal["addcmul", "addcdiv"]) -> Launch:
         vs = values if isinstance(values, (list, tuple)) else [values] * len(xs)
         if len(vs) != len(xs):
             return None  # the built-in reports the mismatch
+        vs = [float(v) for v in vs]
+        r = kern.foreach_ternary(name, xs, ys, zs, vs, inplace)
+        if r is not None:
+            return r
         out = []
         for x, y, z, v in zip(xs, ys, zs, vs):
-            r = kern.ternary(name, x, y, z, alpha=float(v), out=x if inplace else None)
-            out.append(r if r is not None else builtin(be, [x], [y], [z], [v], inplace)[0])
+            r1 = kern.ternary(name, x, y, z, alpha=v, out=x if inplace else None)
+            out.append(r1 if r1 is not None else builtin(be, [x], [y], [z], [v], inplace)[0])
         return out
     return launch
+
+
+def _foreach_clamp_(be: CudaBackend, kern: Launcher, xs: list[Array], bound: float) -> Literal[True] | None:
+    return None if kern.foreach_ternary("clamp", xs, None, None, float(bound), True) is None else True
+
+
+def _foreach_norm(be: CudaBackend, kern: Launcher, xs: list[Array], ord: float) -> list[Array] | None:
+    out = kern.multi_norm(xs, ord, per_tensor=True)
+    # 0-d views (a plain index of a NumPy array would give a NumPy scalar, not an array)
+    return None if out is None else [out[i:i + 1].reshape(()) for i in range(1, len(xs) + 1)]
+
+
+def _total_norm(be: CudaBackend, kern: Launcher, xs: list[Array], ord: float) -> Array | None:
+    out = kern.multi_norm(xs, ord, per_tensor=False)
+    return None if out is None else out.reshape(())
+
+
+def _foreach_clip_(be: CudaBackend, kern: Launcher, xs: list[Array], total: Array,
+                   max_norm: float) -> Literal[True] | None:
+    return kern.clip_scale(xs, total, float(max_norm))
 
 
 # softmax.cu: rows of the last dim
@@ -358,6 +387,10 @@ ROUTES: dict[Primitive, Route] = {
     "foreach_lerp": Route(_foreach_lerp),
     "foreach_addcmul": Route(_foreach_addc("addcmul")),
     "foreach_addcdiv": Route(_foreach_addc("addcdiv")),
+    "foreach_clamp_": Route(_foreach_clamp_, in_place=True),
+    "foreach_norm": Route(_foreach_norm),
+    "total_norm": Route(_total_norm),
+    "foreach_clip_": Route(_foreach_clip_, in_place=True),
     "softmax_forward": Route(_softmax(False), when=_last_axis),
     "log_softmax_forward": Route(_softmax(True), when=_last_axis),
     "softmax_backward": Route(_softmax_backward(False), when=_last_axis_backward),

@@ -10,7 +10,8 @@ from ..tensor import Tensor
 
 __all__ = ["_foreach_neg", "_foreach_sqrt", "_foreach_sqrt_", "_foreach_sign", "_foreach_add", "_foreach_add_",
            "_foreach_mul", "_foreach_mul_", "_foreach_div_", "_foreach_maximum_", "_foreach_lerp_",
-           "_foreach_addcmul", "_foreach_addcmul_", "_foreach_addcdiv_", "_foreach_clone"]
+           "_foreach_addcmul", "_foreach_addcmul_", "_foreach_addcdiv_", "_foreach_clone", "_foreach_norm",
+           "_foreach_clamp_", "_total_norm", "_foreach_clip_"]
 
 
 def _arrays(ts):
@@ -132,3 +133,35 @@ def _foreach_clone(ts):
         return []
     be = ts[0]._be
     return [Tensor._make(be.copy(t._data), be) for t in ts]
+
+
+def _foreach_norm(ts, ord=2):
+    """The ``ord``-norm of every tensor (0-d tensors of its dtype): one backend call for the list (on CUDA, two
+    launches whatever its length)."""
+    if not ts:
+        return []
+    return _wrap(ts[0]._be.foreach_norm(_arrays(ts), float(ord)), ts)
+
+
+def _foreach_clamp_(ts, bound):
+    """Clamp every tensor to [-bound, bound] in place."""
+    if not ts:
+        return ts
+    ts[0]._be.foreach_clamp_(_arrays(ts), float(bound))
+    return _bump(ts)
+
+
+def _total_norm(ts, ord=2):
+    """The ``ord``-norm of the per-tensor norms (for ord > 0: of every element together), a 0-d tensor; the
+    tensors share one device and dtype."""
+    be = ts[0]._be
+    return Tensor._make(be.total_norm(_arrays(ts), float(ord)), be)
+
+
+def _foreach_clip_(ts, total, max_norm):
+    """Scale every tensor in place by ``min(max_norm / (total + 1e-6), 1)``; ``total`` is a 0-d tensor on the
+    tensors' device, read there (no host sync)."""
+    if not ts:
+        return ts
+    ts[0]._be.foreach_clip_(_arrays(ts), total._data, float(max_norm))
+    return _bump(ts)

@@ -74,8 +74,9 @@ class FusedStep:
         return _bits(self.kind, self.flags)
 
     def consts(self) -> list[float]:
-        """[group scalars | per tensor: extra flag bits, t0, t1] as floats: the kernels' ``consts`` argument
-        (float64)."""
+        """[group scalars | per tensor: extra flag bits, t0, t1] as floats (float64): the CPU loop's ``consts``
+        argument; the GPU kernels take the group scalars as arguments and the per-tensor part as arguments too
+        when every tensor shares it, else as one uploaded array."""
         n = len(self.params)
         g = group_scalar_count()
         out = [0.0] * (g + 3 * n)

@@ -13,10 +13,11 @@ library's built-in for that call.
 """
 from __future__ import annotations
 
+import collections
 import functools
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 
@@ -25,7 +26,7 @@ from .._elementwise_table import KERNEL_FILE, kernel_members
 from .._types import Array, NpDtype, Shape
 
 from . import loader as _loader
-from .fused_step import FusedStep, fused_group_sizes
+from .fused_step import FusedStep, fused_group_sizes, group_scalar_count
 from .loader import enum_codes as codes
 
 __all__ = ["Launcher", "THREADS", "gemm_plan"]
@@ -37,6 +38,7 @@ _FLOATS = (F32, F64)
 _TNAME = {F32: "float", F64: "double"}
 _PY_SCALARS = (int, float, bool)
 _META_CACHE_MAX = 512
+_TABLE_CACHE_MAX = 64
 _BOOL = np.dtype(np.bool_)
 MODE_VEC = 1 << 4  # elementwise.cu's MODE_VEC: operands are contiguous and 16-byte aligned
 
@@ -682,15 +684,84 @@ class _RowKernels(_MapKernels):
 
 # ---------------------------------------------------------------------- optimizers, random, embedding
 class _StepKernels(_MapKernels):
-    """Fused multi-tensor optimizer steps (optim.cu), Philox streams (random.cu), embedding backward."""
+    """Multi-tensor kernels (optim.cu's fused optimizer steps, multi_tensor.cu's norms, clipping and foreach
+    ops), Philox streams (random.cu), embedding backward."""
 
-    # elements per chunk of a tensor: one block's share of the fused optimizer work
-    OPTIM_CHUNK = 65536
+    # elements per chunk of a tensor, one block's share of a multi-tensor launch: small enough that a 10M-parameter
+    # group makes thousands of chunks (every SM busy, a short tail). Measured on an H100 for AdamW over 10.5M
+    # float32 parameters: 2048-4096 reach 0.93-0.95 of copy bandwidth, 16384 0.88-0.92, 65536 (version 1's)
+    # 0.82-0.86. A multiple of MT_ILP, so a chunk of an aligned tensor starts aligned.
+    OPTIM_CHUNK = 4096
+    _ILP = 4  # multi_tensor.cuh's MT_ILP
+    _TENSOR_FIELDS = 8  # multi_tensor.cuh's MT_TENSOR_FIELDS
+    _ROLES = 5  # multi_tensor.cuh's MT_ROLES
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # tensor tables by (chunk, sizes, addresses by role), least recently used first
+        self._mt_tables: collections.OrderedDict[tuple[Any, ...], tuple[Array, int, int, int]] = \
+            collections.OrderedDict()
+
+    def tensor_table(self, roles: Sequence[Sequence[Array] | None], sizes: Sequence[int]) -> tuple[Array, int, int, int]:
+        """(device table, tensors, chunks, chunk) of multi_tensor.cuh for arrays by role (``roles[0]`` present,
+        None for a role the kernel does not read), cached by the arrays' addresses and sizes: an optimizer
+        passes the same parameters and states every step, so steady state uploads nothing, and a new address
+        (a gradient reallocated, a parameter added) builds a new table."""
+        ilp = self._ILP
+        chunk = max(ilp, -(-int(self.OPTIM_CHUNK) // ilp) * ilp)
+        ptr = self.ptr
+        addrs = [None if r is None else tuple(ptr(a) for a in r) for r in roles]
+        key = (chunk, tuple(sizes), *addrs)
+        cache = self._mt_tables
+        hit = cache.get(key)
+        if hit is not None:
+            cache.move_to_end(key)
+            return hit
+        n = len(sizes)
+        size = np.asarray(sizes, dtype=np.int64).reshape(n)
+        counts = (size + chunk - 1) // chunk
+        n_chunks = int(counts.sum())
+        tab = np.zeros(n * self._TENSOR_FIELDS + 2 * n_chunks, dtype=np.int64)
+        per = tab[:n * self._TENSOR_FIELDS].reshape(n, self._TENSOR_FIELDS)
+        used = [np.asarray(a, dtype=np.int64) for a in addrs if a is not None]
+        first = used[0]
+        for r in range(self._ROLES):
+            a = addrs[r] if r < len(addrs) else None
+            per[:, r] = first if a is None else np.asarray(a, dtype=np.int64)
+        per[:, self._ROLES] = size
+        # 128-bit loads only where every role the kernel touches is 16-byte aligned (a view may start anywhere)
+        per[:, self._ROLES + 1] = np.logical_and.reduce([a % 16 == 0 for a in used])
+        per[:, self._ROLES + 2] = np.cumsum(counts) - counts
+        chunks = tab[n * self._TENSOR_FIELDS:].reshape(n_chunks, 2)
+        chunks[:, 0] = np.repeat(np.arange(n, dtype=np.int64), counts)
+        chunks[:, 1] = (np.arange(n_chunks, dtype=np.int64) - np.repeat(per[:, self._ROLES + 2], counts)) * chunk
+        entry = (self.upload(tab), n, n_chunks, chunk)
+        if len(cache) >= _TABLE_CACHE_MAX:
+            cache.popitem(last=False)
+        cache[key] = entry
+        return entry
+
+    def _per_tensor(self, rows: Sequence[Sequence[float]]) -> tuple[Any, tuple[float, ...]]:
+        """Per-tensor scalars as a kernel takes them: (null pointer, the shared row) when every tensor has the
+        same row (the common case: no upload), else (the uploaded rows, zeros)."""
+        first = tuple(rows[0]) if rows else ()
+        if all(tuple(r) == first for r in rows):
+            return np.uint64(0), first
+        return self.upload(np.asarray(rows, dtype=np.float64).reshape(-1)), (0.0,) * len(first)
+
+    def _multi_grid(self, n_chunks: int) -> tuple[int]:
+        return (max(1, min(n_chunks, self.max_blocks)),)
+
+    @staticmethod
+    def _multi_block(dt: NpDtype) -> tuple[int]:
+        """Threads per block of a multi-tensor launch: 512 for float32 (a few per cent faster than 256 on an H100
+        for AdamW: a chunk is two passes instead of four); 256 for float64, whose optimizer kernels use up to 128
+        registers, so 512 threads would not fit one SM's register file with any margin."""
+        return (512,) if dt == F32 else (THREADS,)
 
     def optim_step(self, step: FusedStep) -> Literal[True] | None:
         """One fused optimizer step in one launch; None when a tensor does not fit (not a contiguous
         float32/float64 array of the group's dtype)."""
-        roles = step.roles
         params = step.params
         if not params:
             return True
@@ -700,26 +771,132 @@ class _StepKernels(_MapKernels):
         group = fused_group_sizes(step, self.xp.ndarray, dt)
         if group is None:
             return None
-        sizes = np.asarray(group, dtype=np.int64)
-        chunk = self.OPTIM_CHUNK
-        counts = (sizes + chunk - 1) // chunk
-        n_chunks = int(counts.sum())
+        table, n, n_chunks, chunk = self.tensor_table(step.roles, group)
         if n_chunks == 0:
             return True
-        chunks = np.empty((n_chunks, 2), dtype=np.int64)
-        chunks[:, 0] = np.repeat(np.arange(len(sizes), dtype=np.int64), counts)
-        starts = np.arange(n_chunks, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
-        chunks[:, 1] = starts * chunk
-        tabs = [None if role is None else self.upload(np.array([self.ptr(a) for a in role], dtype=np.uint64))
-                for role in roles]
-        # a role the options leave unused still needs a valid table argument; the kernel never reads through it
-        tabs = [t if t is not None else tabs[0] for t in tabs] + [tabs[0]] * (5 - len(tabs))
+        consts = step.consts()
+        g = group_scalar_count()
+        rows = [consts[g + 3 * i:g + 3 * i + 3] for i in range(n)]
+        per_tensor, (tflags, t0, t1) = self._per_tensor(rows)
+        states = sum(1 << j for j, r in enumerate(step.roles) if j >= 2 and r is not None)
         self.fn("optim.cu", f"{step.kind}_step<{_TNAME[dt]}>")(
-            (min(n_chunks, self.max_blocks),), (THREADS,),
-            (*tabs, self.upload(sizes), self.upload(chunks.reshape(-1)),
-             self.upload(np.asarray(step.consts(), dtype=np.float64)), _i64(n_chunks), _i64(chunk),
-             _i32(step.flag_bits())))
+            self._multi_grid(n_chunks), self._multi_block(dt),
+            (table, _i64(n), _i64(n_chunks), _i64(chunk), _i32(states), _i32(step.flag_bits()), per_tensor,
+             _i32(int(tflags)), np.float64(t0), np.float64(t1), *(np.float64(c) for c in consts[:g])))
         return True
+
+    def _contiguous_list(self, xs: Sequence[Array], dt: NpDtype) -> list[int] | None:
+        """Element counts of ``xs`` when every one is a C-contiguous array of this library and dtype ``dt``."""
+        nd = self.xp.ndarray
+        sizes = []
+        for x in xs:
+            if type(x) is not nd or x.dtype != dt or not x.flags.c_contiguous:
+                return None
+            sizes.append(x.size)
+        return sizes
+
+    def multi_norm(self, xs: Sequence[Array], ord: float, per_tensor: bool) -> Array | None:
+        """The ``ord``-norm of all of ``xs`` together at [0] and, with ``per_tensor``, of each at [1 + i], as one
+        device array, in two launches; None for what the kernels do not take (other dtypes, strided arrays,
+        ord <= 0, a max over an empty tensor)."""
+        if not xs or xs[0].dtype not in _FLOATS:
+            return None
+        dt = xs[0].dtype
+        sizes = self._contiguous_list(xs, dt)
+        if sizes is None:
+            return None
+        ord = float(ord)
+        kinds = codes("multi_tensor.cu", "NormKind")
+        if ord == 2.0:
+            kind = kinds["two"]
+        elif ord == 1.0:
+            kind = kinds["one"]
+        elif ord == math.inf:
+            if 0 in sizes:
+                return None  # no identity: the built-in raises PyTorch's error
+            kind = kinds["inf"]
+        elif 0.0 < ord < math.inf:
+            kind = kinds["p"]
+        else:
+            return None
+        xp = self.xp
+        n_out = len(xs) + 1 if per_tensor else 1
+        table, n, n_chunks, chunk = self.tensor_table([xs], sizes)
+        if n_chunks == 0:
+            return xp.zeros(n_out, dtype=dt)
+        out = xp.empty(n_out, dtype=dt)  # the finish kernel writes every entry: no memset
+        t = _TNAME[dt]
+        partial = xp.empty(n_chunks, dtype=dt)
+        p = dt.type(ord if kind == kinds["p"] else 2.0)
+        self.fn("multi_tensor.cu", f"multi_norm_partial<{t}>")(
+            self._multi_grid(n_chunks), self._multi_block(dt),
+            (table, _i64(n), _i64(n_chunks), _i64(chunk), _i32(kind), p, partial))
+        self.fn("multi_tensor.cu", f"multi_norm_finish<{t}>")(
+            self._multi_grid(n + 1 if per_tensor else 1), (THREADS,),
+            (table, _i64(n), _i64(n_chunks), _i32(kind), p, partial, out, _i32(per_tensor)))
+        return out
+
+    def clip_scale(self, xs: Sequence[Array], total: Array, max_norm: float) -> Literal[True] | None:
+        """x *= min(max_norm / (total + 1e-6), 1) in place for every array, the coefficient computed on the
+        device from the 1-element ``total`` of the arrays' dtype (no host sync); None when unsupported."""
+        if not xs or xs[0].dtype not in _FLOATS:
+            return None
+        dt = xs[0].dtype
+        if type(total) is not self.xp.ndarray or total.dtype != dt or total.size != 1:
+            return None
+        sizes = self._contiguous_list(xs, dt)
+        if sizes is None or not all(x.flags.writeable for x in xs):
+            return None
+        table, n, n_chunks, chunk = self.tensor_table([xs], sizes)
+        if n_chunks:
+            self.fn("multi_tensor.cu", f"multi_clip_scale<{_TNAME[dt]}>")(
+                self._multi_grid(n_chunks), self._multi_block(dt),
+                (table, _i64(n), _i64(n_chunks), _i64(chunk), total.reshape(1), np.float64(max_norm)))
+        return True
+
+    def foreach_ternary(self, name: str, xs: Sequence[Array], ys: Sequence[Array] | None,
+                        zs: Sequence[Array] | None, values: float | Sequence[float],
+                        inplace: bool) -> list[Array] | None:
+        """``name`` (lerp, addcmul, addcdiv, clamp) over lists in one launch: out = lerp(x, y, w),
+        x + v * y (*|/) z, or clamp(x, -v, v), into x (``inplace``) or new arrays. ``values`` is one number or
+        one per tensor. None when a list does not fit (mixed dtypes or shapes, strided arrays, overlaps)."""
+        if not xs or xs[0].dtype not in _FLOATS:
+            return None
+        dt = xs[0].dtype
+        sizes = self._contiguous_list(xs, dt)
+        if sizes is None:
+            return None
+        xp = self.xp
+        others = [r for r in (ys, zs) if r is not None]
+        for r in others:
+            if len(r) != len(xs) or self._contiguous_list(r, dt) is None:
+                return None
+            for x, y in zip(xs, r):
+                if y.shape != x.shape:
+                    return None
+                # an operand overlapping the array written in place other than element for element would be
+                # read after another block wrote it
+                if inplace and self.ptr(y) != self.ptr(x) and xp.may_share_memory(x, y):
+                    return None
+        if inplace and not all(x.flags.writeable for x in xs):
+            return None
+        if isinstance(values, (list, tuple)):
+            vs = [float(v) for v in values]
+        else:  # one number of any numeric type (a NumPy float32 is no float)
+            vs = [float(cast(float, values))] * len(xs)
+        if len(vs) != len(xs):
+            return None
+        outs = list(xs) if inplace else [xp.empty_like(x) for x in xs]
+        roles: list[Sequence[Array] | None] = [xs, ys, zs, outs]
+        table, n, n_chunks, chunk = self.tensor_table(roles, sizes)
+        if n_chunks:
+            per_tensor, row = self._per_tensor([(v,) for v in vs])
+            w = row[0] if row else 0.0
+            self.fn("multi_tensor.cu", f"foreach_ternary<{_TNAME[dt]}>")(
+                self._multi_grid(n_chunks), self._multi_block(dt),
+                (table, _i64(n), _i64(n_chunks), _i64(chunk), _i32(codes("multi_tensor.cu", "ForeachOp")[name]),
+                 np.float64(w), per_tensor))
+        return outs
 
     @staticmethod
     def _counter(offset: int) -> tuple[np.uint64, np.uint64]:

@@ -1,10 +1,11 @@
 """Gradient clipping: by total norm (``clip_grad_norm_``, or its two halves ``get_total_norm`` and
 ``clip_grads_with_norm_``) and by value (``clip_grad_value_``).
 
-The total norm stays a device tensor and the scaling multiplies by it, so clipping on a GPU never waits
-for the device (only ``error_if_nonfinite=True`` has to read the norm back). Every list op here runs
-per tensor; ``foreach`` is accepted for PyTorch compatibility and both settings give the same numbers,
-because every device here supports the list path.
+The total norm stays a device tensor and the scaling reads it there, so clipping on a GPU never waits for
+the device (only ``error_if_nonfinite=True`` has to read the norm back). The tensors of each (device, dtype)
+group go to the backend as one list: on CUDA the norm is two multi-tensor launches and the scaling one, whatever
+the number of parameters. ``foreach`` is accepted for PyTorch compatibility and both settings give the same
+numbers, because every device here supports the list path.
 """
 import functools
 import math
@@ -12,6 +13,7 @@ import types
 import warnings
 
 from ...autograd.grad_mode import no_grad
+from ...optim._foreach import _foreach_clamp_, _foreach_clip_, _foreach_norm, _total_norm
 from ...tensor import Tensor
 
 __all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "get_total_norm", "clip_grads_with_norm_"]
@@ -50,10 +52,17 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     if not tensors:
         return _tensor(0.0)
     first_device = tensors[0].device
-    norms = []
-    for group in _group_by_device_and_dtype(tensors).values():
-        norms.extend(vector_norm(t, norm_type) for t in group)
-    total_norm = vector_norm(stack([n.to(first_device) for n in norms]), norm_type)
+    groups = _group_by_device_and_dtype(tensors)
+    if (norm_type < 0 or norm_type == math.inf) and any(t.numel() == 0 for t in tensors):
+        # a max or min over no elements: vector_norm raises PyTorch's error
+        norms = [vector_norm(t, norm_type) for t in tensors]
+        total_norm = vector_norm(stack(norms), norm_type)
+    elif len(groups) == 1:
+        total_norm = _total_norm(tensors, norm_type)
+    else:
+        # the norm of the per-tensor norms, as PyTorch computes it across devices and dtypes
+        norms = [n for group in groups.values() for n in _foreach_norm(group, norm_type)]
+        total_norm = vector_norm(stack([n.to(first_device) for n in norms]), norm_type)
     if error_if_nonfinite and not math.isfinite(total_norm.item()):
         raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, "
                            "so it cannot be clipped. To disable this error and scale the gradients by the "
@@ -70,12 +79,8 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     max_norm = float(max_norm)
     if not grads:
         return
-    # the 1e-6 keeps a zero norm from dividing by zero; the clamp means gradients are never scaled up
-    coef = (max_norm / (total_norm + 1e-6)).clamp(max=1.0)
     for (device, _), group in _group_by_device_and_dtype(grads).items():
-        c = coef.to(device)
-        for g in group:
-            g.mul_(c)
+        _foreach_clip_(group, total_norm.to(device), max_norm)
 
 
 @_no_grad
@@ -107,7 +112,6 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
     """Clamp the ``.grad`` of every parameter in place to [-clip_value, clip_value]."""
     parameters = _as_list(parameters)
     clip_value = float(clip_value)
-    for p in parameters:
-        g = p.grad
-        if g is not None:
-            g.clamp_(min=-clip_value, max=clip_value)
+    grads = [p.grad for p in parameters if p.grad is not None]
+    for group in _group_by_device_and_dtype(grads).values():
+        _foreach_clamp_(group, clip_value)
