@@ -231,8 +231,10 @@ class LaunchCounter:
             elif outs and all(any(_shares(o, a) for a in arrays) for o in outs):
                 counter.views[name] = counter.views.get(name, 0) + 1
             else:
-                counter.builtin(name, _unique_bytes(arrays), _unique_bytes(outs) if outs else
-                                (arrays[0].nbytes if arrays else 0))
+                # no array result: an in-place update writes its first argument, a host value writes nothing
+                in_place = result is None and arrays
+                counter.builtin(name, _unique_bytes(arrays),
+                                _unique_bytes(outs) if outs else (arrays[0].nbytes if in_place else 0))
             return result
         return _Wrapped(call, name)
 
