@@ -316,9 +316,20 @@ def run_kernels(args: argparse.Namespace, folder: str) -> list[StepResult]:
 
 
 def run_compare(args: argparse.Namespace, folder: str) -> list[StepResult]:
-    cmd = [sys.executable, "-m", "benchmarks.compare", "--device", "cuda", "--out", os.path.dirname(folder)] + (
+    # benchmarks.compare names its folder by device type ("cuda"): its files are moved next to the others
+    staging = os.path.join(folder, "compare_out")
+    cmd = [sys.executable, "-m", "benchmarks.compare", "--device", "cuda", "--out", staging] + (
         ["--quick"] if args.quick else [])
-    return [run_step(StepResult("compare", "compare", cmd), args.timeout_compare, os.path.join(folder, "logs"))]
+    step = run_step(StepResult("compare", "compare", cmd), args.timeout_compare, os.path.join(folder, "logs"))
+    for sub in sorted(os.listdir(staging)) if os.path.isdir(staging) else []:
+        for name in os.listdir(os.path.join(staging, sub)):
+            if name.startswith("compare"):
+                shutil.move(os.path.join(staging, sub, name), os.path.join(folder, name))
+    shutil.rmtree(staging, ignore_errors=True)
+    res = _load_json(os.path.join(folder, "compare.json"))
+    if res:
+        step.details["geomean_ratio"] = res.get("geomean_ratio")
+    return [step]
 
 
 def run_train(args: argparse.Namespace, folder: str) -> list[StepResult]:

@@ -193,6 +193,11 @@ def main(argv: list[str] | None = None) -> int:
     elif mt.cuda.is_simulated() or not mt.cuda.is_available():
         print("benchmarks.sanitize_kernels: no GPU; nothing to check (--sim runs the checks on the simulator)")
         return 0
+    if not args.sim:
+        import cupy
+        # without CuPy's memory pool every array is its own cudaMalloc, so memcheck sees a read past an array's
+        # end; inside a pooled block it would land in a neighbour and go unreported
+        cupy.cuda.set_allocator(None)
     be = get_backend("cuda")
     if be.kernels is None:
         print("benchmarks.sanitize_kernels: kernels are off (MINITORCH_GPU_KERNELS=0); nothing to check")

@@ -148,3 +148,43 @@ def test_kernels_harness_reports_a_failing_case_and_keeps_going(tmp_path):
     assert "| gemm-ish |" in md and "0.50x | failed |" in md
     assert json.loads((tmp_path / "kernels.json").read_text())["failed"] == ["adamw-ish", "broken_fn"]
     assert (tmp_path / "roofline.png").exists() or (tmp_path / "roofline.svg").exists()
+
+
+def _fake_run_step(writes):
+    """A run_step stand-in: ``writes[step name](step)`` creates the files the real command would."""
+    def run_step(step, timeout, logs, env=None):
+        writes[step.name](step)
+        step.status, step.rc, step.log = "failed", 1, f"logs/{step.name}.log"
+        return step
+    return run_step
+
+
+def test_tests_part_groups_failures_and_checks_their_cpu_variants(tmp_path, monkeypatch):
+    def tests(step):
+        junit = next(a for a in step.cmd if a.startswith("--junitxml=")).split("=", 1)[1]
+        open(junit, "w").write(JUNIT)
+
+    def rerun(step):
+        assert "tests/test_tensor.py::test_repr[cpu]" in step.cmd and "tests/test_tensor.py::test_add[cpu]" in step.cmd
+        junit = next(a for a in step.cmd if a.startswith("--junitxml=")).split("=", 1)[1]
+        open(junit, "w").write('<testsuites><testsuite><testcase classname="tests.test_tensor" name="test_repr[cpu]">'
+                               '<failure message="m"/></testcase></testsuite></testsuites>')
+    monkeypatch.setattr(gr, "run_step", _fake_run_step({"tests": tests, "tests-cpu-rerun": rerun}))
+    steps = gr.run_tests(gr.parse_args([]), str(tmp_path))
+    assert [s.name for s in steps] == ["tests", "tests-cpu-rerun"] and steps[1].status == "ok"
+    groups = {g["test"]: g for g in steps[0].details["failure_groups"]}
+    assert groups["tests/test_tensor.py::test_repr"]["also_on_cpu"] == ["[cuda]"]
+    assert groups["tests/test_tensor.py::test_repr"]["cuda_only"] == ["[cuda-float64]"]
+    assert groups["tests/test_tensor.py::test_add"]["cuda_only"] == ["[cuda]"]
+
+
+def test_compare_results_are_moved_next_to_the_others(tmp_path, monkeypatch):
+    def compare(step):
+        folder = os.path.join(step.cmd[step.cmd.index("--out") + 1], "cuda")
+        os.makedirs(folder)
+        open(os.path.join(folder, "compare.json"), "w").write('{"geomean_ratio": 2.5}')
+        open(os.path.join(folder, "compare.md"), "w").write("| case |\n")
+    monkeypatch.setattr(gr, "run_step", _fake_run_step({"compare": compare}))
+    steps = gr.run_compare(gr.parse_args(["--quick"]), str(tmp_path))
+    assert steps[0].details["geomean_ratio"] == 2.5 and "--quick" in steps[0].cmd
+    assert sorted(os.listdir(tmp_path)) == ["compare.json", "compare.md"]
