@@ -2,12 +2,13 @@
 CPU simulator (no GPU needed, nothing timed).
 
 Run ``python -m benchmarks.kernel_count`` (the full GPU config: 6 layers, 6 heads, width 384, context 256, batch
-64, vocab 96; slow on the simulator) or ``--quick``: the same model at three small (batch, context) points,
-(2, T0), (4, T0) and (2, 2·T0), each per-kernel count fitted exactly to ``a + b·B·T + c·B·T²`` and evaluated at
-the full batch and context. Everything in a step scales with the tokens B·T (elementwise maps, layer norms,
-matmul activations, embeddings) except the attention scores, which scale with B·T² (B·H·T·T), and the
-parameter-sized work (weight reads, weight gradients, the optimizer), which is constant: the three terms.
-Launch counts do not depend on B and T (grid-stride loops); when the three points disagree the report says so.
+64, vocab 96; slow on the simulator) or ``--quick``: the same model at five small (batch, context) points, (2, T0), (4, T0), (2, 2·T0),
+(4, 2·T0), (2, 4·T0), each per-kernel count fitted exactly to ``a + e·T + b·B·T + d·T² + c·B·T²`` and evaluated
+at the full batch and context, then checked at (4, 4·T0), a point the fit did not see. Most of a step scales
+with the tokens B·T (elementwise maps, layer norms, matmul activations, embeddings); the attention scores with
+B·T² (B·H·T·T); the causal mask with T²; the position-embedding rows read with T; the parameter-sized work
+(weight reads, weight gradients, the optimizer) is constant: the five terms. Launch counts do not depend on B
+and T (grid-stride loops); when the points disagree the report says so.
 
 What is counted, and how (``minitorch_gpu/backends/cuda/counting.py``): our kernel launches with the bytes of
 their array arguments; the calls of array-library built-ins (primitives our kernels did not serve, launcher
@@ -126,11 +127,15 @@ def minimum_bytes(cfg: dict[str, Any], params: int, batch: int, block: int) -> d
 
 
 # ---------------------------------------------------------------------- extrapolation
+def _terms(b: int, t: int) -> list[float]:
+    return [1.0, t, b * t, t * t, b * t * t]
+
+
 def _fit(points: list[tuple[int, int]], values: list[float], batch: int, block: int) -> float:
-    """``a + b·B·T + c·B·T²`` through three (B, T) points, evaluated at (batch, block)."""
-    m = np.array([[1.0, b * t, b * t * t] for b, t in points])
+    """The count model through five (B, T) points, evaluated at (batch, block)."""
+    m = np.array([_terms(b, t) for b, t in points], dtype=np.float64)
     coef = np.linalg.solve(m, np.asarray(values, dtype=np.float64))
-    return float(coef @ np.array([1.0, batch * block, batch * block * block]))
+    return float(coef @ np.array(_terms(batch, block), dtype=np.float64))
 
 
 def _merge(runs: list[dict[str, Any]], section: str, fields: tuple[str, ...], batch: int,
@@ -158,7 +163,7 @@ def _merge(runs: list[dict[str, Any]], section: str, fields: tuple[str, ...], ba
 
 
 def extrapolate(runs: list[dict[str, Any]], batch: int, block: int) -> dict[str, Any]:
-    """The counts at (batch, block) from three runs at (B0, T0), (2·B0, T0), (B0, 2·T0)."""
+    """The counts at (batch, block) from the five runs of ``quick_points``."""
     kernels, n1 = _merge(runs, "kernels", ("launches", "bytes_read", "bytes_written"), batch, block)
     builtins, n2 = _merge(runs, "builtins", ("calls", "bytes_read", "bytes_written"), batch, block)
     syncs, n3 = _merge(runs, "syncs", ("calls", "bytes"), batch, block)
@@ -181,16 +186,34 @@ def totals(res: dict[str, Any]) -> dict[str, int]:
             "host_to_device_copies": res["host_to_device"]["calls"]}
 
 
-def run_count(cfg: dict[str, Any], quick: bool, t0: int = 8) -> dict[str, Any]:
+MODEL = "a + e*T + b*B*T + d*T^2 + c*B*T^2"
+
+
+def quick_points(t0: int) -> list[tuple[int, int]]:
+    """The five (B, T) points that determine the count model's five coefficients."""
+    # batch 2, not 1: with one sequence some permuted views are contiguous and take another kernel variant
+    return [(2, t0), (4, t0), (2, 2 * t0), (4, 2 * t0), (2, 4 * t0)]
+
+
+def run_count(cfg: dict[str, Any], quick: bool, t0: int = 8, check: bool = True) -> dict[str, Any]:
     """The result document: measured point(s), the counts at the config's batch and context, the minimum."""
     B, T = cfg["batch_size"], cfg["block_size"]
     if quick:
-        # batch 2, not 1: with one sequence some permuted views are contiguous and take another kernel variant
-        points = [(2, t0), (4, t0), (2, 2 * t0)]
+        points = quick_points(t0)
         runs = [count_step(cfg, b, t) for b, t in points]
         res = extrapolate(runs, B, T)
-        method = (f"measured at (B, T) = {points}; each count fitted exactly to a + b*B*T + c*B*T^2 and evaluated "
-                  f"at (B, T) = ({B}, {T})")
+        method = (f"measured at (B, T) = {points}; each count fitted exactly to {MODEL} and evaluated at (B, T) = "
+                  f"({B}, {T})")
+        if check:
+            # a point the fit did not see: how far off the model is where it can be checked
+            b4, t4 = 4, 4 * t0
+            seen = count_step(cfg, b4, t4)
+            want = totals({k: seen[k] for k in ("kernels", "builtins", "syncs", "views", "host_to_device")})
+            got = totals(extrapolate(runs, b4, t4))
+            err = {k: abs(got[k] - want[k]) / max(want[k], 1) for k in want}
+            res["fit_check"] = {"point": [b4, t4], "measured": want, "fitted": got, "relative_error": err}
+            method += (f"; checked at (B, T) = ({b4}, {t4}), not used in the fit: largest relative error of a "
+                       f"total {max(err.values()):.1e}")
     else:
         runs = [count_step(cfg, B, T)]
         res = {k: runs[0][k] for k in ("kernels", "builtins", "syncs", "views", "host_to_device")}
@@ -254,11 +277,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true",
                    help="measure at three small (batch, context) points and extrapolate to the full config")
     p.add_argument("--t0", type=int, default=8, help="--quick: the smallest context measured")
+    p.add_argument("--no-check", action="store_true", help="--quick: skip the fourth point that checks the fit")
     p.add_argument("--tiny", action="store_true", help="a one-layer width-32 model (for tests)")
     p.add_argument("--out", default=os.path.join(RESULTS, "sim"))
     args = p.parse_args(argv)
     cfg = dict(TINY_CONFIG if args.tiny else GPU_CONFIG)
-    doc = run_count(cfg, args.quick, args.t0)
+    doc = run_count(cfg, args.quick, args.t0, not args.no_check)
     write(doc, args.out)
     t = doc["totals"]
     print(f"{t['kernel_launches']} launches, {t['builtin_calls']} built-in calls, {t['syncs']} syncs per step; "

@@ -65,17 +65,26 @@ def test_extrapolation_is_exact_for_the_model_and_flags_changing_launches():
     def run(b, t):
         n = b * t
         return {"batch": b, "block": t,
-                "kernels": {"k": {"file": "x.cu", "launches": 3 if b < 4 else 4, "bytes_read": 7 + 5 * n + 2 * n * t,
-                                  "bytes_written": 11 * n}},
+                "kernels": {"k": {"file": "x.cu", "launches": 3 if b < 4 else 4,
+                                  "bytes_read": 7 + 3 * t + 5 * n + 11 * t * t + 2 * n * t, "bytes_written": 11 * n}},
                 "builtins": {}, "syncs": {"s": {"calls": 1, "bytes": 4}}, "views": {"v": 2},
                 "host_to_device": {"calls": 2, "bytes": 16 * n}}
-    res = kc.extrapolate([run(2, 8), run(4, 8), run(2, 16)], 64, 256)
+    res = kc.extrapolate([run(b, t) for b, t in kc.quick_points(8)], 64, 256)
     n = 64 * 256
     k = res["kernels"]["k"]
-    assert k["bytes_read"] == 7 + 5 * n + 2 * n * 256 and k["bytes_written"] == 11 * n
+    assert k["bytes_read"] == 7 + 3 * 256 + 5 * n + 11 * 256 * 256 + 2 * n * 256 and k["bytes_written"] == 11 * n
     assert res["syncs"]["s"]["calls"] == 1 and res["views"] == {"v": 2}
     assert res["host_to_device"]["bytes"] == 16 * n
     assert any("launches differ" in note for note in res["notes"])
+
+
+def test_quick_mode_fit_holds_at_a_point_it_did_not_see():
+    cfg = dict(kc.TINY_CONFIG, block_size=32, batch_size=8)
+    doc = kc.run_count(cfg, quick=True, t0=2)
+    check = doc["fit_check"]
+    assert check["point"] == [4, 8]
+    assert check["measured"]["kernel_launches"] == check["fitted"]["kernel_launches"] > 0
+    assert check["relative_error"]["kernel_bytes"] < 1e-2 and check["relative_error"]["builtin_bytes"] < 1e-2
 
 
 def test_minimum_bytes_formula():
