@@ -226,7 +226,7 @@ def adamw(c: Ctx) -> list[Case]:
     step = [1.0] * len(ps)
 
     def ours_adam():
-        k.adam(ps, gs, ms, vs, None, step, 1e-3, 0.9, 0.999, 1e-8, 0.01, False, False, True)
+        return k.adam(ps, gs, ms, vs, None, step, 1e-3, 0.9, 0.999, 1e-8, 0.01, False, False, True)
 
     def builtin_adam():
         Backend.fused_adam(be, ps, gs, ms, vs, None, step, 1e-3, 0.9, 0.999, 1e-8, 0.01, False, False, True)
@@ -280,6 +280,10 @@ def measure(case_fns, ctx, timer, copy_bw, only=None, log=print):
 
 
 def _time_case(cs, timer, copy_bw, row):
+    # a launcher that declines returns None and the backend would take the built-in: timing that call would
+    # credit the kernel with the built-in's speed, or with nothing at all
+    if cs.ours() is None:
+        raise RuntimeError("our kernel declined the call (the launcher returned None): nothing of ours to time")
     t = timer(cs.ours)
     row["seconds"] = t
     row["rate"] = cs.work / t

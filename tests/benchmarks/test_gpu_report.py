@@ -114,8 +114,9 @@ def test_summary_and_tarball(tmp_path):
 
 def test_kernels_harness_reports_a_failing_case_and_keeps_going(tmp_path):
     def good(ctx):
-        return [kb.Case("copy-ish", 8e6, "B", lambda: None, lambda: None, None, flops=1e6),
-                kb.Case("gemm-ish", 2e9, "FLOP", lambda: None, lambda: None, lambda: 1 / 0, bytes=1e7)]
+        return [kb.Case("copy-ish", 8e6, "B", lambda: 1, lambda: 1, None, flops=1e6),
+                kb.Case("gemm-ish", 2e9, "FLOP", lambda: 1, lambda: 1, lambda: 1 / 0, bytes=1e7),
+                kb.Case("declined", 1e6, "B", lambda: None)]
 
     def broken_case(ctx):
         return [kb.Case("adamw-ish", 1e6, "B", lambda: ctx.k.adam(), None)]
@@ -132,7 +133,9 @@ def test_kernels_harness_reports_a_failing_case_and_keeps_going(tmp_path):
         fn()
         return next(times)
     rows = kb.measure([good, broken_case, broken_fn], Ctx(), timer, copy_bw=16e9, log=lambda s: None)
-    assert [r["kernel"] for r in rows] == ["copy-ish", "gemm-ish", "adamw-ish", "broken_fn"]
+    assert [r["kernel"] for r in rows] == ["copy-ish", "gemm-ish", "declined", "adamw-ish", "broken_fn"]
+    assert "declined" in rows[2]["error"] and "seconds" not in rows[2]
+    del rows[2]
     assert rows[0]["GB/s"] == pytest.approx(8.0) and rows[0]["vs_copy"] == pytest.approx(0.5)
     assert rows[0]["vs_cupy"] == pytest.approx(2.0)
     assert rows[1]["TFLOP/s"] == pytest.approx(2.0) and rows[1]["vs_cublas"] == pytest.approx(0.5)
