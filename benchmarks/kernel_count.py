@@ -275,7 +275,8 @@ def write(doc: dict[str, Any], folder: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true",
-                   help="measure at three small (batch, context) points and extrapolate to the full config")
+                   help="measure at five small (batch, context) points and extrapolate to the full config (about "
+                        "two minutes; without it the full step runs on the simulator, which takes hours)")
     p.add_argument("--t0", type=int, default=8, help="--quick: the smallest context measured")
     p.add_argument("--no-check", action="store_true", help="--quick: skip the fourth point that checks the fit")
     p.add_argument("--tiny", action="store_true", help="a one-layer width-32 model (for tests)")
