@@ -17,12 +17,17 @@ once) or TFLOP/s (matmul), with ratios to
 Results go to ``benchmarks/results/<device name>/kernels.{json,md}`` and ``roofline.png`` (needs matplotlib;
 an SVG is written without it).
 """
+from __future__ import annotations
+
 import argparse
 import json
 import os
 import re
 import statistics
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 
 def _gpu():
@@ -69,106 +74,180 @@ def _torch_cuda():
     return torch if torch.cuda.is_available() else None
 
 
-def cases(cp, quick):
-    """(name, work, unit, ours, cupy_builtin, torch_fn) for every kernel family; ``work`` is bytes or flops."""
-    import numpy as np
+# ---------------------------------------------------------------------- the case registry
+@dataclass
+class Case:
+    """One timed kernel: ``ours`` (through the CUDA backend), and the alternatives it is compared with.
 
-    import minitorch_gpu as mt
-    from minitorch_gpu.backends.base import Backend
-    be = mt.ones(1, device="cuda")._be
-    k = be.kernels
+    ``work`` is what the rate counts: bytes for ``unit="B"`` (memory-bound: the bytes that must cross DRAM at
+    least once; compared with the copy bandwidth) or flops for ``unit="FLOP"`` (compared with ``builtin``,
+    cuBLAS through CuPy). ``bytes``/``flops``, when known, place the case on the roofline plot."""
+    name: str
+    work: float
+    unit: str
+    ours: Callable[[], Any]
+    builtin: Callable[[], Any] | None = None
+    torch: Callable[[], Any] | None = None
+    bytes: float | None = None
+    flops: float | None = None
+
+
+@dataclass
+class Ctx:
+    """What every case function gets: CuPy, the CUDA backend and its launcher, PyTorch with CUDA or None, the
+    size switch, and two shared random float32 vectors of ``n`` elements (and their torch views)."""
+    cp: Any
+    be: Any
+    k: Any
+    torch: Any
+    quick: bool
+    n: int
+    a: Any
+    b: Any
+    ta: Any = None
+    tb: Any = None
+
+
+CASES: list[Callable[[Ctx], list[Case]]] = []
+"""The case functions, in report order: each returns the cases of one kernel family (add one with ``@case``)."""
+
+
+def case(fn: Callable[[Ctx], list[Case]]) -> Callable[[Ctx], list[Case]]:
+    """Register a case function: ``fn(ctx) -> [Case, ...]``. An exception in it or in a case's callable is
+    reported in the results as that case's error; the other cases still run."""
+    CASES.append(fn)
+    return fn
+
+
+def make_ctx(cp, quick):
+    from minitorch_gpu.backends import get_backend
+    be = get_backend("cuda")
     torch = _torch_cuda()
     n = (1 << 22) if quick else (1 << 26)
     rng = cp.random.default_rng(0)
     a = rng.standard_normal(n, dtype=cp.float32)
     b = rng.standard_normal(n, dtype=cp.float32)
-    out = []
     ta, tb = (torch.as_tensor(a, device="cuda"), torch.as_tensor(b, device="cuda")) if torch else (None, None)
-    out.append(("add f32", 12 * n, "B", lambda: k.binary("add", a, b), lambda: cp.add(a, b),
-                (lambda: ta + tb) if torch else None))
-    out.append(("exp f32", 8 * n, "B", lambda: k.unary("exp", a), lambda: cp.exp(a),
-                (lambda: torch.exp(ta)) if torch else None))
-    out.append(("gelu f32", 8 * n, "B", lambda: k.unary("gelu", a), lambda: Backend.gelu(be, a),
-                (lambda: torch.nn.functional.gelu(ta)) if torch else None))
+    return Ctx(cp, be, be.kernels, torch, quick, n, a, b, ta, tb)
+
+
+# ---------------------------------------------------------------------- cases, one function per kernel family
+@case
+def elementwise(c: Ctx) -> list[Case]:
+    from minitorch_gpu.backends.base import Backend
+    cp, k, torch, a, b, ta, tb, n = c.cp, c.k, c.torch, c.a, c.b, c.ta, c.tb, c.n
+    return [
+        Case("add f32", 12 * n, "B", lambda: k.binary("add", a, b), lambda: cp.add(a, b),
+             (lambda: ta + tb) if torch else None, flops=n),
+        Case("exp f32", 8 * n, "B", lambda: k.unary("exp", a), lambda: cp.exp(a),
+             (lambda: torch.exp(ta)) if torch else None, flops=n),
+        Case("gelu f32", 8 * n, "B", lambda: k.unary("gelu", a), lambda: Backend.gelu(c.be, a),
+             (lambda: torch.nn.functional.gelu(ta)) if torch else None, flops=20 * n),
+    ]
+
+
+@case
+def broadcast(c: Ctx) -> list[Case]:
+    cp, k, torch, a, b, ta, tb, n = c.cp, c.k, c.torch, c.a, c.b, c.ta, c.tb, c.n
     bias = b[:1024]
     a2 = a.reshape(-1, 1024)
-    out.append(("add f32 broadcast row", 8 * n, "B", lambda: k.binary("add", a2, bias), lambda: cp.add(a2, bias),
-                (lambda: ta.view(-1, 1024) + tb[:1024]) if torch else None))
-    rows, cols = (n // 4096, 4096)
-    x = a.reshape(rows, cols)
-    tx = ta.view(rows, cols) if torch else None
+    return [Case("add f32 broadcast row", 8 * n, "B", lambda: k.binary("add", a2, bias), lambda: cp.add(a2, bias),
+                 (lambda: ta.view(-1, 1024) + tb[:1024]) if torch else None, flops=n)]
+
+
+@case
+def softmax(c: Ctx) -> list[Case]:
+    cp, k, torch, a, ta, n = c.cp, c.k, c.torch, c.a, c.ta, c.n
+    x = a.reshape(n // 4096, 4096)
+    xs = a.reshape(-1, 256)
 
     def cupy_softmax():
         e = cp.exp(x - x.max(axis=1, keepdims=True))
         return e / e.sum(axis=1, keepdims=True)
-    out.append(("softmax f32 4096 cols", 8 * n, "B", lambda: k.softmax(x, 0, 1), cupy_softmax,
-                (lambda: torch.softmax(tx, 1)) if torch else None))
-    xs = a.reshape(-1, 256)
-    out.append(("softmax f32 256 cols", 8 * n, "B", lambda: k.softmax(xs, 0, 1), None,
-                (lambda: torch.softmax(tx.view(-1, 256), 1)) if torch else None))
-    C = 8192
-    logits = a.reshape(-1, C)
-    target = cp.asarray(np.random.default_rng(0).integers(0, C, logits.shape[0]))
-    out.append(("cross_entropy fwd f32", 4 * n, "B", lambda: k.cross_entropy(logits, target, None, -100, 0.0), None,
-                (lambda: torch.nn.functional.cross_entropy(ta.view(-1, C), torch.as_tensor(target, device="cuda")))
-                if torch else None))
-    N = 4096
-    xl = a.reshape(-1, N)
-    w, bb = b[:N], b[N:2 * N]
-    out.append(("layer_norm fwd f32", 8 * n, "B", lambda: k.layer_norm(xl, w, bb, 1e-5), None,
-                (lambda: torch.nn.functional.layer_norm(ta.view(-1, N), (N,), tb[:N], tb[N:2 * N])) if torch else None))
-    m = 2048 if quick else 4096
-    A = rng.standard_normal((m, m), dtype=cp.float32)
-    B = rng.standard_normal((m, m), dtype=cp.float32)
-    tA, tB = (torch.as_tensor(A, device="cuda"), torch.as_tensor(B, device="cuda")) if torch else (None, None)
-    out.append((f"matmul f32 {m}^3", 2 * m ** 3, "FLOP", lambda: k.matmul(A, B), lambda: cp.matmul(A, B),
-                (lambda: tA @ tB) if torch else None))
-    Ad, Bd = A.astype(cp.float64), B.astype(cp.float64)
-    out.append((f"matmul f64 {m}^3", 2 * m ** 3, "FLOP", lambda: k.matmul(Ad, Bd), lambda: cp.matmul(Ad, Bd), None))
-    out.extend(gpt_gemm_cases(cp, k, torch, quick))
-    out.extend(optim_cases(cp, be, torch, quick))
-    out.append(("philox uniform f32", 4 * n, "B", lambda: k.uniform(1, 0, n, np.dtype(np.float32), 0.0, 1.0),
-                lambda: rng.random(n, dtype=cp.float32), (lambda: torch.rand(n, device="cuda")) if torch else None))
-    idx = cp.asarray(np.random.default_rng(1).integers(0, 50000, 65536))
-    table = cp.zeros((50000, 512), cp.float32)
-    grad = rng.standard_normal((65536, 512), dtype=cp.float32)
-    out.append(("embedding backward f32", 8 * grad.size, "B", lambda: k.embedding_backward(table, idx, grad),
-                lambda: __import__("cupyx").scatter_add(table, idx, grad), None))
-    return out
-
-
-def gpt_gemm_cases(cp, k, torch, quick):
-    """The three GEMMs of a GPT linear layer at B*T tokens, C = 384, hidden 4C (vs cuBLAS through CuPy and torch):
-    forward x @ W.T (+ bias, as nn.Linear launches it), input gradient g @ W, weight gradient g.T @ x (K = B*T
-    over a 1536 x 384 output: the split-K case)."""
-    bt, c, h = (4096 if quick else 16384), 384, 1536
-    rng = cp.random.default_rng(1)
-    x = rng.standard_normal((bt, c), dtype=cp.float32)
-    w = rng.standard_normal((h, c), dtype=cp.float32)
-    bias = rng.standard_normal(h, dtype=cp.float32)
-    g = rng.standard_normal((bt, h), dtype=cp.float32)
-    t = {n: torch.as_tensor(v, device="cuda") for n, v in (("x", x), ("w", w), ("b", bias), ("g", g))} if torch else {}
-    flops = 2 * bt * c * h
     return [
-        (f"matmul f32 x@W.T {bt}x{c}->{h}", flops, "FLOP", lambda: k.matmul(x, w.T), lambda: cp.matmul(x, w.T),
-         (lambda: t["x"] @ t["w"].T) if torch else None),
-        (f"linear f32 x@W.T+b {bt}x{c}->{h}", flops, "FLOP", lambda: k.matmul(x, w.T, bias),
-         lambda: cp.matmul(x, w.T) + bias,
-         (lambda: torch.nn.functional.linear(t["x"], t["w"], t["b"])) if torch else None),
-        (f"matmul f32 g@W {bt}x{h}->{c}", flops, "FLOP", lambda: k.matmul(g, w), lambda: cp.matmul(g, w),
-         (lambda: t["g"] @ t["w"]) if torch else None),
-        (f"matmul f32 g.T@x K={bt} {h}x{c}", flops, "FLOP", lambda: k.matmul(g.T, x), lambda: cp.matmul(g.T, x),
-         (lambda: t["g"].T @ t["x"]) if torch else None),
+        Case("softmax f32 4096 cols", 8 * n, "B", lambda: k.softmax(x, 0, 1), cupy_softmax,
+             (lambda: torch.softmax(ta.view(-1, 4096), 1)) if torch else None, flops=5 * n),
+        Case("softmax f32 256 cols", 8 * n, "B", lambda: k.softmax(xs, 0, 1), None,
+             (lambda: torch.softmax(ta.view(-1, 256), 1)) if torch else None, flops=5 * n),
     ]
 
 
-def optim_cases(cp, be, torch, quick):
+@case
+def cross_entropy(c: Ctx) -> list[Case]:
+    import numpy as np
+    cp, k, torch, a, ta, n = c.cp, c.k, c.torch, c.a, c.ta, c.n
+    C = 8192
+    logits = a.reshape(-1, C)
+    target = cp.asarray(np.random.default_rng(0).integers(0, C, logits.shape[0]))
+    tt = torch.as_tensor(target, device="cuda") if torch else None
+    return [Case("cross_entropy fwd f32", 4 * n, "B", lambda: k.cross_entropy(logits, target, None, -100, 0.0), None,
+                 (lambda: torch.nn.functional.cross_entropy(ta.view(-1, C), tt)) if torch else None, flops=4 * n)]
+
+
+@case
+def layer_norm(c: Ctx) -> list[Case]:
+    k, torch, a, b, ta, tb, n = c.k, c.torch, c.a, c.b, c.ta, c.tb, c.n
+    N = 4096
+    xl = a.reshape(-1, N)
+    w, bb = b[:N], b[N:2 * N]
+    return [Case("layer_norm fwd f32", 8 * n, "B", lambda: k.layer_norm(xl, w, bb, 1e-5), None,
+                 (lambda: torch.nn.functional.layer_norm(ta.view(-1, N), (N,), tb[:N], tb[N:2 * N]))
+                 if torch else None, flops=8 * n)]
+
+
+@case
+def matmul(c: Ctx) -> list[Case]:
+    cp, k, torch = c.cp, c.k, c.torch
+    m = 2048 if c.quick else 4096
+    rng = cp.random.default_rng(1)
+    A = rng.standard_normal((m, m), dtype=cp.float32)
+    B = rng.standard_normal((m, m), dtype=cp.float32)
+    tA, tB = (torch.as_tensor(A, device="cuda"), torch.as_tensor(B, device="cuda")) if torch else (None, None)
+    Ad, Bd = A.astype(cp.float64), B.astype(cp.float64)
+    return [
+        Case(f"matmul f32 {m}^3", 2 * m ** 3, "FLOP", lambda: k.matmul(A, B), lambda: cp.matmul(A, B),
+             (lambda: tA @ tB) if torch else None, bytes=12 * m * m),
+        Case(f"matmul f64 {m}^3", 2 * m ** 3, "FLOP", lambda: k.matmul(Ad, Bd), lambda: cp.matmul(Ad, Bd), None,
+             bytes=24 * m * m),
+    ]
+
+
+@case
+def gpt_gemm(c: Ctx) -> list[Case]:
+    """The three GEMMs of a GPT linear layer at B*T tokens, C = 384, hidden 4C (vs cuBLAS through CuPy and torch):
+    forward x @ W.T (+ bias, as nn.Linear launches it), input gradient g @ W, weight gradient g.T @ x (K = B*T
+    over a 1536 x 384 output: the split-K case)."""
+    cp, k, torch = c.cp, c.k, c.torch
+    bt, ch, h = (4096 if c.quick else 16384), 384, 1536
+    rng = cp.random.default_rng(1)
+    x = rng.standard_normal((bt, ch), dtype=cp.float32)
+    w = rng.standard_normal((h, ch), dtype=cp.float32)
+    bias = rng.standard_normal(h, dtype=cp.float32)
+    g = rng.standard_normal((bt, h), dtype=cp.float32)
+    t = {n: torch.as_tensor(v, device="cuda") for n, v in (("x", x), ("w", w), ("b", bias), ("g", g))} if torch else {}
+    flops = 2 * bt * ch * h
+    return [
+        Case(f"matmul f32 x@W.T {bt}x{ch}->{h}", flops, "FLOP", lambda: k.matmul(x, w.T), lambda: cp.matmul(x, w.T),
+             (lambda: t["x"] @ t["w"].T) if torch else None),
+        Case(f"linear f32 x@W.T+b {bt}x{ch}->{h}", flops, "FLOP", lambda: k.matmul(x, w.T, bias),
+             lambda: cp.matmul(x, w.T) + bias,
+             (lambda: torch.nn.functional.linear(t["x"], t["w"], t["b"])) if torch else None),
+        Case(f"matmul f32 g@W {bt}x{h}->{ch}", flops, "FLOP", lambda: k.matmul(g, w), lambda: cp.matmul(g, w),
+             (lambda: t["g"] @ t["w"]) if torch else None),
+        Case(f"matmul f32 g.T@x K={bt} {h}x{ch}", flops, "FLOP", lambda: k.matmul(g.T, x), lambda: cp.matmul(g.T, x),
+             (lambda: t["g"].T @ t["x"]) if torch else None),
+    ]
+
+
+@case
+def optim(c: Ctx) -> list[Case]:
     """Fused AdamW over ~10M parameters in 20 tensors (28 bytes per parameter: p, g, m, v read, p, m, v written)
     against the CuPy per-tensor body and torch's ``AdamW(fused=True)``; clip_grad_norm_ over a GPT-2-small
     parameter list (148 tensors; 12 bytes per parameter: the norm reads each gradient, the scaling reads and
     writes it) against torch's foreach clipping."""
     import minitorch_gpu as mt
     from minitorch_gpu.backends.base import Backend
+    cp, be, torch, quick = c.cp, c.be, c.torch, c.quick
     rng = cp.random.default_rng(1)
     shapes = [(768, 640 if quick else 683)] * 20  # 20 x 0.52M = 10.5M parameters (9.8M with --quick)
     ps = [rng.standard_normal(s, dtype=cp.float32) for s in shapes]
@@ -185,9 +264,9 @@ def optim_cases(cp, be, torch, quick):
             tp.grad = torch.as_tensor(g, device="cuda").clone()
         topt = torch.optim.AdamW(tps, lr=1e-3, weight_decay=0.01, fused=True)
         torch_adamw = topt.step
-    out = [(f"adamw step f32 20 tensors {nparam / 1e6:.1f}M", 28 * nparam, "B",
-            lambda: be.fused_adam(ps, gs, ms, vs, None, *args),
-            lambda: Backend.fused_adam(be, ps, gs, ms, vs, None, *args), torch_adamw)]
+    out = [Case(f"adamw step f32 20 tensors {nparam / 1e6:.1f}M", 28 * nparam, "B",
+                lambda: be.fused_adam(ps, gs, ms, vs, None, *args),
+                lambda: Backend.fused_adam(be, ps, gs, ms, vs, None, *args), torch_adamw, flops=15 * nparam)]
     d, layers = (768, 2 if quick else 12)
     gpt = [(50257, d), (1024, d)]
     for _ in range(layers):
@@ -205,12 +284,90 @@ def optim_cases(cp, be, torch, quick):
         for tp in tparams:
             tp.grad = torch.randn(tp.shape, device="cuda")
         torch_clip = lambda: torch.nn.utils.clip_grad_norm_(tparams, 1.0, foreach=True)  # noqa: E731
-    out.append((f"clip_grad_norm_ f32 {len(gpt)} tensors {n_gpt / 1e6:.0f}M", 12 * n_gpt, "B",
-                lambda: mt.nn.utils.clip_grad_norm_(params, 1.0), None, torch_clip))
+    out.append(Case(f"clip_grad_norm_ f32 {len(gpt)} tensors {n_gpt / 1e6:.0f}M", 12 * n_gpt, "B",
+                    lambda: mt.nn.utils.clip_grad_norm_(params, 1.0), None, torch_clip))
     return out
 
 
+@case
+def philox(c: Ctx) -> list[Case]:
+    import numpy as np
+    cp, k, torch, n = c.cp, c.k, c.torch, c.n
+    rng = cp.random.default_rng(3)
+    return [Case("philox uniform f32", 4 * n, "B", lambda: k.uniform(1, 0, n, np.dtype(np.float32), 0.0, 1.0),
+                 lambda: rng.random(n, dtype=cp.float32), (lambda: torch.rand(n, device="cuda")) if torch else None)]
+
+
+@case
+def embedding(c: Ctx) -> list[Case]:
+    import cupyx
+    import numpy as np
+    cp, k = c.cp, c.k
+    idx = cp.asarray(np.random.default_rng(1).integers(0, 50000, 65536))
+    table = cp.zeros((50000, 512), cp.float32)
+    grad = cp.random.default_rng(4).standard_normal((65536, 512), dtype=cp.float32)
+    return [Case("embedding backward f32", 8 * grad.size, "B", lambda: k.embedding_backward(table, idx, grad),
+                 lambda: cupyx.scatter_add(table, idx, grad), None, flops=grad.size)]
+
+
+# ---------------------------------------------------------------------- the harness
+def measure(case_fns, ctx, timer, copy_bw, only=None, log=print):
+    """Time every case of ``case_fns``; a case (or a case function) that raises becomes a row with its error,
+    and the run goes on. ``only``: substrings, a case runs when its name or its function's name holds one."""
+    rows = []
+    for fn in case_fns:
+        try:
+            built = fn(ctx)
+        except Exception as e:  # noqa: BLE001 - a broken case is reported, not fatal
+            rows.append({"kernel": fn.__name__, "group": fn.__name__, "error": _err(e)})
+            log(_fmt_row(rows[-1]))
+            continue
+        for cs in built:
+            if only and not any(s in cs.name or s in fn.__name__ for s in only):
+                continue
+            row = {"kernel": cs.name, "group": fn.__name__, "unit": cs.unit}
+            try:
+                _time_case(cs, timer, copy_bw, row)
+            except Exception as e:  # noqa: BLE001
+                row["error"] = _err(e)
+            rows.append(row)
+            log(_fmt_row(row))
+    return rows
+
+
+def _time_case(cs, timer, copy_bw, row):
+    # a launcher that declines returns None and the backend would take the built-in: timing that call would
+    # credit the kernel with the built-in's speed, or with nothing at all
+    if cs.ours() is None:
+        raise RuntimeError("our kernel declined the call (the launcher returned None): nothing of ours to time")
+    t = timer(cs.ours)
+    row["seconds"] = t
+    row["rate"] = cs.work / t
+    if cs.unit == "B":
+        row["GB/s"] = cs.work / t / 1e9
+        row["vs_copy"] = cs.work / t / copy_bw
+    else:
+        row["TFLOP/s"] = cs.work / t / 1e12
+    row["bytes"] = cs.work if cs.unit == "B" else cs.bytes
+    row["flops"] = cs.work if cs.unit == "FLOP" else cs.flops
+    # the alternatives are timed on their own: one that fails leaves its ratio out, not the case
+    for key, fn in (("vs_cublas" if cs.unit == "FLOP" else "vs_cupy", cs.builtin), ("vs_torch", cs.torch)):
+        if fn is None:
+            continue
+        try:
+            row[key] = timer(fn) / t
+        except Exception as e:  # noqa: BLE001
+            row[key + "_error"] = _err(e)
+
+
+def _err(e):
+    return f"{type(e).__name__}: {e}"[:300]
+
+
 def run(args):
+    if args.list:
+        print("\n".join(fn.__name__ for fn in CASES))
+        return 0
     cp = _gpu()
     if cp is None:
         print("benchmarks.kernels: no GPU (CuPy with a CUDA device is required; the simulator does not time "
@@ -221,34 +378,29 @@ def run(args):
     props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
     name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
     copy_bw = _copy_bandwidth(cp, timer)
-    rows = []
-    for label, work, unit, ours, builtin, torch_fn in cases(cp, args.quick):
-        t = timer(ours)
-        row = {"kernel": label, "seconds": t, "unit": unit}
-        rate = work / t
-        row["rate"] = rate
-        if unit == "B":
-            row["GB/s"] = rate / 1e9
-            row["vs_copy"] = rate / copy_bw
-        else:
-            row["TFLOP/s"] = rate / 1e12
-        if builtin is not None:
-            row["vs_cupy"] = timer(builtin) / t
-        if torch_fn is not None:
-            row["vs_torch"] = timer(torch_fn) / t
-        rows.append(row)
-        print(_fmt_row(row))
+    print(f"device-to-device copy: {copy_bw / 1e9:.0f} GB/s")
+    ctx = make_ctx(cp, args.quick)
+    rows = measure(CASES, ctx, timer, copy_bw, args.only)
+    torch = ctx.torch
     result = {"device": name, "copy_GB/s": copy_bw / 1e9, "minitorch_gpu": getattr(mt, "__version__", "dev"),
-              "reps": args.reps, "cases": rows}
+              "torch": torch.__version__ if torch else None, "reps": args.reps, "warmup": args.warmup,
+              "quick": args.quick, "cases": rows, "failed": [r["kernel"] for r in rows if "error" in r]}
     folder = os.path.join(args.out, re.sub(r"[^A-Za-z0-9_.-]+", "_", name))
+    write_results(result, folder)
+    if result["failed"]:
+        print(f"{len(result['failed'])} case(s) failed: {', '.join(result['failed'])} (errors in kernels.md)")
+    print(f"results in {folder}")
+    return 0
+
+
+def write_results(result, folder):
+    """kernels.json, kernels.md and the roofline plot of ``result`` into ``folder``."""
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, "kernels.json"), "w") as f:
         json.dump(result, f, indent=1)
     with open(os.path.join(folder, "kernels.md"), "w") as f:
         f.write(markdown(result))
-    _roofline(result, props, folder)
-    print(f"results in {folder}")
-    return 0
+    _roofline(result, folder)
 
 
 def _copy_bandwidth(cp, timer):
@@ -259,28 +411,55 @@ def _copy_bandwidth(cp, timer):
 
 
 def _fmt_row(r):
+    if "seconds" not in r:
+        return f"{r['kernel']:28s} FAILED  {r['error']}"
     perf = f"{r['GB/s']:8.1f} GB/s ({r['vs_copy']:.2f} of copy)" if r["unit"] == "B" else f"{r['TFLOP/s']:8.2f} TFLOP/s"
-    extra = "".join(f"  {k} {r[k]:.2f}x" for k in ("vs_cupy", "vs_torch") if k in r)
-    return f"{r['kernel']:28s} {r['seconds'] * 1e3:9.3f} ms  {perf}{extra}"
+    extra = "".join(f"  {k} {r[k]:.2f}x" for k in ("vs_cupy", "vs_cublas", "vs_torch") if k in r)
+    err = f"  FAILED: {r['error']}" if "error" in r else ""
+    return f"{r['kernel']:28s} {r['seconds'] * 1e3:9.3f} ms  {perf}{extra}{err}"
+
+
+def _ratio(r, key):
+    if key in r:
+        return f"{r[key]:.2f}x"
+    return "failed" if key + "_error" in r else ""
 
 
 def markdown(result):
-    """The results as a markdown table (speed-ups: their time / ours, > 1 means ours is faster)."""
+    """The results as a markdown table (speed-ups: their time / ours, > 1 means ours is faster), then the
+    errors of the cases that failed."""
     lines = [f"# Kernel benchmarks on {result['device']}", "",
-             f"Device-to-device copy: {result['copy_GB/s']:.0f} GB/s (the roofline for memory-bound kernels).", "",
-             "| kernel | time (ms) | throughput | fraction of copy BW | vs CuPy built-in | vs PyTorch |",
+             f"Device-to-device copy: {result['copy_GB/s']:.0f} GB/s (the roofline for memory-bound kernels). "
+             f"CUDA-event timing, median of {result.get('reps', '?')} repetitions after "
+             f"{result.get('warmup', '?')} warm-up runs, L2 flushed before each; PyTorch "
+             f"{result.get('torch') or 'not installed'}.", "",
+             "| kernel | time (ms) | throughput | fraction of copy BW | vs CuPy / cuBLAS | vs PyTorch |",
              "|---|---:|---:|---:|---:|---:|"]
+    errors = []
     for r in result["cases"]:
-        thr = f"{r['GB/s']:.1f} GB/s" if r["unit"] == "B" else f"{r['TFLOP/s']:.2f} TFLOP/s"
-        frac = f"{r['vs_copy']:.2f}" if "vs_copy" in r else ""
-        lines.append(f"| {r['kernel']} | {r['seconds'] * 1e3:.3f} | {thr} | {frac} | "
-                     f"{r.get('vs_cupy', float('nan')):.2f}x | {r.get('vs_torch', float('nan')):.2f}x |")
+        if "seconds" not in r:
+            lines.append(f"| {r['kernel']} | failed | | | | |")
+        else:
+            thr = f"{r['GB/s']:.1f} GB/s" if r["unit"] == "B" else f"{r['TFLOP/s']:.2f} TFLOP/s"
+            frac = f"{r['vs_copy']:.2f}" if "vs_copy" in r else ""
+            builtin = _ratio(r, "vs_cublas") or _ratio(r, "vs_cupy")
+            lines.append(f"| {r['kernel']} | {r['seconds'] * 1e3:.3f} | {thr} | {frac} | {builtin} | "
+                         f"{_ratio(r, 'vs_torch')} |")
+        for key in ("error", "vs_cupy_error", "vs_cublas_error", "vs_torch_error"):
+            if key in r:
+                errors.append(f"- {r['kernel']} ({key.replace('_error', '') if key != 'error' else 'ours'}): "
+                              f"`{r[key]}`")
+    if errors:
+        lines += ["", "## Failures", ""] + errors
     return "\n".join(lines) + "\n"
 
 
-def _roofline(result, props, folder):
-    """Achieved bandwidth of each memory-bound kernel against the copy roofline (bar chart)."""
-    mem = [r for r in result["cases"] if r["unit"] == "B"]
+def _roofline(result, folder):
+    """Left: achieved bandwidth of each memory-bound kernel against the copy roofline. Right: the roofline
+    (FLOP/s against arithmetic intensity) with the measured copy bandwidth and the best measured matmul rate
+    (ours or cuBLAS) as its roofs, and every case that knows both its bytes and its flops."""
+    ok = [r for r in result["cases"] if "seconds" in r]
+    mem = [r for r in ok if r["unit"] == "B"]
     names = [r["kernel"] for r in mem]
     vals = [r["GB/s"] for r in mem]
     roof = result["copy_GB/s"]
@@ -292,12 +471,33 @@ def _roofline(result, props, folder):
         _roofline_svg(names, vals, roof, os.path.join(folder, "roofline.svg"))
         print("matplotlib is not installed: wrote roofline.svg instead of roofline.png")
         return
-    fig, ax = plt.subplots(figsize=(9, 0.45 * len(names) + 1.5))
+    pts = [(r["kernel"], r["flops"] / r["bytes"], r["flops"] / r["seconds"]) for r in ok
+           if r.get("flops") and r.get("bytes")]
+    peak = max([r["TFLOP/s"] * 1e12 * max(1.0, r.get("vs_cublas", 1.0)) for r in ok if r["unit"] == "FLOP"],
+               default=0.0)
+    fig, (ax, rx) = plt.subplots(1, 2, figsize=(15, 0.45 * max(len(names), 8) + 1.5))
     ax.barh(names, vals, color="#4878a8")
     ax.axvline(roof, color="#c03030", linestyle="--", label=f"D2D copy {roof:.0f} GB/s")
     ax.set_xlabel("GB/s")
     ax.set_title(f"minitorch_gpu kernels on {result['device']}")
     ax.legend(loc="lower right")
+    if pts:
+        import numpy as np
+        ai = np.logspace(-2, 3, 200)
+        bw = roof * 1e9
+        top = peak if peak > 0 else max(p[2] for p in pts) * 2
+        rx.plot(ai, np.minimum(ai * bw, top), color="#c03030", linestyle="--", label="roofline (measured)")
+        for label, x, y in pts:
+            rx.scatter([x], [y], s=18)
+            rx.annotate(label, (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
+        rx.set_xscale("log")
+        rx.set_yscale("log")
+        rx.set_xlabel("arithmetic intensity (FLOP/byte)")
+        rx.set_ylabel("FLOP/s")
+        rx.set_title("roofline")
+        rx.legend(loc="lower right")
+    else:
+        rx.axis("off")
     fig.tight_layout()
     fig.savefig(os.path.join(folder, "roofline.png"), dpi=120)
     plt.close(fig)
@@ -327,6 +527,9 @@ def main(argv=None):
     p.add_argument("--reps", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
+    p.add_argument("--only", nargs="+", default=None, metavar="TEXT",
+                   help="run only the cases whose name or case function contains one of these")
+    p.add_argument("--list", action="store_true", help="list the case functions and exit")
     return run(p.parse_args(argv))
 
 

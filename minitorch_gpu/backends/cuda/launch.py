@@ -126,11 +126,22 @@ class _MapKernels:
         self._meta: dict[tuple[Any, ...], Array] = {}
         # the owning backend replaces this with its own queue, read at its synchronisations
         self.checks = DeferredChecks(getattr(xp, "asnumpy", np.asarray), xp.concatenate)
+        # counting mode (``counting.LaunchCounter``): sees every launch and every flag read; None otherwise
+        self.observer: Any = None
 
     # ------------------------------------------------------------------ plumbing
     def fn(self, fname: str, kernel: str) -> Any:
         """The callable kernel ``kernel`` of ``kernels/<fname>``."""
-        return self.loader.function(fname, kernel)
+        f = self.loader.function(fname, kernel)
+        if self.observer is not None:
+            return self.observer.kernel(fname, kernel, f)
+        return f
+
+    def read_flag(self, flag: Array) -> bool:
+        """A kernel's int32 error flag, read back to the host (on a GPU: a device-to-host copy and a sync)."""
+        if self.observer is not None:
+            self.observer.sync("launcher error flag", flag.nbytes)
+        return bool(int(flag[0]))
 
     def grid(self, n: int, per_thread: int = 1, threads: int = THREADS) -> tuple[int]:
         """A 1-d grid for ``n`` work items, capped at ``max_blocks`` (the kernels loop over the rest)."""
@@ -506,7 +517,7 @@ class _RowKernels(_MapKernels):
             (max(1, min(rows, self.max_blocks)),), (THREADS,),
             (logits, target, w, loss, wsum, lse, bad, _i64(rows), _i64(C), _i64(ignore_index), dt.type(label_smoothing),
              _i32(weight is not None)))
-        if int(bad[0]):
+        if self.read_flag(bad):
             raise IndexError(f"Target out of bounds: every target must be in [0, {C}) or equal ignore_index "
                              f"({ignore_index})")
         return loss, wsum, lse

@@ -1,0 +1,211 @@
+"""Every kernel of kernels/*.cu launched a few times on small awkward shapes, checked against NumPy: the
+workload ``compute-sanitizer`` (memcheck, racecheck) runs over in ``python -m benchmarks.gpu_report``.
+
+The test suite is too slow for the sanitizer (about 50x slower under it) and has few ``cuda``-parametrised
+kernel tests; this script is seconds long on a GPU and covers each kernel file's entry points: odd sizes (tails
+of the 128-bit paths), a 4-byte offset that breaks 16-byte alignment, transposed and broadcast operands, rows
+below and above the warp-per-row limit, batched GEMM with misaligned batch offsets, all five fused optimizers.
+
+``python -m benchmarks.sanitize_kernels`` runs on the GPU (says so and exits 0 without one); ``--sim`` runs the
+same launches on the CPU simulator (the test suite checks the script that way). Exit 1 if a check fails.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+F32, F64 = np.float32, np.float64
+
+
+def checks(be: Any) -> list[tuple[str, Callable[[], None]]]:
+    """(name, check) pairs; a check launches kernels through ``be`` and raises AssertionError on a mismatch."""
+    k = be.kernels
+    xp = be.xp
+    host = be.to_numpy
+    rng = np.random.default_rng(0)
+
+    def dev(a: np.ndarray) -> Any:
+        return be.asarray(np.ascontiguousarray(a))
+
+    def close(got: Any, want: np.ndarray, tol: float = 1e-4) -> None:
+        np.testing.assert_allclose(host(got), want, rtol=tol, atol=tol)
+
+    def misaligned(n: int, dt: Any = F32) -> tuple[Any, np.ndarray]:
+        base = rng.standard_normal(n + 1).astype(dt)
+        return dev(base)[1:], base[1:]
+
+    def elementwise() -> None:
+        for dt in (F32, F64):
+            for n in (1, 33, 1027):
+                x, hx = misaligned(n, dt)
+                y = dev(rng.standard_normal(n).astype(dt))
+                close(k.unary("exp", x), np.exp(hx), 1e-5)
+                close(k.binary("mul", x, y), hx * host(y))
+                close(k.binary("add", x, 2.5), hx + 2.5)
+                assert (host(k.binary("lt", x, y)) == (hx < host(y))).all()
+                assert (host(k.unary("isnan", x)) == np.isnan(hx)).all()
+            a = rng.standard_normal((37, 29)).astype(dt)
+            da = dev(a)
+            col = dev(a[:, :1])
+            close(k.binary("sub", da.T, da.T[:, :1]), a.T - a.T[:, :1])
+            close(k.binary("add", da, col), a + a[:, :1])
+            close(k.unary("neg", da[:, ::2]), -a[:, ::2])  # not dense: the strided map
+            close(k.ternary("clamp", da.T, -0.5, 0.5), np.clip(a.T, -0.5, 0.5))
+            close(k.where(dev(a > 0), da, 0.0), np.where(a > 0, a, 0.0))
+            c0 = rng.standard_normal(a.shape).astype(dt)
+            out = dev(c0)
+            k.ternary("lerp", out, da, 0.25, out=out)
+            close(out, c0 + 0.25 * (a - c0))
+
+    def softmax() -> None:
+        for dt, cols in ((F32, 1), (F32, 31), (F32, 1025), (F64, 1500), (F64, 33)):
+            x = rng.standard_normal((7, cols)).astype(dt)
+            e = np.exp(x - x.max(1, keepdims=True))
+            want = e / e.sum(1, keepdims=True)
+            y = k.softmax(dev(x), False, 1)
+            close(y, want)
+            close(k.softmax(dev(x), True, 1), np.log(want), 1e-4)
+            g = rng.standard_normal(x.shape).astype(dt)
+            close(k.softmax_backward(y, dev(g), False, 1), want * (g - (g * want).sum(1, keepdims=True)), 1e-4)
+        xt = rng.standard_normal((40, 9)).astype(F32)
+        k.softmax(dev(xt).T, False, 1)  # a transposed input: the launcher copies it first
+
+    def cross_entropy() -> None:
+        for dt, rows, C in ((F32, 1, 3), (F32, 17, 97), (F64, 5, 1300)):
+            x = rng.standard_normal((rows, C)).astype(dt)
+            t = rng.integers(0, C, rows).astype(np.int64)
+            t[0] = -100
+            loss, wsum, lse = k.cross_entropy(dev(x), dev(t), None, -100, 0.1)
+            m = x.max(1)
+            ref_lse = np.log(np.exp(x - m[:, None]).sum(1))
+            close(lse, ref_lse, 1e-4)
+            d = k.cross_entropy_backward(dev(x), dev(t), None, lse, dev(np.ones(1, dt)), 1.0 / rows, -100, 0.1)
+            assert host(d).shape == x.shape and np.isfinite(host(d)).all()
+            assert host(loss)[0] == 0.0 and float(host(wsum)[0]) == 0.0
+
+    def layer_norm() -> None:
+        for dt, rows, N in ((F32, 1, 1), (F32, 13, 33), (F64, 3, 1029)):
+            x = rng.standard_normal((rows, N)).astype(dt)
+            w = rng.standard_normal(N).astype(dt)
+            b = rng.standard_normal(N).astype(dt)
+            y, mean, rstd = k.layer_norm(dev(x), dev(w), dev(b), 1e-5)
+            mu = x.mean(1, keepdims=True)
+            r = 1 / np.sqrt(x.var(1, keepdims=True) + 1e-5)
+            close(y, (x - mu) * r * w + b, 1e-3)
+            dy = rng.standard_normal(x.shape).astype(dt)
+            dx, dw, db = k.layer_norm_backward(dev(dy), dev(x), dev(w), mean, rstd, True, True)
+            close(db, dy.sum(0), 1e-3)
+            close(dw, (dy * (x - mu) * r).sum(0), 1e-3)
+            assert np.isfinite(host(dx)).all()
+
+    def matmul() -> None:
+        for dt, tol in ((F32, 1e-3), (F64, 1e-9)):
+            for M, K, N in ((1, 1, 1), (65, 33, 67), (3, 129, 5)):
+                a = rng.standard_normal((M, K)).astype(dt)
+                b = rng.standard_normal((K, N)).astype(dt)
+                bias = rng.standard_normal(N).astype(dt)
+                close(k.matmul(dev(a), dev(b)), a @ b, tol)
+                close(k.matmul(dev(a.T.copy()).T, dev(b.T.copy()).T, dev(bias)), a @ b + bias, tol)
+        # batch entries whose starts are 4 mod 16 bytes: the 128-bit path must not be taken
+        big = rng.standard_normal((3, 33)).astype(F32)
+        a3 = dev(big)[:, :32].reshape(3, 4, 8)
+        b3 = rng.standard_normal((8, 5)).astype(F32)
+        close(k.matmul(a3, dev(b3)), big[:, :32].reshape(3, 4, 8) @ b3, 1e-3)
+
+    def optimizers() -> None:
+        shapes = [(1,), (33,), (70001,)]
+        for dt in (F32, F64):
+            _optimizers(dt, shapes)
+
+    def _optimizers(dt: Any, shapes: list[tuple[int, ...]]) -> None:
+        def arrays(fill: float | None = None) -> list[Any]:
+            return [dev(np.full(s, fill, dt) if fill is not None else rng.standard_normal(s).astype(dt))
+                    for s in shapes]
+        steps = [3.0] * len(shapes)
+        be.fused_adam(arrays(), arrays(), arrays(0.0), arrays(0.0), arrays(0.0), steps, 1e-3, 0.9, 0.999, 1e-8,
+                      0.01, True, False, True)
+        be.fused_sgd(arrays(), arrays(), arrays(), [False] * len(shapes), 0.1, 0.01, 0.9, 0.0, True, False)
+        be.fused_rmsprop(arrays(), arrays(), arrays(0.0), arrays(0.0), arrays(0.0), 0.01, 0.99, 1e-8, 0.0, 0.9,
+                         True, False)
+        be.fused_adagrad(arrays(), arrays(), arrays(0.0), steps, 0.01, 0.0, 0.0, 1e-10, False)
+        ps = arrays()
+        before = [host(p).copy() for p in ps]
+        be.fused_lion(ps, arrays(), arrays(0.0), 1e-3, 0.9, 0.99, 0.0, False)
+        assert any((host(p) != b0).any() for p, b0 in zip(ps, before))
+
+    def random() -> None:
+        for n in (1, 5, 1031):
+            w = k.philox_words(7, 3, n)
+            assert host(w).shape == (n, 4)
+            for dt in (F32, F64):
+                u, _ = k.uniform(7, 3, n, np.dtype(dt), -1.0, 1.0)
+                assert ((host(u) >= -1) & (host(u) < 1)).all()
+                z, _ = k.normal(7, 3, n, np.dtype(dt), 0.0, 1.0)
+                assert np.isfinite(host(z)).all()
+            r, _ = k.randint(7, 3, n, -5, 1 << 40)
+            assert ((host(r) >= -5) & (host(r) < 1 << 40)).all()
+
+    def embedding() -> None:
+        for dt, rows, dim, n in ((F32, 1, 1, 1), (F32, 50, 33, 257), (F64, 7, 5, 9)):
+            idx = rng.integers(0, rows, n).astype(np.int64)
+            g = rng.standard_normal((n, dim)).astype(dt)
+            out = xp.zeros((rows, dim), dtype=dt)
+            assert k.embedding_backward(out, dev(idx), dev(g))
+            want = np.zeros((rows, dim), dt)
+            np.add.at(want, idx, g)
+            close(out, want, 1e-4)
+
+    return [("elementwise.cu", elementwise), ("softmax.cu", softmax), ("cross_entropy.cu", cross_entropy),
+            ("layernorm.cu", layer_norm), ("matmul.cu", matmul), ("optim.cu", optimizers), ("random.cu", random),
+            ("embedding.cu", embedding)]
+
+
+def run(be: Any, only: list[str] | None = None) -> int:
+    """Run the checks on backend ``be``; prints one line per kernel file, returns the number of failures."""
+    failed = 0
+    for name, fn in checks(be):
+        if only and not any(s in name for s in only):
+            continue
+        try:
+            fn()
+            be.synchronize()
+            print(f"ok    {name}", flush=True)
+        except Exception:  # noqa: BLE001 - every family reports, one failure does not hide the others
+            failed += 1
+            print(f"FAIL  {name}\n{traceback.format_exc()}", flush=True)
+    return failed
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--sim", action="store_true", help="run on the CPU simulator instead of a GPU")
+    p.add_argument("--only", nargs="+", default=None, help="kernel files to check (substrings)")
+    args = p.parse_args(argv)
+    import minitorch_gpu as mt
+    from minitorch_gpu.backends import get_backend
+    if args.sim:
+        mt.cuda.use_simulator(True)
+    elif mt.cuda.is_simulated() or not mt.cuda.is_available():
+        print("benchmarks.sanitize_kernels: no GPU; nothing to check (--sim runs the checks on the simulator)")
+        return 0
+    if not args.sim:
+        import cupy
+        # without CuPy's memory pool every array is its own cudaMalloc, so memcheck sees a read past an array's
+        # end; inside a pooled block it would land in a neighbour and go unreported
+        cupy.cuda.set_allocator(None)
+    be = get_backend("cuda")
+    if be.kernels is None:
+        print("benchmarks.sanitize_kernels: kernels are off (MINITORCH_GPU_KERNELS=0); nothing to check")
+        return 0
+    failed = run(be, args.only)
+    print(f"{failed} kernel file(s) failed" if failed else "all kernel files ok")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
