@@ -104,8 +104,18 @@ def checks(be: Any) -> list[tuple[str, Callable[[], None]]]:
             assert np.isfinite(host(dx)).all()
 
     def matmul() -> None:
+        # the tile and split-K plan depends on the SM count: run it as on the simulator (1) and as on an H100
+        # (132), so that every variant (128 and 64 tiles, split-K with its reduction) is launched on either
+        sms = k.sms
+        try:
+            for k.sms in sorted({sms, 1, 132}):
+                _matmul()
+        finally:
+            k.sms = sms
+
+    def _matmul() -> None:
         for dt, tol in ((F32, 1e-3), (F64, 1e-9)):
-            for M, K, N in ((1, 1, 1), (65, 33, 67), (3, 129, 5)):
+            for M, K, N in ((1, 1, 1), (65, 33, 67), (3, 129, 5), (64, 4096, 64), (32, 1100, 40)):
                 a = rng.standard_normal((M, K)).astype(dt)
                 b = rng.standard_normal((K, N)).astype(dt)
                 bias = rng.standard_normal(N).astype(dt)
@@ -138,6 +148,28 @@ def checks(be: Any) -> list[tuple[str, Callable[[], None]]]:
         be.fused_lion(ps, arrays(), arrays(0.0), 1e-3, 0.9, 0.99, 0.0, False)
         assert any((host(p) != b0).any() for p, b0 in zip(ps, before))
 
+    def multi_tensor() -> None:
+        shapes = [(1,), (33,), (70001,)]
+        for dt in (F32, F64):
+            hs = [rng.standard_normal(s).astype(dt) for s in shapes]
+            want = np.sqrt(sum((h.astype(np.float64) ** 2).sum() for h in hs))
+            xs = [dev(h) for h in hs]
+            total = be.total_norm(xs, 2.0)
+            close(total, np.asarray(want), 1e-4)
+            for x, n in zip(be.foreach_norm(xs, 1.0), (np.abs(h).sum() for h in hs)):
+                close(x, np.asarray(n), 1e-4)
+            be.foreach_clip_(xs, total, 0.5)
+            close(be.total_norm(xs, 2.0), np.asarray(0.5), 1e-3)
+            be.foreach_clamp_(xs, 0.01)
+            assert all(np.abs(host(x)).max() <= 0.01 for x in xs)
+            ys, zs = [dev(h + 2) for h in hs], [dev(h * h + 1) for h in hs]
+            got = be.foreach_lerp([dev(h) for h in hs], ys, 0.25)
+            for g, h in zip(got, hs):
+                close(g, h + 0.25 * 2, 1e-5)
+            got = be.foreach_addcdiv([dev(h) for h in hs], ys, zs, 0.5)
+            for g, h in zip(got, hs):
+                close(g, h + 0.5 * (h + 2) / (h * h + 1), 1e-5)
+
     def random() -> None:
         for n in (1, 5, 1031):
             w = k.philox_words(7, 3, n)
@@ -161,7 +193,8 @@ def checks(be: Any) -> list[tuple[str, Callable[[], None]]]:
             close(out, want, 1e-4)
 
     return [("elementwise.cu", elementwise), ("softmax.cu", softmax), ("cross_entropy.cu", cross_entropy),
-            ("layernorm.cu", layer_norm), ("matmul.cu", matmul), ("optim.cu", optimizers), ("random.cu", random),
+            ("layernorm.cu", layer_norm), ("matmul.cu", matmul), ("optim.cu", optimizers), ("multi_tensor.cu", multi_tensor),
+            ("random.cu", random),
             ("embedding.cu", embedding)]
 
 
