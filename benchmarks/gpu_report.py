@@ -18,8 +18,8 @@ output in ``logs/<part>.log``:
 * ``train``: ``python -m minitorch_gpu.train --device cuda`` for ``--train-steps`` steps (its checkpoint goes to
   a temporary folder, never into the report), reporting the median tokens/s after warm-up.
 
-Everything lands in ``benchmarks/results/<device name>/`` (``--out`` for another root): ``gpu_report.md`` and
-``gpu_report.json``, the parts' own results, ``logs/``; ``--tar PATH`` packs that folder (no checkpoints; logs
+Everything lands in ``benchmarks/results/<device name>/`` (``--out`` for another root): ``report.md`` and
+``report.json``, the parts' own results, ``logs/``; ``--tar PATH`` packs that folder (no checkpoints; logs
 are trimmed to their head and tail). Without a GPU it says so and exits 0.
 """
 from __future__ import annotations
@@ -45,7 +45,8 @@ from typing import Any
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "benchmarks", "results")
 PARTS = ("tests", "sanitizer", "kernels", "compare", "train")
-DEFAULT_TIMEOUTS = {"tests": 2400, "sanitizer": 1200, "kernels": 1200, "compare": 1200, "train": 900}
+# within 9 minutes in all on an H100 (the sanitizer limit is per tool)
+DEFAULT_TIMEOUTS = {"tests": 150, "sanitizer": 75, "kernels": 110, "compare": 80, "train": 50}
 LOG_LIMIT = 2 << 20  # bytes of a log kept in the report: its first quarter and last three quarters
 CPU_RERUN_MAX = 400  # failing tests whose cpu variant is re-run (more would be a broken build: no need)
 
@@ -392,11 +393,11 @@ def _cupy_dist() -> str:
 
 
 def write_summary(folder: str, env: dict[str, Any], steps: list[StepResult]) -> str:
-    """gpu_report.md and gpu_report.json in ``folder``; returns the markdown path."""
+    """report.md and report.json in ``folder``; returns the markdown path."""
     os.makedirs(folder, exist_ok=True)
-    with open(os.path.join(folder, "gpu_report.json"), "w") as f:
+    with open(os.path.join(folder, "report.json"), "w") as f:
         json.dump({"environment": env, "steps": [asdict(s) for s in steps]}, f, indent=1)
-    path = os.path.join(folder, "gpu_report.md")
+    path = os.path.join(folder, "report.md")
     with open(path, "w") as f:
         f.write(summary_markdown(folder, env, steps))
     return path

@@ -103,13 +103,13 @@ def test_summary_and_tarball(tmp_path):
     assert "| sanitizer-memcheck | skipped |" in md and "compute-sanitizer not found" in md
     assert "`tests/t.py::test_a` | 1 | [cuda]" in md and "bad \\| pipe" in md
     assert "2 passed, 1 failed" in md and "1,010 tokens/s" in md and "| add | 1 |" in md
-    data = json.loads((folder / "gpu_report.json").read_text())
+    data = json.loads((folder / "report.json").read_text())
     assert [s["name"] for s in data["steps"]] == ["tests", "sanitizer-memcheck", "kernels", "train"]
     tar = tmp_path / "out" / "r.tgz"
     gr.make_tar(str(folder), str(tar))
     with tarfile.open(tar) as t:
         names = t.getnames()
-    assert "gpu_report_NVIDIA_H100/gpu_report.md" in names and "gpu_report_NVIDIA_H100/kernels.md" in names
+    assert "gpu_report_NVIDIA_H100/report.md" in names and "gpu_report_NVIDIA_H100/kernels.md" in names
 
 
 def test_kernels_harness_reports_a_failing_case_and_keeps_going(tmp_path):
