@@ -5,6 +5,8 @@
 //                                          shared memory, online softmax in registers; writes O and the per-row
 //                                          log2-sum-exp2 (base 2: the kernels exponentiate with exp2)
 //   attention_backward_prep<T>             delta_i = rowsum(dO * O), one warp per row
+//
+// D is the head dim of q and k, DV that of v (and of the output); both are padded to the kernel's width.
 //   attention_backward_dkv_d{32,64,128}<T> one key tile per work item: loops over the query tiles, recomputes
 //                                          P from Q, K and the saved LSE, accumulates dK and dV in registers
 //   attention_backward_dq_d{32,64,128}<T>  one query tile per work item: loops over the key tiles, accumulates dQ
@@ -171,10 +173,10 @@ __device__ __forceinline__ AttnScore<T> attn_score(const T* fmask, const u8* bma
     const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, const T* __restrict__ fmask,      \
         const u8* __restrict__ bmask, const i64* __restrict__ meta
 #define ATTN_PARAMS_SHAPE                                                                                     \
-    i64 BH, int H, int L, int S, int D, T scale, int flags, u64 seed, u64 ctr_lo, u64 ctr_hi, u64 keep_below,  \
+    i64 BH, int H, int L, int S, int D, int DV, T scale, int flags, u64 seed, u64 ctr_lo, u64 ctr_hi, u64 keep_below,  \
         T drop_scale
 #define ATTN_ARGS_IN q, k, v, fmask, bmask, meta
-#define ATTN_ARGS_SHAPE BH, H, L, S, D, scale, flags, seed, ctr_lo, ctr_hi, keep_below, drop_scale
+#define ATTN_ARGS_SHAPE BH, H, L, S, D, DV, scale, flags, seed, ctr_lo, ctr_hi, keep_below, drop_scale
 
 // ------------------------------------------------------------------------------------------ forward
 template <typename T, int DJ>
@@ -248,7 +250,7 @@ __device__ __forceinline__ void attn_forward(ATTN_PARAMS_IN, T* __restrict__ out
                 for (int jj = 0; jj < DJ; ++jj) acc[i][jj] *= alpha;
             }
             __syncthreads();  // every score of the K tile is computed: V may replace it
-            attn_load<T, TILE, DP, KP>(KVs, vp, meta[8], k0, S, D);
+            attn_load<T, TILE, DP, KP>(KVs, vp, meta[8], k0, S, DV);
             __syncthreads();
             attn_accum<T, RI, DJ, TILE, KP>(acc, Ps, KVs, ty, tx);
         }
@@ -257,10 +259,10 @@ __device__ __forceinline__ void attn_forward(ATTN_PARAMS_IN, T* __restrict__ out
             const int row = q0 + ty + 8 * i;
             if (row >= L) continue;
             const T inv = l[i] > (T)0 ? (T)1 / l[i] : (T)0;
-            T* orow = out + (bh * L + row) * D;
+            T* orow = out + (bh * L + row) * DV;
             #pragma unroll
             for (int jj = 0; jj < DJ; ++jj)
-                if (tx + 32 * jj < D) orow[tx + 32 * jj] = acc[i][jj] * inv;
+                if (tx + 32 * jj < DV) orow[tx + 32 * jj] = acc[i][jj] * inv;
             if (tx == 0) lse[bh * L + row] = l[i] > (T)0 ? m[i] + mt_log2(l[i]) : NEG;
         }
     }
@@ -321,7 +323,7 @@ __device__ __forceinline__ void attn_backward_dkv(ATTN_PARAMS_IN, const T* __res
         const AttnDropout drop{seed, ctr_lo, ctr_hi, keep_below, bh * L * S, S, (flags & (1 << AF_dropout)) != 0};
         __syncthreads();
         attn_load<T, TILE, DP, DP>(Ks, k + b * meta[3] + h * meta[4], meta[5], k0, S, D);
-        attn_load<T, TILE, DP, DP>(Vs, v + b * meta[6] + h * meta[7], meta[8], k0, S, D);
+        attn_load<T, TILE, DP, DP>(Vs, v + b * meta[6] + h * meta[7], meta[8], k0, S, DV);
         T gk[RI][DJ], gv[RI][DJ];
         #pragma unroll
         for (int i = 0; i < RI; ++i)
@@ -332,7 +334,7 @@ __device__ __forceinline__ void attn_backward_dkv(ATTN_PARAMS_IN, const T* __res
             const int q0 = qt * TILE;
             __syncthreads();
             attn_load<T, TILE, DP, KP>(Qs, qp, meta[2], q0, L, D);
-            attn_load<T, TILE, DP, KP>(dOs, dout + bh * L * D, D, q0, L, D);
+            attn_load<T, TILE, DP, KP>(dOs, dout + bh * L * DV, DV, q0, L, DV);
             for (int r = threadIdx.x; r < TILE; r += ATTN_THREADS) {
                 const bool in = q0 + r < L;
                 lse_s[r] = in ? lse[bh * L + q0 + r] : (T)0;
@@ -368,10 +370,8 @@ __device__ __forceinline__ void attn_backward_dkv(ATTN_PARAMS_IN, const T* __res
             #pragma unroll
             for (int jj = 0; jj < DJ; ++jj) {
                 const int c = tx + 32 * jj;
-                if (c < D) {
-                    dk[(bh * S + key) * D + c] = gk[i][jj] * scale;
-                    dv[(bh * S + key) * D + c] = gv[i][jj];
-                }
+                if (c < D) dk[(bh * S + key) * D + c] = gk[i][jj] * scale;
+                if (c < DV) dv[(bh * S + key) * DV + c] = gv[i][jj];
             }
         }
     }
@@ -405,7 +405,7 @@ __device__ __forceinline__ void attn_backward_dq(ATTN_PARAMS_IN, const T* __rest
         const AttnDropout drop{seed, ctr_lo, ctr_hi, keep_below, bh * L * S, S, (flags & (1 << AF_dropout)) != 0};
         __syncthreads();
         attn_load<T, TILE, DP, DP>(Qs, q + b * meta[0] + h * meta[1], meta[2], q0, L, D);
-        attn_load<T, TILE, DP, DP>(dOs, dout + bh * L * D, D, q0, L, D);
+        attn_load<T, TILE, DP, DP>(dOs, dout + bh * L * DV, DV, q0, L, DV);
         for (int r = threadIdx.x; r < TILE; r += ATTN_THREADS) {
             const bool in = q0 + r < L;
             lse_s[r] = in ? lse[bh * L + q0 + r] : (T)0;
@@ -423,7 +423,7 @@ __device__ __forceinline__ void attn_backward_dq(ATTN_PARAMS_IN, const T* __rest
             const int k0 = kt * TILE;
             __syncthreads();  // dSs and the K tile of the previous step are consumed
             attn_load<T, TILE, DP, KP>(Ks, kp, meta[5], k0, S, D);
-            attn_load<T, TILE, DP, KP>(Vs, vp, meta[8], k0, S, D);
+            attn_load<T, TILE, DP, KP>(Vs, vp, meta[8], k0, S, DV);
             const u32 kept = attn_keep_bits<RI, CJ, false>(drop, q0 + ty, k0 + tx, L, S);
             __syncthreads();
             T s[RI][CJ], dp[RI][CJ];

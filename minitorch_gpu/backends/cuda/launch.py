@@ -817,7 +817,7 @@ class _AttentionKernels(_StepKernels):
         dt = q.dtype
         batch = q.shape[:-2]
         L, D = q.shape[-2:]
-        S = k.shape[-2]
+        S, DV = v.shape[-2:]
         qv, sq = self._attn_operand(q, batch)
         kv, sk = self._attn_operand(k, batch)
         vv, sv = self._attn_operand(v, batch)
@@ -834,12 +834,12 @@ class _AttentionKernels(_StepKernels):
             # element kept when its word w has w * 2^-32 < 1 - p (rand_bernoulli's rule), i.e. w < ceil((1 - p) 2^32)
             keep_below = math.ceil((1.0 - dropout_p) * 4294967296.0)
         lo, hi = self._counter(offset)
-        width = next(w for w in self.ATTN_WIDTHS if D <= w)
+        width = next(w for w in self.ATTN_WIDTHS if max(D, DV) <= w)
         meta = self.meta(tuple(sq + sk + sv + sm), ())
-        shape_args = (_i64(B * H), _i32(H), _i32(L), _i32(S), _i32(D), dt.type(scale), _i32(flags),
+        shape_args = (_i64(B * H), _i32(H), _i32(L), _i32(S), _i32(D), _i32(DV), dt.type(scale), _i32(flags),
                       np.uint64(seed & 0xFFFFFFFFFFFFFFFF), lo, hi, np.uint64(keep_below),
                       dt.type(1.0 / (1.0 - dropout_p)))
-        return {"in": (qv, kv, vv, fmask, bmask, meta), "shape": shape_args, "BH": B * H, "L": L, "S": S, "D": D,
+        return {"in": (qv, kv, vv, fmask, bmask, meta), "shape": shape_args, "BH": B * H, "L": L, "S": S, "DV": DV,
                 "width": width, "tile": self._attn_tile(dt), "t": _TNAME[dt]}
 
     @staticmethod
@@ -851,24 +851,24 @@ class _AttentionKernels(_StepKernels):
             return False
         batch = q.shape[:-2]
         L, D = q.shape[-2:]
-        S = k.shape[-2]
-        # L, S and L * S index the kernels' 32-bit row arithmetic
-        return (k.shape == batch + (S, D) and v.shape == batch + (S, D) and 0 < D <= 128 and 0 < L < 1 << 31
-                and 0 < S < 1 << 31 and math.prod(batch) > 0)
+        S, DV = v.shape[-2:]
+        # L and S index the kernels' 32-bit row arithmetic
+        return (k.shape == batch + (S, D) and v.shape[:-2] == batch and 0 < D <= 128 and 0 < DV <= 128
+                and 0 < L < 1 << 31 and 0 < S < 1 << 31 and math.prod(batch) > 0)
 
     def attention_forward(self, q: Array, k: Array, v: Array, mask: Array | None, causal: bool, scale: float,
                           dropout_p: float, seed: int, offset: int) -> tuple[Array, Array] | None:
-        """(output of q's shape, per-row log2-sum-exp2 of shape (B·H, L)) of softmax(q k^T scale + mask) v with
-        dropout; None when the kernels do not cover the call (another dtype, head dim over 128, value head dim
-        other than the query's, an empty dim)."""
+        """(output (*batch, L, DV), per-row log2-sum-exp2 (B·H, L)) of softmax(q k^T scale + mask) v with dropout;
+        None when the kernels do not cover the call (another dtype, a head dim over 128, batch dims that differ
+        between q, k and v, an empty dim)."""
         if not self._attn_supported(q, k, v, self.xp):
             return None
         dt = q.dtype
-        out = self.xp.empty(q.shape, dtype=dt)
+        out = self.xp.empty(q.shape[:-1] + v.shape[-1:], dtype=dt)
         a = self._attn_setup(q, k, v, mask, causal, scale, dropout_p, seed, offset, out)
         if a is None:
             return None
-        BH, L, D, tile, width = a["BH"], a["L"], a["D"], a["tile"], a["width"]
+        BH, L, tile, width = a["BH"], a["L"], a["tile"], a["width"]
         lse = self.xp.empty((BH, L), dtype=dt)
         smem = (tile * width + tile * (width + 16 // dt.itemsize) + tile * tile) * dt.itemsize
         self._attn_launch(f"attention_forward_d{width}<{a['t']}>", (*a["in"], out, lse, *a["shape"]),
@@ -880,7 +880,7 @@ class _AttentionKernels(_StepKernels):
                            offset: int) -> tuple[Array, Array, Array] | None:
         """(dq, dk, dv) of ``attention_forward`` from the upstream gradient ``g`` and the forward's output and LSE;
         the dropout mask is regenerated from (seed, offset)."""
-        if not self._attn_supported(q, k, v, self.xp) or g.dtype != q.dtype or g.shape != q.shape:
+        if not self._attn_supported(q, k, v, self.xp) or g.dtype != q.dtype or g.shape != out.shape:
             return None
         xp = self.xp
         dt = q.dtype
@@ -888,13 +888,13 @@ class _AttentionKernels(_StepKernels):
         a = self._attn_setup(q, k, v, mask, causal, scale, dropout_p, seed, offset, dq)
         if a is None:
             return None
-        BH, L, S, D, tile, width, t = a["BH"], a["L"], a["S"], a["D"], a["tile"], a["width"], a["t"]
-        dout = xp.ascontiguousarray(g).reshape(BH, L, D)
+        BH, L, S, DV, tile, width, t = a["BH"], a["L"], a["S"], a["DV"], a["tile"], a["width"], a["t"]
+        dout = xp.ascontiguousarray(g)
         delta = xp.empty((BH, L), dtype=dt)
         warps = self.ATTN_THREADS // 32
         self.fn("attention.cu", f"attention_backward_prep<{t}>")(
             (max(1, min((BH * L + warps - 1) // warps, self.max_blocks)),), (self.ATTN_THREADS,),
-            (dout, xp.ascontiguousarray(out), delta, _i64(BH * L), _i32(D)))
+            (dout, xp.ascontiguousarray(out), delta, _i64(BH * L), _i32(DV)))
         dk = xp.empty(k.shape, dtype=dt)
         dv = xp.empty(v.shape, dtype=dt)
         padded = width + 16 // dt.itemsize
