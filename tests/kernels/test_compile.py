@@ -10,7 +10,7 @@ from minitorch_gpu.backends.cuda import loader, nvrtc
 ARCHS = ["sm_80", "sm_90"]
 FILES = loader.kernel_files()
 EXPECTED = {"elementwise.cu", "softmax.cu", "cross_entropy.cu", "layernorm.cu", "matmul.cu", "optim.cu",
-            "random.cu", "embedding.cu"}
+            "random.cu", "embedding.cu", "attention.cu"}
 
 
 def _need_nvrtc():

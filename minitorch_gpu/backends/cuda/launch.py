@@ -853,8 +853,8 @@ class _AttentionKernels(_StepKernels):
         L, D = q.shape[-2:]
         S, DV = v.shape[-2:]
         # L and S index the kernels' 32-bit row arithmetic
-        return (k.shape == batch + (S, D) and v.shape[:-2] == batch and 0 < D <= 128 and 0 < DV <= 128
-                and 0 < L < 1 << 31 and 0 < S < 1 << 31 and math.prod(batch) > 0)
+        return bool(k.shape == batch + (S, D) and v.shape[:-2] == batch and 0 < D <= 128 and 0 < DV <= 128
+                    and 0 < L < 1 << 31 and 0 < S < 1 << 31 and math.prod(batch) > 0)
 
     def attention_forward(self, q: Array, k: Array, v: Array, mask: Array | None, causal: bool, scale: float,
                           dropout_p: float, seed: int, offset: int) -> tuple[Array, Array] | None:
