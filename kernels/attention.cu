@@ -186,8 +186,10 @@ __device__ __forceinline__ void attn_forward(ATTN_PARAMS_IN, T* __restrict__ out
     constexpr int KP = DP + Packed128<T>::size;
     double* smem_base = attn_smem;  // (an implicit conversion: the simulator models the array as an object)
     T* Qs = reinterpret_cast<T*>(smem_base);
-    T* KVs = Qs + TILE * DP;
-    T* Ps = KVs + TILE * KP;
+    T* Ks = Qs + TILE * DP;
+    T* Vs = Ks + TILE * KP;
+    // row r of P is written and read by warp r % 8 only: a warp barrier orders it
+    T* Ps = Vs + TILE * KP;
     const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
     const T NEG = -mt_inf<T>();
         const int nqt = (L + TILE - 1) / TILE;
@@ -216,12 +218,14 @@ __device__ __forceinline__ void attn_forward(ATTN_PARAMS_IN, T* __restrict__ out
         const int nkt = (kend + TILE - 1) / TILE;
         for (int kt = 0; kt < nkt; ++kt) {
             const int k0 = kt * TILE;
-            __syncthreads();  // Ps and the V tile of the previous step are consumed
-            attn_load<T, TILE, DP, KP>(KVs, kp, meta[5], k0, S, D);
+            __syncthreads();  // the K and V tiles of the previous step are consumed
+            // both tiles in one phase: twice the loads in flight, two block barriers per tile instead of four
+            attn_load<T, TILE, DP, KP>(Ks, kp, meta[5], k0, S, D);
+            attn_load<T, TILE, DP, KP>(Vs, vp, meta[8], k0, S, DV);
             const u32 kept = attn_keep_bits<RI, CJ, false>(drop, q0 + ty, k0 + tx, L, S);
             __syncthreads();
             T s[RI][CJ];
-            attn_dot<T, RI, CJ, DP, DP, KP>(s, Qs, KVs, ty, tx);
+            attn_dot<T, RI, CJ, DP, DP, KP>(s, Qs, Ks, ty, tx);
             #pragma unroll
             for (int i = 0; i < RI; ++i) {
                 const int row = q0 + ty + 8 * i;
@@ -249,10 +253,8 @@ __device__ __forceinline__ void attn_forward(ATTN_PARAMS_IN, T* __restrict__ out
                 #pragma unroll
                 for (int jj = 0; jj < DJ; ++jj) acc[i][jj] *= alpha;
             }
-            __syncthreads();  // every score of the K tile is computed: V may replace it
-            attn_load<T, TILE, DP, KP>(KVs, vp, meta[8], k0, S, DV);
-            __syncthreads();
-            attn_accum<T, RI, DJ, TILE, KP>(acc, Ps, KVs, ty, tx);
+            __syncwarp();
+            attn_accum<T, RI, DJ, TILE, KP>(acc, Ps, Vs, ty, tx);
         }
         #pragma unroll
         for (int i = 0; i < RI; ++i) {

@@ -767,6 +767,11 @@ class _AttentionKernels(_StepKernels):
     def _attn_flags(self) -> dict[str, int]:
         return {name: 1 << code for name, code in codes("attention.cu", "AttnFlag").items()}
 
+    @functools.cached_property
+    def _attn_no_mask(self) -> Array:
+        """The uint8 mask argument of calls without a bool mask (never read; a pointer must be a real allocation)."""
+        return self.xp.zeros(1, dtype=np.uint8)
+
     @staticmethod
     def _attn_tile(dt: NpDtype) -> int:
         return _loader.define_int("attention.cu", "ATTN_TILE_FLOAT" if dt == F32 else "ATTN_TILE_DOUBLE")
@@ -784,7 +789,7 @@ class _AttentionKernels(_StepKernels):
                    out: Array) -> tuple[Array, Array, tuple[int, ...], int] | None:
         """(float mask or a stand-in, uint8 mask or a stand-in, its element strides (b, h, q, k), flag bits)."""
         xp = self.xp
-        dummy_u8 = xp.zeros(1, dtype=np.uint8)
+        dummy_u8 = self._attn_no_mask
         if mask is None:
             return out, dummy_u8, (0, 0, 0, 0), 0
         is_bool = mask.dtype == _BOOL
@@ -805,6 +810,24 @@ class _AttentionKernels(_StepKernels):
         if is_bool:
             return out, m, st, self._attn_flags["bool_mask"]
         return m, dummy_u8, st, self._attn_flags["float_mask"]
+
+    @functools.cached_property
+    def _smem_optin(self) -> int:
+        """The most dynamic shared memory one block may opt in to: 227 KiB on an H100 and on the simulator, 163 KiB
+        on an A100."""
+        if self.xp is np:
+            return 227 * 1024
+        return int(self.xp.cuda.Device().attributes["MaxSharedMemoryPerBlockOptin"])
+
+    @staticmethod
+    def _attn_smem(dt: NpDtype, tile: int, width: int) -> dict[str, int]:
+        """Dynamic shared memory (bytes) of each attention kernel: Q/K/V/dO tiles (one operand per lane padded
+        by 16 bytes a row), the P / dS tiles and the per-row LSE and delta."""
+        padded = width + 16 // dt.itemsize
+        elems = {"forward": tile * width + 2 * tile * padded + tile * tile,
+                 "dkv": 2 * tile * width + 2 * tile * padded + 2 * tile * tile + 2 * tile,
+                 "dq": 2 * tile * width + 2 * tile * padded + tile * tile + 2 * tile}
+        return {name: n * dt.itemsize for name, n in elems.items()}
 
     def _attn_launch(self, kernel: str, fn_args: tuple[Any, ...], work: int, smem: int) -> None:
         fn = self.fn("attention.cu", kernel)
@@ -839,8 +862,12 @@ class _AttentionKernels(_StepKernels):
         shape_args = (_i64(B * H), _i32(H), _i32(L), _i32(S), _i32(D), _i32(DV), dt.type(scale), _i32(flags),
                       np.uint64(seed & 0xFFFFFFFFFFFFFFFF), lo, hi, np.uint64(keep_below),
                       dt.type(1.0 / (1.0 - dropout_p)))
+        tile = self._attn_tile(dt)
+        smem = self._attn_smem(dt, tile, width)
+        if max(smem.values()) > self._smem_optin:
+            return None  # (head dim 128 in float32 on an A100: the dK/dV pass needs 166 KB)
         return {"in": (qv, kv, vv, fmask, bmask, meta), "shape": shape_args, "BH": B * H, "L": L, "S": S, "DV": DV,
-                "width": width, "tile": self._attn_tile(dt), "t": _TNAME[dt]}
+                "width": width, "tile": tile, "t": _TNAME[dt], "smem": smem}
 
     @staticmethod
     def _attn_supported(q: Array, k: Array, v: Array, xp: Any) -> bool:
@@ -870,9 +897,8 @@ class _AttentionKernels(_StepKernels):
             return None
         BH, L, tile, width = a["BH"], a["L"], a["tile"], a["width"]
         lse = self.xp.empty((BH, L), dtype=dt)
-        smem = (tile * width + tile * (width + 16 // dt.itemsize) + tile * tile) * dt.itemsize
         self._attn_launch(f"attention_forward_d{width}<{a['t']}>", (*a["in"], out, lse, *a["shape"]),
-                          BH * ((L + tile - 1) // tile), smem)
+                          BH * ((L + tile - 1) // tile), a["smem"]["forward"])
         return out, lse
 
     def attention_backward(self, g: Array, q: Array, k: Array, v: Array, out: Array, lse: Array,
@@ -897,13 +923,10 @@ class _AttentionKernels(_StepKernels):
             (dout, xp.ascontiguousarray(out), delta, _i64(BH * L), _i32(DV)))
         dk = xp.empty(k.shape, dtype=dt)
         dv = xp.empty(v.shape, dtype=dt)
-        padded = width + 16 // dt.itemsize
-        smem_kv = (2 * tile * width + 2 * tile * padded + 2 * tile * tile + 2 * tile) * dt.itemsize
-        self._attn_launch(f"attention_backward_dkv_d{width}<{t}>",
-                          (*a["in"], dout, lse, delta, dk, dv, *a["shape"]), BH * ((S + tile - 1) // tile), smem_kv)
-        smem_q = (2 * tile * width + 2 * tile * padded + tile * tile + 2 * tile) * dt.itemsize
-        self._attn_launch(f"attention_backward_dq_d{width}<{t}>",
-                          (*a["in"], dout, lse, delta, dq, *a["shape"]), BH * ((L + tile - 1) // tile), smem_q)
+        self._attn_launch(f"attention_backward_dkv_d{width}<{t}>", (*a["in"], dout, lse, delta, dk, dv, *a["shape"]),
+                          BH * ((S + tile - 1) // tile), a["smem"]["dkv"])
+        self._attn_launch(f"attention_backward_dq_d{width}<{t}>", (*a["in"], dout, lse, delta, dq, *a["shape"]),
+                          BH * ((L + tile - 1) // tile), a["smem"]["dq"])
         return dq, dk, dv
 
 
