@@ -139,3 +139,15 @@ def test_declines_what_it_does_not_cover(k):
     assert k.attention_forward(big, big, big, None, False, 1.0, 0.0, 0, 0) is None
     assert k.attention_forward(q, kk[:, :1], v[:, :1], None, False, 1.0, 0.0, 0, 0) is None  # broadcast batch
     assert k.attention_forward(q[:, :, :0], kk, v, None, False, 1.0, 0.0, 0, 0) is None
+
+
+def test_declines_tiles_over_the_shared_memory_limit(k, monkeypatch):
+    # head dim 128 needs 162.5 KiB (float32) and 145.5 KiB (float64) in the dK/dV pass: an A100 (163 KiB a block)
+    # and an H100 (227 KiB) fit them; a device with 100 KiB must decline in the forward already (a backward that
+    # could not run would strand the graph), while head dim 64 in float32 (98.5 KiB) still runs
+    q, kk, v = _qkv((1, 1, 9, 128), 9, np.float32)
+    monkeypatch.setitem(k.__dict__, "_smem_optin", 100 * 1024)
+    assert k.attention_forward(q, kk, v, None, True, 0.1, 0.0, 0, 0) is None
+    assert k.attention_forward(q.astype(np.float64), kk.astype(np.float64), v.astype(np.float64), None, True, 0.1,
+                               0.0, 0, 0) is None
+    _check(k, q[..., :64], kk[..., :64], v[..., :64], causal=True)

@@ -865,7 +865,7 @@ class _AttentionKernels(_StepKernels):
         tile = self._attn_tile(dt)
         smem = self._attn_smem(dt, tile, width)
         if max(smem.values()) > self._smem_optin:
-            return None  # (head dim 128 in float32 on an A100: the dK/dV pass needs 166 KB)
+            return None  # declined in the forward: its backward could not run (head dim 128 takes 162.5 KiB)
         return {"in": (qv, kv, vv, fmask, bmask, meta), "shape": shape_args, "BH": B * H, "L": L, "S": S, "DV": DV,
                 "width": width, "tile": tile, "t": _TNAME[dt], "smem": smem}
 

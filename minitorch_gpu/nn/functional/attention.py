@@ -3,6 +3,13 @@
 Both follow PyTorch's reference ("math") implementation step by step, so results, masks and the shapes
 of returned weights agree with it. Rows of attention scores that are masked out entirely take no part
 (their weights are 0, not NaN) in ``scaled_dot_product_attention``, as with PyTorch's safe softmax.
+
+On CUDA, float32 / float64 calls go to the fused kernels (kernels/attention.cu, through the backend's
+``attention_forward`` / ``attention_backward`` and ``ScaledDotProductFlashAttentionBackward0``): no (L, S) scores
+in memory, no host synchronisation, dropout regenerated in the backward from the generator state the forward
+drew at, with the same mask the composite path draws. What the kernels do not cover (other dtypes, head dims over
+128, batch dims broadcast between q, k and v, a mask that needs a gradient, ``need_weights=True`` in
+multi-head attention) takes the composite path, which is also the reference the kernels are tested against.
 """
 import math
 import warnings
