@@ -289,6 +289,99 @@ def optim(c: Ctx) -> list[Case]:
     return out
 
 
+ATTENTION_SHAPES = [(8, 12, 1024, 64), (64, 6, 256, 64)]  # (B, H, T, D): the target shape, the main job's GPT
+
+
+def _attention_inputs(cp, B, H, T, D):
+    rng = cp.random.default_rng(1)
+    return [rng.standard_normal((B, H, T, D), dtype=cp.float32) for _ in range(4)]  # q, k, v, dout
+
+
+def _attention_fns(cp, B, H, T, D):
+    """(ours fwd+bwd, the composite on cuBLAS fwd+bwd, torch's SDPA fwd+bwd or None, ours fwd, torch fwd or None),
+    all causal float32."""
+    k = __import__("minitorch_gpu").ones(1, device="cuda")._be.kernels
+    q, kk, v, g = _attention_inputs(cp, B, H, T, D)
+    scale = D ** -0.5
+
+    def ours():
+        out, lse = k.attention_forward(q, kk, v, None, True, scale, 0.0, 0, 0)
+        return k.attention_backward(g, q, kk, v, out, lse, None, True, scale, 0.0, 0, 0)
+
+    tri = cp.triu(cp.full((T, T), -cp.inf, dtype=cp.float32), 1)
+
+    def composite():
+        # what attention costs without fusion: the (B, H, T, T) scores through cuBLAS and elementwise passes
+        s = cp.matmul(q * scale, kk.swapaxes(-1, -2)) + tri
+        p = cp.exp(s - s.max(-1, keepdims=True))
+        p /= p.sum(-1, keepdims=True)
+        dv = cp.matmul(p.swapaxes(-1, -2), g)
+        dp = cp.matmul(g, v.swapaxes(-1, -2))
+        ds = p * (dp - (p * dp).sum(-1, keepdims=True))
+        return cp.matmul(ds, kk) * scale, cp.matmul(ds.swapaxes(-1, -2), q) * scale, dv
+
+    def ours_fwd():
+        return k.attention_forward(q, kk, v, None, True, scale, 0.0, 0, 0)
+
+    torch = _torch_cuda()
+    if torch is None:
+        return ours, composite, None, ours_fwd, None
+    tq, tk, tv = (torch.as_tensor(a, device="cuda").requires_grad_() for a in (q, kk, v))
+    tg = torch.as_tensor(g, device="cuda")
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+
+    def theirs():
+        return torch.autograd.grad(sdpa(tq, tk, tv, is_causal=True), (tq, tk, tv), tg)
+
+    def theirs_fwd():
+        with torch.no_grad():
+            return sdpa(tq, tk, tv, is_causal=True)
+    return ours, composite, theirs, ours_fwd, theirs_fwd
+
+
+@case
+def attention(c: Ctx) -> list[Case]:
+    """Causal float32 attention, forward + backward and forward alone (the builtin is the composite on cuBLAS).
+    Work is FlashAttention's FLOP count: 4 B H T^2 D for the forward, halved by the causal mask, and 2.5 times
+    that for the backward."""
+    rows = []
+    for B, H, T, D in ATTENTION_SHAPES[1:] if c.quick else ATTENTION_SHAPES:
+        ours, composite, theirs, ours_fwd, theirs_fwd = _attention_fns(c.cp, B, H, T, D)
+        fwd = 2 * B * H * T * T * D
+        rows.append(Case(f"attention fwd+bwd f32 causal B{B} H{H} T{T} D{D}", 3.5 * fwd, "FLOP", ours, composite,
+                         theirs))
+        rows.append(Case(f"attention fwd f32 causal B{B} H{H} T{T} D{D}", fwd, "FLOP", ours_fwd, None, theirs_fwd))
+    return rows
+
+
+def attention_memory(cp, quick):
+    """Peak device memory of one causal fwd+bwd (inputs excluded): ours (CuPy pool) and torch SDPA's."""
+    result = []
+    pool = cp.get_default_memory_pool()
+    for B, H, T, D in ATTENTION_SHAPES[1:] if quick else ATTENTION_SHAPES:
+        ours, composite, theirs, _, _ = _attention_fns(cp, B, H, T, D)
+        row = {"shape": f"B{B} H{H} T{T} D{D}"}
+        for label, fn in (("ours", ours), ("composite", composite)):
+            cp.cuda.Device().synchronize()
+            pool.free_all_blocks()
+            held = pool.total_bytes()  # the live arrays only (the inputs)
+            fn()
+            cp.cuda.Device().synchronize()
+            # freed blocks stay in the pool, so it has grown by the call's largest live set (gradients included)
+            row[f"{label}_peak_MiB"] = (pool.total_bytes() - held) / 2 ** 20
+        torch = _torch_cuda()
+        if torch is not None and theirs is not None:
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            before = torch.cuda.memory_allocated()
+            theirs()
+            torch.cuda.synchronize()
+            row["torch_peak_MiB"] = (torch.cuda.max_memory_allocated() - before) / 2 ** 20
+        print("attention peak memory:", row)
+        result.append(row)
+    return result
+
+
 @case
 def philox(c: Ctx) -> list[Case]:
     import numpy as np
@@ -385,6 +478,11 @@ def run(args):
     result = {"device": name, "copy_GB/s": copy_bw / 1e9, "minitorch_gpu": getattr(mt, "__version__", "dev"),
               "torch": torch.__version__ if torch else None, "reps": args.reps, "warmup": args.warmup,
               "quick": args.quick, "cases": rows, "failed": [r["kernel"] for r in rows if "error" in r]}
+    if args.only is None or "attention" in args.only:
+        try:
+            result["attention_memory"] = attention_memory(cp, args.quick)
+        except Exception as e:  # noqa: BLE001 - a report, not a crash
+            result["attention_memory_error"] = _err(e)
     folder = os.path.join(args.out, re.sub(r"[^A-Za-z0-9_.-]+", "_", name))
     write_results(result, folder)
     if result["failed"]:

@@ -59,7 +59,8 @@ Primitive = Literal[
     "foreach_clip_",
     "softmax_forward", "log_softmax_forward", "softmax_backward", "log_softmax_backward",
     "cross_entropy_forward", "cross_entropy_backward", "layer_norm_forward", "layer_norm_backward",
-    "matmul", "_fused_step", "philox4x32_10", "rand_uniform", "rand_normal", "rand_int", "add_at"]
+    "matmul", "_fused_step", "philox4x32_10", "rand_uniform", "rand_normal", "rand_int", "add_at",
+    "attention_forward", "attention_backward"]
 """The primitives of ``Backend`` that the CUDA kernels serve."""
 
 Launch = Callable[..., Any]
@@ -406,6 +407,9 @@ ROUTES: dict[Primitive, Route] = {
     "rand_normal": Route(_rand_normal, when=_scalar_moments),
     "rand_int": Route(_rand_int, when=_span_fits),
     "add_at": Route(_add_at, in_place=True),
+    # attention.cu: causal / float / bool masks, dropout regenerated from (seed, offset), head dims up to 128
+    "attention_forward": Route(method="attention_forward"),
+    "attention_backward": Route(method="attention_backward"),
 }
 """Per primitive, how the kernels serve it (see ``Route``)."""
 

@@ -278,3 +278,105 @@ def test_multihead_attention_errors(torch):
         m(mt.ones(1, L, N, E), x, x)
     with pytest.warns(UserWarning, match="Support for mismatched key_padding_mask and attn_mask is deprecated"):
         m(x, x, x, key_padding_mask=mt.zeros(N, L, dtype=mt.bool), attn_mask=mt.zeros(L, L))
+
+
+# ---------------------------------------------------------------------- the fused path (attention.cu on CUDA)
+
+def _fused_on(device):
+    return device == "cuda"
+
+
+@pytest.mark.parametrize("L,D", [(1, 8), (5, 16), (17, 8), (33, 64), (64, 16)])
+@pytest.mark.parametrize("causal", [False, True])
+def test_sdpa_float32_matches_torch(L, D, causal, device, torch):
+    # q, k and v as GPT makes them: heads viewed out of one (B, T, 3 H D) projection, read in place
+    qkv = _arr(2, L, 3, 2, D, dtype=np.float32)
+    q, k, v = (np.ascontiguousarray(qkv[:, :, i].transpose(0, 2, 1, 3)) for i in range(3))
+    _sdpa_compare(torch, device, q, k, v, rtol=2e-4, atol=2e-5, is_causal=causal)
+    proj = mt.tensor(qkv, device=device, requires_grad=True)
+    out = F.scaled_dot_product_attention(*(proj[:, :, i].transpose(1, 2) for i in range(3)), is_causal=causal)
+    ref = torch.nn.functional.scaled_dot_product_attention(*(torch.tensor(x) for x in (q, k, v)), is_causal=causal)
+    assert_close(out, ref.numpy(), rtol=2e-4, atol=2e-5)
+    assert (type(out.grad_fn).__name__ == "ScaledDotProductFlashAttentionBackward0") == _fused_on(device)
+
+
+def test_sdpa_fused_path_keeps_memory_linear_in_t(device, monkeypatch):
+    """No L x S array anywhere: the node saves q, k, v, the output and one LSE per row, and neither forward nor
+    backward calls a matmul, a softmax or a host-synchronising finiteness check."""
+    if not _fused_on(device):
+        pytest.skip("the fused kernels serve device cuda")
+    B, H, T, D = 2, 3, 37, 16
+    q, k, v = (mt.tensor(_arr(B, H, T, D, dtype=np.float32), device=device, requires_grad=True) for _ in range(3))
+    be = q._be
+    calls = []
+    for name in ("matmul", "softmax_forward", "softmax_backward", "isfinite_all", "rand_bernoulli", "to_numpy"):
+        def refuse(*args, _name=name, **kwargs):
+            calls.append(_name)
+            raise AssertionError(f"the fused attention path called {_name}")
+        monkeypatch.setattr(type(be), name, refuse)
+    mt.manual_seed(0)
+    out = F.scaled_dot_product_attention(q, k, v, dropout_p=0.1, is_causal=True)
+    node = out.grad_fn
+    assert type(node).__name__ == "ScaledDotProductFlashAttentionBackward0"
+    sizes = [t.numel() for t in node.saved_tensors if t is not None]
+    assert sizes and max(sizes) <= B * H * T * D and sum(sizes) <= 4 * B * H * T * D + B * H * T
+    out.backward(mt.ones_like(out))
+    monkeypatch.undo()
+    assert not calls and all(t.grad is not None and t.grad.shape == t.shape for t in (q, k, v))
+
+
+def test_sdpa_dropout_fused_equals_composite(device, torch):
+    """The same mask as the composite path draws from the same seed (the CPU runs that path), in forward and
+    backward, and the generator ends at the same offset."""
+    q, k, v = _arr(2, 3, 17, 8), _arr(2, 3, 21, 8), _arr(2, 3, 21, 8)
+    g = _arr(2, 3, 17, 8)
+    results = []
+    for dev in ("cpu", device):
+        ts = [mt.tensor(a, device=dev, requires_grad=True) for a in (q, k, v)]
+        mt.manual_seed(11)
+        F.dropout(mt.ones(3, device=dev), 0.5)  # start the draw at a non-zero offset
+        out = F.scaled_dot_product_attention(*ts, dropout_p=0.3, is_causal=True)
+        out.backward(mt.tensor(g, device=dev))
+        gen = mt.default_generator if dev == "cpu" else mt.cuda.default_generators[0]
+        results.append((out, *(t.grad for t in ts), gen.get_offset()))
+    (*ref, off_ref), (*got, off_got) = results
+    for a, b in zip(got, ref):
+        assert_close(a, to_np(b), rtol=1e-9, atol=1e-11)
+    assert off_got == off_ref
+    mt.manual_seed(11)
+    F.dropout(mt.ones(3, device=device), 0.5)
+    again = F.scaled_dot_product_attention(*(mt.tensor(a, device=device) for a in (q, k, v)), dropout_p=0.3,
+                                           is_causal=True)
+    assert np.array_equal(to_np(again), to_np(got[0]))
+
+
+def test_sdpa_dropout_preserves_the_mean(device):
+    # uniform attention over values of 1: each output is the kept fraction of the weights, scaled by 1 / (1 - p)
+    q = mt.zeros(4, 2, 64, 16, device=device)
+    v = mt.ones(4, 2, 64, 16, device=device)
+    mt.manual_seed(5)
+    out = to_np(F.scaled_dot_product_attention(q, q, v, dropout_p=0.4))
+    assert abs(out.mean() - 1.0) < 0.03 and out.std() > 0.05
+
+
+def test_sdpa_dropout_gradcheck(device):
+    q = mt.tensor(_arr(1, 2, 5, 4), device=device, requires_grad=True)
+    k = mt.tensor(_arr(1, 2, 6, 4), device=device, requires_grad=True)
+    v = mt.tensor(_arr(1, 2, 6, 3), device=device, requires_grad=True)
+
+    def fn(a, b, c):
+        mt.manual_seed(3)  # the same mask at every evaluation
+        return F.scaled_dot_product_attention(a, b, c, dropout_p=0.4, is_causal=True)
+
+    assert gradcheck(fn, (q, k, v))
+    assert gradgradcheck(fn, (q, k, v))
+
+
+def test_multihead_attention_takes_the_fused_path(device, torch):
+    mha = nn.MultiheadAttention(16, 4, batch_first=True).to(device)
+    x = mt.tensor(_arr(2, 9, 16, dtype=np.float32), device=device)
+    mask = nn.Transformer.generate_square_subsequent_mask(9, device=device)
+    out, w = mha(x, x, x, attn_mask=mask, is_causal=True, need_weights=False)
+    ref, _ = mha(x, x, x, attn_mask=mask, need_weights=True)
+    assert w is None
+    assert_close(out, to_np(ref), rtol=2e-4, atol=2e-5)

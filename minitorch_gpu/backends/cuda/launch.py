@@ -993,7 +993,181 @@ class _StepKernels(_MapKernels):
         return True
 
 
-class Launcher(_RowKernels, _StepKernels):
+# ---------------------------------------------------------------------- attention
+class _AttentionKernels(_StepKernels):
+    """Fused scaled-dot-product attention (attention.cu): forward, and backward from the saved output and LSE."""
+
+    ATTN_THREADS = 256
+    ATTN_WIDTHS = (32, 64, 128)
+
+    @functools.cached_property
+    def _attn_flags(self) -> dict[str, int]:
+        return {name: 1 << code for name, code in codes("attention.cu", "AttnFlag").items()}
+
+    @functools.cached_property
+    def _attn_no_mask(self) -> Array:
+        """The uint8 mask argument of calls without a bool mask (never read; a pointer must be a real allocation)."""
+        return self.xp.zeros(1, dtype=np.uint8)
+
+    @staticmethod
+    def _attn_tile(dt: NpDtype) -> int:
+        return _loader.define_int("attention.cu", "ATTN_TILE_FLOAT" if dt == F32 else "ATTN_TILE_DOUBLE")
+
+    def _attn_operand(self, a: Array, batch: Shape) -> tuple[Array, tuple[int, int, int]]:
+        """``a`` as (B, H, rows, D) with element strides (b, h, row): a 4-d view whose last dim is contiguous is
+        read in place (the heads of a (B, T, H, D) projection, transposed); anything else is copied."""
+        item = a.itemsize
+        if a.ndim == 4 and a.strides[-1] == item and all(st % item == 0 for st in a.strides):
+            return a, (a.strides[0] // item, a.strides[1] // item, a.strides[2] // item)
+        c = self.xp.ascontiguousarray(a).reshape((1, math.prod(batch)) + a.shape[-2:])
+        return c, (c.strides[0] // item, c.strides[1] // item, c.strides[2] // item)
+
+    def _attn_mask(self, mask: Array | None, batch: Shape, L: int, S: int, dt: NpDtype,
+                   out: Array) -> tuple[Array, Array, tuple[int, ...], int] | None:
+        """(float mask or a stand-in, uint8 mask or a stand-in, its element strides (b, h, q, k), flag bits)."""
+        xp = self.xp
+        dummy_u8 = self._attn_no_mask
+        if mask is None:
+            return out, dummy_u8, (0, 0, 0, 0), 0
+        is_bool = mask.dtype == _BOOL
+        if not is_bool and mask.dtype.kind != "f":
+            return None
+        if not is_bool and mask.dtype != dt:
+            mask = mask.astype(dt)
+        try:
+            m = xp.broadcast_to(mask, batch + (L, S))
+        except ValueError:
+            return None
+        if len(batch) != 2:
+            m = m.reshape((1, math.prod(batch), L, S))
+        if is_bool:
+            m = m.view(np.uint8)
+        item = m.itemsize
+        st = tuple(x // item for x in m.strides)
+        if is_bool:
+            return out, m, st, self._attn_flags["bool_mask"]
+        return m, dummy_u8, st, self._attn_flags["float_mask"]
+
+    @functools.cached_property
+    def _smem_optin(self) -> int:
+        """The most dynamic shared memory one block may opt in to: 227 KiB on an H100 and on the simulator, 163 KiB
+        on an A100."""
+        if self.xp is np:
+            return 227 * 1024
+        return int(self.xp.cuda.Device().attributes["MaxSharedMemoryPerBlockOptin"])
+
+    @staticmethod
+    def _attn_smem(dt: NpDtype, tile: int, width: int) -> dict[str, int]:
+        """Dynamic shared memory (bytes) of each attention kernel: Q/K/V/dO tiles (one operand per lane padded
+        by 16 bytes a row), the P / dS tiles and the per-row LSE and delta."""
+        padded = width + 16 // dt.itemsize
+        elems = {"forward": tile * width + 2 * tile * padded + tile * tile,
+                 "dkv": 2 * tile * width + 2 * tile * padded + 2 * tile * tile + 2 * tile,
+                 "dq": 2 * tile * width + 2 * tile * padded + tile * tile + 2 * tile}
+        return {name: n * dt.itemsize for name, n in elems.items()}
+
+    def _attn_launch(self, kernel: str, fn_args: tuple[Any, ...], work: int, smem: int) -> None:
+        fn = self.fn("attention.cu", kernel)
+        if smem > fn.max_dynamic_shared_size_bytes:
+            fn.max_dynamic_shared_size_bytes = smem
+        fn((max(1, min(work, self.max_blocks)),), (self.ATTN_THREADS,), fn_args, shared_mem=smem)
+
+    def _attn_setup(self, q: Array, k: Array, v: Array, mask: Array | None, causal: bool, scale: float,
+                    dropout_p: float, seed: int, offset: int, out: Array) -> dict[str, Any] | None:
+        dt = q.dtype
+        batch = q.shape[:-2]
+        L, D = q.shape[-2:]
+        S, DV = v.shape[-2:]
+        qv, sq = self._attn_operand(q, batch)
+        kv, sk = self._attn_operand(k, batch)
+        vv, sv = self._attn_operand(v, batch)
+        B, H = qv.shape[:2]
+        got = self._attn_mask(mask, batch, L, S, dt, out)
+        if got is None:
+            return None
+        fmask, bmask, sm, flags = got
+        if causal:
+            flags |= self._attn_flags["causal"]
+        keep_below = 0
+        if dropout_p > 0.0:
+            flags |= self._attn_flags["dropout"]
+            # element kept when its word w has w * 2^-32 < 1 - p (rand_bernoulli's rule), i.e. w < ceil((1 - p) 2^32)
+            keep_below = math.ceil((1.0 - dropout_p) * 4294967296.0)
+        lo, hi = self._counter(offset)
+        width = next(w for w in self.ATTN_WIDTHS if max(D, DV) <= w)
+        meta = self.meta(tuple(sq + sk + sv + sm), ())
+        shape_args = (_i64(B * H), _i32(H), _i32(L), _i32(S), _i32(D), _i32(DV), dt.type(scale), _i32(flags),
+                      np.uint64(seed & 0xFFFFFFFFFFFFFFFF), lo, hi, np.uint64(keep_below),
+                      dt.type(1.0 / (1.0 - dropout_p)))
+        tile = self._attn_tile(dt)
+        smem = self._attn_smem(dt, tile, width)
+        if max(smem.values()) > self._smem_optin:
+            return None  # declined in the forward: its backward could not run (head dim 128 takes 162.5 KiB)
+        return {"in": (qv, kv, vv, fmask, bmask, meta), "shape": shape_args, "BH": B * H, "L": L, "S": S, "DV": DV,
+                "width": width, "tile": tile, "t": _TNAME[dt], "smem": smem}
+
+    @staticmethod
+    def _attn_supported(q: Array, k: Array, v: Array, xp: Any) -> bool:
+        dt = q.dtype
+        if dt not in _FLOATS or k.dtype != dt or v.dtype != dt:
+            return False
+        if not all(isinstance(a, xp.ndarray) for a in (q, k, v)) or q.ndim < 2 or k.ndim != q.ndim or v.ndim != q.ndim:
+            return False
+        batch = q.shape[:-2]
+        L, D = q.shape[-2:]
+        S, DV = v.shape[-2:]
+        # L and S index the kernels' 32-bit row arithmetic
+        return bool(k.shape == batch + (S, D) and v.shape[:-2] == batch and 0 < D <= 128 and 0 < DV <= 128
+                    and 0 < L < 1 << 31 and 0 < S < 1 << 31 and math.prod(batch) > 0)
+
+    def attention_forward(self, q: Array, k: Array, v: Array, mask: Array | None, causal: bool, scale: float,
+                          dropout_p: float, seed: int, offset: int) -> tuple[Array, Array] | None:
+        """(output (*batch, L, DV), per-row log2-sum-exp2 (B·H, L)) of softmax(q k^T scale + mask) v with dropout;
+        None when the kernels do not cover the call (another dtype, a head dim over 128, batch dims that differ
+        between q, k and v, an empty dim)."""
+        if not self._attn_supported(q, k, v, self.xp):
+            return None
+        dt = q.dtype
+        out = self.xp.empty(q.shape[:-1] + v.shape[-1:], dtype=dt)
+        a = self._attn_setup(q, k, v, mask, causal, scale, dropout_p, seed, offset, out)
+        if a is None:
+            return None
+        BH, L, tile, width = a["BH"], a["L"], a["tile"], a["width"]
+        lse = self.xp.empty((BH, L), dtype=dt)
+        self._attn_launch(f"attention_forward_d{width}<{a['t']}>", (*a["in"], out, lse, *a["shape"]),
+                          BH * ((L + tile - 1) // tile), a["smem"]["forward"])
+        return out, lse
+
+    def attention_backward(self, g: Array, q: Array, k: Array, v: Array, out: Array, lse: Array,
+                           mask: Array | None, causal: bool, scale: float, dropout_p: float, seed: int,
+                           offset: int) -> tuple[Array, Array, Array] | None:
+        """(dq, dk, dv) of ``attention_forward`` from the upstream gradient ``g`` and the forward's output and LSE;
+        the dropout mask is regenerated from (seed, offset)."""
+        if not self._attn_supported(q, k, v, self.xp) or g.dtype != q.dtype or g.shape != out.shape:
+            return None
+        xp = self.xp
+        dt = q.dtype
+        dq = xp.empty(q.shape, dtype=dt)
+        a = self._attn_setup(q, k, v, mask, causal, scale, dropout_p, seed, offset, dq)
+        if a is None:
+            return None
+        BH, L, S, DV, tile, width, t = a["BH"], a["L"], a["S"], a["DV"], a["tile"], a["width"], a["t"]
+        dout = xp.ascontiguousarray(g)
+        delta = xp.empty((BH, L), dtype=dt)
+        warps = self.ATTN_THREADS // 32
+        self.fn("attention.cu", f"attention_backward_prep<{t}>")(
+            (max(1, min((BH * L + warps - 1) // warps, self.max_blocks)),), (self.ATTN_THREADS,),
+            (dout, xp.ascontiguousarray(out), delta, _i64(BH * L), _i32(DV)))
+        dk = xp.empty(k.shape, dtype=dt)
+        dv = xp.empty(v.shape, dtype=dt)
+        self._attn_launch(f"attention_backward_dkv_d{width}<{t}>", (*a["in"], dout, lse, delta, dk, dv, *a["shape"]),
+                          BH * ((S + tile - 1) // tile), a["smem"]["dkv"])
+        self._attn_launch(f"attention_backward_dq_d{width}<{t}>", (*a["in"], dout, lse, delta, dq, *a["shape"]),
+                          BH * ((L + tile - 1) // tile), a["smem"]["dq"])
+        return dq, dk, dv
+
+
+class Launcher(_RowKernels, _AttentionKernels):
     """Kernel launches for one device: ``xp`` (NumPy or CuPy), ``module_cls`` (``sim.SimModule`` or
     ``cupy.RawModule``), ``ptr(array)`` (its device address), ``max_blocks`` (grid cap; grid-stride loops cover
     the rest), ``upload`` (host int64/uint64/float64 array -> device array) and ``sms`` (the device's SM count)."""

@@ -3,11 +3,21 @@
 Both follow PyTorch's reference ("math") implementation step by step, so results, masks and the shapes
 of returned weights agree with it. Rows of attention scores that are masked out entirely take no part
 (their weights are 0, not NaN) in ``scaled_dot_product_attention``, as with PyTorch's safe softmax.
+
+On CUDA, float32 / float64 calls go to the fused kernels (kernels/attention.cu, through the backend's
+``attention_forward`` / ``attention_backward`` and ``ScaledDotProductFlashAttentionBackward0``): no (L, S) scores
+in memory, no host synchronisation, dropout regenerated in the backward from the generator state the forward
+drew at, with the same mask the composite path draws. What the kernels do not cover (other dtypes, head dims over
+128, batch dims broadcast between q, k and v, a mask that needs a gradient, ``need_weights=True`` in
+multi-head attention) takes the composite path, which is also the reference the kernels are tested against.
 """
 import math
 import warnings
 
 from ... import _dtype
+from ...autograd.grad_mode import _state
+from ...autograd.node import Op
+from ...ops import random as _random
 from ...ops._util import check_tensor
 from ...ops.elementwise import where
 from ...ops.reduction import SoftmaxBackward0
@@ -75,6 +85,100 @@ class CausalSoftmaxBackward0(SoftmaxBackward0):
 
 
 
+class ScaledDotProductFlashAttentionBackward0(Op):
+    """Fused attention (the backend's ``attention_forward`` / ``attention_backward``; attention.cu on CUDA).
+
+    Nothing of size L x S is kept: the saved tensors are q, k, v, the output and one log-sum-exp per query row,
+    and the dropout mask is regenerated in the backward from the generator state (seed, offset) the forward
+    drew at. ``forward`` receives the primitive's result, computed before ``apply`` because the primitive may
+    decline a call, which then takes the composite path instead."""
+
+    save_output = True
+
+    def forward(self, q, k, v, mask=None, fused=None, causal=False, scale=1.0, dropout_p=0.0, seed=0, offset=0):
+        out, lse = fused
+        self.causal, self.scale, self.dropout_p, self.seed, self.offset = causal, scale, dropout_p, seed, offset
+        if any(self.needs_input_grad[:3]):
+            self.save_for_backward(q, k, v, mask, Tensor._make(lse, q._be))
+        return out
+
+    def backward(self, g):
+        q, k, v, mask, lse, out = self.saved_tensors
+        if _state.grad:
+            grads = self._composite_backward(g, q, k, v, mask)
+        else:
+            be = q._be
+            grads = be.attention_backward(be.ascontiguous(g._data), q._data, k._data, v._data, out._data, lse._data,
+                                          None if mask is None else mask._data, self.causal, self.scale,
+                                          self.dropout_p, self.seed, self.offset)
+            if grads is None:
+                raise RuntimeError("scaled_dot_product_attention: the fused backward declined a call its forward "
+                                   "served; set MINITORCH_GPU_KERNELS=0 to use the composite path")
+            grads = tuple(Tensor._make(d, be) for d in grads)
+        return tuple(d if need else None for d, need in zip(grads, self.needs_input_grad[:3])) + (None,)
+
+    def _composite_backward(self, g, q, k, v, mask):
+        """create_graph: the same gradients in Tensor ops (through the L x S scores), differentiable again. The
+        dropout mask is drawn again from the forward's generator state: the kernels' keep rule is
+        rand_bernoulli's, element for element."""
+        scores = (q * self.scale).matmul(k.transpose(-2, -1))
+        if self.causal:
+            p = CausalSoftmaxBackward0.apply(scores)
+        else:
+            if mask is not None:
+                if mask.dtype is _dtype.bool:
+                    scores = where(mask, scores, float("-inf"))
+                else:
+                    scores = scores + (mask if mask.dtype is q.dtype else mask.to(q.dtype))
+            p = _safe_softmax(scores, -1)
+        be = q._be
+        if self.dropout_p > 0.0:
+            keep, _ = be.rand_bernoulli(self.seed, self.offset, p._data.shape, 1.0 - self.dropout_p, p._data.dtype)
+            be.binary("mul", keep, 1.0 / (1.0 - self.dropout_p), out=keep)
+            keep = Tensor._make(keep, be)
+            dp = g.matmul(v.transpose(-2, -1)) * keep
+            dv = (p * keep).transpose(-2, -1).matmul(g)
+        else:
+            dp = g.matmul(v.transpose(-2, -1))
+            dv = p.transpose(-2, -1).matmul(g)
+        ds = p * (dp - (p * dp).sum(-1, keepdim=True))
+        return ds.matmul(k) * self.scale, ds.transpose(-2, -1).matmul(q) * self.scale, dv
+
+
+def _fused_attention(query, key, value, attn_mask, dropout_p, is_causal, scale):
+    """The output of the fused path, or None when the backend does not fuse this call (the CPU; a dtype or shape
+    the kernels do not cover) or it needs what the fused node does not give (a gradient for the mask)."""
+    be = query._be
+    if key._be is not be or value._be is not be or not 0.0 <= dropout_p < 1.0:
+        return None
+    mask = None
+    if attn_mask is not None:
+        if attn_mask._be is not be or (_state.grad and attn_mask.requires_grad):
+            return None
+        mask = attn_mask._data
+    args = (query._data, key._data, value._data, mask, is_causal, scale, dropout_p)
+    if dropout_p > 0.0:
+        drawn_at = []
+
+        def draw(seed, offset):
+            drawn_at.append((seed, offset))
+            res = be.attention_forward(*args, seed, offset)
+            if res is None:
+                return None, 0
+            # the blocks the composite path's dropout mask (B, H, L, S) would use: the generator ends where it would
+            return res, (math.prod(query._data.shape[:-1]) * key._data.shape[-2] + 3) // 4
+
+        fused = _random._generator(None, be)._draw(draw)
+        seed, offset = drawn_at[0]
+    else:
+        fused = be.attention_forward(*args, 0, 0)
+        seed = offset = 0
+    if fused is None:
+        return None
+    return ScaledDotProductFlashAttentionBackward0.apply(query, key, value, attn_mask, fused=fused, causal=is_causal,
+                                                         scale=scale, dropout_p=dropout_p, seed=seed, offset=offset)
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
     """``softmax(query @ key^T * scale + mask) @ value`` over the last two dims, batch dims broadcast.
@@ -118,6 +222,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         if hv != hq:
             value = value.repeat_interleave(hq // hv, -3)
     factor = 1.0 / math.sqrt(query._data.shape[-1]) if scale is None else float(scale)
+    fused = _fused_attention(query, key, value, attn_mask, dropout_p, is_causal, factor)
+    if fused is not None:
+        return fused
     scores = (query * factor).matmul(key.transpose(-2, -1))
     if is_causal:
         weights = CausalSoftmaxBackward0.apply(scores)
