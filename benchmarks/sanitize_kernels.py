@@ -170,6 +170,29 @@ def checks(be: Any) -> list[tuple[str, Callable[[], None]]]:
             for g, h in zip(got, hs):
                 close(g, h + 0.5 * (h + 2) / (h * h + 1), 1e-5)
 
+    def attention() -> None:
+        # every head-dim variant, causal with L != S, a 1-element tail and dropout (the in-kernel Philox)
+        for dt, tol in ((F32, 2e-3), (F64, 1e-9)):
+            for D in (32, 64, 128):
+                for L, S, causal, p in ((5, 7, True, 0.0), (65, 33, False, 0.0), (17, 17, True, 0.25)):
+                    q, kk, v, g = (rng.standard_normal((1, 2, n, D)).astype(dt) for n in (L, S, S, L))
+                    scale = D ** -0.5
+                    r = k.attention_forward(dev(q), dev(kk), dev(v), None, causal, scale, p, 7, 3)
+                    assert r is not None, (dt, D)
+                    out, lse = r
+                    grads = k.attention_backward(dev(g), dev(q), dev(kk), dev(v), out, lse, None, causal, scale,
+                                                 p, 7, 3)
+                    assert all(np.isfinite(host(a)).all() for a in grads)
+                    if p:
+                        continue
+                    s_ = (q @ kk.swapaxes(-1, -2)) * scale
+                    if causal:
+                        s_ = np.where(np.tril(np.ones((L, S), bool)), s_, -np.inf)
+                    w = np.exp(s_ - s_.max(-1, keepdims=True))
+                    w /= w.sum(-1, keepdims=True)
+                    close(out, w @ v, tol)
+                    close(grads[2], w.swapaxes(-1, -2) @ g, tol)
+
     def random() -> None:
         for n in (1, 5, 1031):
             w = k.philox_words(7, 3, n)
@@ -194,7 +217,7 @@ def checks(be: Any) -> list[tuple[str, Callable[[], None]]]:
 
     return [("elementwise.cu", elementwise), ("softmax.cu", softmax), ("cross_entropy.cu", cross_entropy),
             ("layernorm.cu", layer_norm), ("matmul.cu", matmul), ("optim.cu", optimizers), ("multi_tensor.cu", multi_tensor),
-            ("random.cu", random),
+            ("attention.cu", attention), ("random.cu", random),
             ("embedding.cu", embedding)]
 
 

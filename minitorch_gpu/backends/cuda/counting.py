@@ -21,7 +21,6 @@ L2, and a kernel that updates an array in place through a non-const pointer coun
 """
 from __future__ import annotations
 
-import functools
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -134,7 +133,7 @@ class LaunchCounter:
     # ------------------------------------------------------------------ hooks
     def kernel(self, fname: str, name: str, fn: Any) -> Callable[..., Any]:
         """``Launcher.fn``'s hook: ``fn`` wrapped so that each call is counted."""
-        return functools.partial(self._launch, fname, name, fn)
+        return _CountedKernel(self, fname, name, fn)
 
     def _launch(self, fname: str, name: str, fn: Any, grid: Any, block: Any, args: Any, **kw: Any) -> Any:
         if self.enabled:
@@ -333,3 +332,21 @@ def _unique_bytes(arrays: list[Any]) -> int:
             seen.add(key)
             total += a.nbytes
     return total
+
+
+class _CountedKernel:
+    """A kernel whose calls go through the counter; its attributes (``params``, the dynamic shared memory
+    limit the attention launcher raises) are the kernel's own."""
+
+    def __init__(self, counter: LaunchCounter, fname: str, name: str, fn: Any) -> None:
+        object.__setattr__(self, "_c", (counter, fname, name, fn))
+
+    def __call__(self, grid: Any, block: Any, args: Any, **kw: Any) -> Any:
+        counter, fname, name, fn = self._c
+        return counter._launch(fname, name, fn, grid, block, args, **kw)
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self._c[3], attr)
+
+    def __setattr__(self, attr: str, value: Any) -> None:
+        setattr(self._c[3], attr, value)
