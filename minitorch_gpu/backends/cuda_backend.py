@@ -56,7 +56,7 @@ Primitive = Literal[
     "foreach_lerp", "foreach_addcmul", "foreach_addcdiv",
     "softmax_forward", "log_softmax_forward", "softmax_backward", "log_softmax_backward",
     "cross_entropy_forward", "cross_entropy_backward", "layer_norm_forward", "layer_norm_backward",
-    "matmul", "_fused_step", "philox4x32_10", "rand_uniform", "rand_normal", "rand_int", "add_at"]
+    "matmul", "_fused_step", "philox4x32_10", "rand_uniform", "rand_normal", "rand_int", "rand_dropout", "add_at"]
 """The primitives of ``Backend`` that the CUDA kernels serve."""
 
 Launch = Callable[..., Any]
@@ -369,6 +369,7 @@ ROUTES: dict[Primitive, Route] = {
     "rand_uniform": Route(_rand_uniform),
     "rand_normal": Route(_rand_normal, when=_scalar_moments),
     "rand_int": Route(_rand_int, when=_span_fits),
+    "rand_dropout": Route(method="dropout"),
     "add_at": Route(_add_at, in_place=True),
 }
 """Per primitive, how the kernels serve it (see ``Route``)."""

@@ -21,6 +21,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .._elementwise_table import KERNEL_FILE, kernel_members
+from .._random import dropout_threshold
 from .._types import Array, NpDtype, Shape
 
 from . import loader as _loader
@@ -38,6 +39,7 @@ _PY_SCALARS = (int, float, bool)
 _META_CACHE_MAX = 512
 _BOOL = np.dtype(np.bool_)
 MODE_VEC = 1 << 4  # elementwise.cu's MODE_VEC: operands are contiguous and 16-byte aligned
+DROP_ADD, DROP_VEC = 1, 2  # random.cu's dropout_forward mode bits
 
 Strides = tuple[int, ...]
 Operand = Any
@@ -719,6 +721,33 @@ class _StepKernels(_MapKernels):
                 (np.uint64(seed & 0xFFFFFFFFFFFFFFFF), lo, hi, _i64(n), out, np.float64(mean), np.float64(std),
                  _i32(wide)))
         return out, nb
+
+    def dropout(self, seed: int, offset: int, x: Array, p: float,
+                residual: Array | None = None) -> tuple[Array, int] | None:
+        """``x`` with elements dropped by the stream of ``seed`` from block ``offset`` and the rest scaled by
+        ``1 / (1 - p)``, plus ``residual`` if given (same shape and dtype), in one pass; and the blocks used.
+        None for another dtype or a residual that does not match."""
+        xp = self.xp
+        dt = x.dtype
+        if dt not in _FLOATS or not 0.0 < p < 1.0:
+            return None
+        if residual is not None and (residual.dtype != dt or residual.shape != x.shape):
+            return None
+        n = x.size
+        nb = (n + 3) // 4
+        # the mask is a function of the logical (row-major) index, so a strided input is read as a C copy
+        x = xp.ascontiguousarray(x)
+        r = xp.ascontiguousarray(residual) if residual is not None else x
+        y = xp.empty(x.shape, dtype=dt)
+        if n == 0:
+            return y, nb
+        lo, hi = self._counter(offset)
+        mode = (DROP_ADD if residual is not None else 0) | (DROP_VEC if self._aligned(x, r, y) else 0)
+        self.fn("random.cu", f"dropout_forward<{_TNAME[dt]}>")(
+            self.grid(nb), (THREADS,),
+            (np.uint64(seed & 0xFFFFFFFFFFFFFFFF), lo, hi, _i64(n), x, r, y, np.uint64(dropout_threshold(p)),
+             dt.type(1.0 / (1.0 - p)), _i32(mode)))
+        return y, nb
 
     def randint(self, seed: int, offset: int, n: int, low: int, high: int) -> tuple[Array, int]:
         """``n`` int64 integers in [low, high) and the blocks used."""
