@@ -4,6 +4,8 @@
 // "unary_forward<float>"):
 //   unary_forward            y = f(x), contiguous; 128-bit packs when every pointer is 16-byte aligned
 //   unary_strided_forward    y = f(x) over strided / broadcast operands (up to 8 dims)
+//   unary_rows_forward       y = f(x) over rows whose last dim is contiguous (sliced or permuted views), as
+//                            binary_rows_forward
 //   predicate_forward        bool y = p(x) (isnan, isinf, ...), contiguous (nd = 0) or strided
 //   binary_forward           y = f(a, b), contiguous, either side may be a scalar argument, packs when aligned
 //   binary_strided_forward   y = f(a, b), strided / broadcast
@@ -274,6 +276,39 @@ __global__ void unary_strided_forward(i64 n, int nd, const i64* __restrict__ met
         i64 off[2];
         mt_offsets<2>(i, n, nd, meta, off);
         y[off[0]] = f(x[off[1]]);
+    }
+}
+
+// the row walk of binary_rows_forward (see there) for one operand
+template <typename T>
+__global__ void __launch_bounds__(256, 5) unary_rows_forward(i64 rows, i64 cols, int nd, const i64* __restrict__ meta,
+                                                             const T* x, T* y, int op, T p0, T p1, int mode,
+                                                             u32 cpr_magic, u32 cpr_shift) {
+    constexpr int S = Packed128<T>::size;
+    UnaryF<T> f{op, p0, p1};
+    bool vec = mode & MODE_VEC;
+    bool x_row = meta[3 * nd - 1] == 0;  // an expanded operand: one value per row
+    int w = vec ? S : 1;
+    u32 cpr = (u32)((cols + w - 1) / w);
+    u32 total = (u32)rows * cpr;
+    for (u32 p = blockIdx.x * blockDim.x + threadIdx.x; p < total; p += gridDim.x * blockDim.x) {
+        u32 row = mt_fastdiv(p, cpr_magic, cpr_shift);
+        i64 c = (i64)((p - row * cpr) * (u32)w);
+        i64 off[2];
+        mt_offsets_dims<2, true>(row, nd - 1, nd, meta, off);
+        T* yr = y + off[0] + c;
+        const T* xr = x + off[1] + (x_row ? 0 : c);
+        if (vec && c + S <= cols) {
+            Packed128<T> px, r;
+            T x0 = x_row ? *xr : (T)0;
+            if (!x_row) px = load128(xr);
+            #pragma unroll
+            for (int k = 0; k < S; ++k) r.v[k] = f(x_row ? x0 : px.v[k]);
+            store128(yr, r);
+        } else {
+            int m = cols - c < w ? (int)(cols - c) : w;
+            for (int k = 0; k < m; ++k) yr[k] = f(xr[x_row ? 0 : k]);
+        }
     }
 }
 

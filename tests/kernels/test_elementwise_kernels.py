@@ -334,8 +334,19 @@ def test_binary_rows_layouts(k, monkeypatch, dt):
     _check(k.binary("add", c, t), c + t, dt)
     _check(k.binary("add", big[:, :, :, 0], big[:, :, :, 1]), big[..., 0] + big[..., 1], dt)
     assert set(used) == {"binary_strided_forward"}
+    used.clear()
+    # unary maps of views whose rows are contiguous: sliced, permuted, expanded along the row
+    for x in (big[:, ::2, :, 1:], big[1:, :, 3:, :8], big.transpose(1, 0, 2, 3)[:, :, :, 2:],
+              np.broadcast_to(big[:, :, :, :1], big.shape), _offset_view(big, 1)[:, :, :, :5]):
+        _check(k.unary("exp", x), np.exp(x), dt)
+        _check(k.unary("softplus", x, None, 2.0, 1.0), np.where(2 * x > 1, x, np.log1p(np.exp(2 * x)) / 2), dt)
+        out = np.empty((x.shape[0] + 1,) + x.shape[1:], dtype=dt)[1:]
+        k.unary("sin", x, out)
+        _check(out, np.sin(x), dt)
+    assert set(used) == {"unary_rows_forward"}
+    used.clear()
     # the other strided kernels read the new meta layout too
-    _check(k.unary("exp", big[:, ::2, :, 1:]), np.exp(big[:, ::2, :, 1:]), dt)
+    _check(k.unary("exp", big[:, :, :, 0]), np.exp(big[:, :, :, 0]), dt)
     _check(k.binary("lt", scores, mask), scores < mask, dt)
     _check(k.where(scores > 0, mask, big[0, 0, :7, :7].T), np.where(scores > 0, mask, big[0, 0, :7, :7].T), dt)
     _check(k.ternary("clamp", big[:, :, 1:], -0.5, big[0, :, 1:]), np.minimum(np.maximum(big[:, :, 1:], -0.5),

@@ -341,7 +341,7 @@ class _MapKernels:
             return None
         s0, s1 = dt.type(p0), dt.type(p1)
         return self._map(f"unary_forward<{t}>", f"unary_strided_forward<{t}>", (x,), out, dt, dt,
-                         lambda s, m: _unary_tail(op, s0, s1, m), True)
+                         lambda s, m: _unary_tail(op, s0, s1, m), True, f"unary_rows_forward<{t}>")
 
     def binary(self, name: str, a: Operand, b: Operand, out: Array | None = None) -> Array | None:
         """``a <name> b`` (a BinaryOp or CompareOp of elementwise.cu); either side may be a Python scalar."""
