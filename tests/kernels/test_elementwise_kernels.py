@@ -363,3 +363,20 @@ def test_binary_rows_leave_what_exceeds_31_bits_to_the_general_kernel(k, monkeyp
     monkeypatch.setattr(launch, "FASTDIV_MAX", 20)
     _check(k.binary("add", x, b), x + b, np.float64)
     assert used == ["binary_strided_forward", "binary_rows_forward"]
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("bmask", range(8))
+def test_binary_broadcast_on_every_axis_subset(k, dt, bmask):
+    """b is 1 on each subset of the axes of a (4, 6, 10) output, on either side, from aligned and misaligned
+    memory and as a sliced view: whichever kernel the layout picks, the values are NumPy's."""
+    rng = np.random.default_rng(bmask)
+    shape = (4, 6, 10)
+    bshape = tuple(1 if bmask >> d & 1 else n for d, n in enumerate(shape))
+    a = rng.standard_normal(shape).astype(dt)
+    b = rng.standard_normal(bshape).astype(dt)
+    wide = rng.standard_normal(shape[:2] + (13,)).astype(dt)[..., 2:12]  # rows of 10 at a stride of 13
+    for x in (a, _offset_view(a, 1), wide):
+        for y in (b, _offset_view(b, 3), b[..., ::-1]):
+            _check(k.binary("sub", x, y), x - y, dt)
+            _check(k.binary("sub", y, x), y - x, dt)
