@@ -388,7 +388,8 @@ __global__ void __launch_bounds__(256, 5) binary_rows_forward(i64 rows, i64 cols
         T* yr = y + off[0] + c;
         const T* ar = a + off[1] + (a_row ? 0 : c);
         const T* br = b + off[2] + (b_row ? 0 : c);
-        T a0 = a_s ? sa : *ar, b0 = b_s ? sb : *br;
+        // a row-constant operand is read once per pack, a contiguous one only as the pack (no extra load)
+        T a0 = a_s ? sa : (a_row ? *ar : (T)0), b0 = b_s ? sb : (b_row ? *br : (T)0);
         if (vec && c + S <= cols) {
             Packed128<T> pa, pb, r;
             if (!a_s && !a_row) pa = load128(ar);
