@@ -155,6 +155,7 @@ def dropout_and_broadcast_cases(cp, be, torch, quick):
     (16384, 1536) float32. Bytes are what must cross DRAM: dropout reads x and writes y (its mask is
     regenerated, never stored; PyTorch also writes a 1-byte mask, which it is not credited for here), the
     fused residual reads two arrays, a bias add reads one array (the bias stays in cache)."""
+    from minitorch_gpu.backends._random import dropout_threshold
     from minitorch_gpu.backends.base import Backend
     k = be.kernels
     rows, cols = (4096, 1536) if quick else (16384, 1536)
@@ -166,6 +167,7 @@ def dropout_and_broadcast_cases(cp, be, torch, quick):
     col = rng.standard_normal((rows, 1), dtype=cp.float32)
     xt = rng.standard_normal((cols, rows), dtype=cp.float32).T  # a transposed view of (rows, cols)
     p = 0.1
+    thr = dropout_threshold(p)
     t = {}
     if torch:
         t = {name: torch.as_tensor(v, device="cuda") for name, v in
@@ -173,13 +175,13 @@ def dropout_and_broadcast_cases(cp, be, torch, quick):
         tmask = torch.rand(rows, cols, device="cuda") > p
     F = torch.nn.functional if torch else None
     return [
-        (f"dropout fwd f32 {rows}x{cols}", 8 * n, "B", lambda: k.dropout(7, 0, x, p),
+        (f"dropout fwd f32 {rows}x{cols}", 8 * n, "B", lambda: k.dropout(7, 0, x, p, thr),
          lambda: Backend.rand_dropout(be, 7, 0, x, p), (lambda: F.dropout(t["x"], p)) if torch else None),
         # the backward is the same kernel on the gradient, with the forward's seed and offset
-        (f"dropout bwd f32 {rows}x{cols}", 8 * n, "B", lambda: k.dropout(7, 0, y, p),
+        (f"dropout bwd f32 {rows}x{cols}", 8 * n, "B", lambda: k.dropout(7, 0, y, p, thr),
          lambda: Backend.rand_dropout(be, 7, 0, y, p),
          (lambda: torch.ops.aten.native_dropout_backward(t["y"], tmask, 1.0 / (1.0 - p))) if torch else None),
-        (f"dropout_add f32 {rows}x{cols}", 12 * n, "B", lambda: k.dropout(7, 0, y, p, x),
+        (f"dropout_add f32 {rows}x{cols}", 12 * n, "B", lambda: k.dropout(7, 0, y, p, thr, x),
          lambda: Backend.rand_dropout(be, 7, 0, y, p, x), (lambda: t["x"] + F.dropout(t["y"], p)) if torch else None),
         (f"add f32 bias ({rows},{cols})+({cols},)", 8 * n, "B", lambda: k.binary("add", x, bias),
          lambda: cp.add(x, bias), (lambda: t["x"] + t["bias"]) if torch else None),

@@ -30,6 +30,7 @@ import numpy as np
 
 from .. import _device
 from .._dtype import bfloat16
+from ._random import dropout_threshold
 from ._types import Array
 from .base import Backend
 from .cuda import device as _probe
@@ -335,6 +336,11 @@ def _rand_int(be: CudaBackend, kern: Launcher, seed: int, offset: int, shape: tu
     return r.reshape(shape).astype(np_dtype, copy=False), nb
 
 
+def _rand_dropout(be: CudaBackend, kern: Launcher, seed: int, offset: int, x: Array, p: float,
+                  residual: Array | None = None) -> tuple[Array, int] | None:
+    return kern.dropout(seed, offset, x, p, dropout_threshold(p), residual)
+
+
 # embedding.cu: a scatter-add of rows, in place
 def _add_at(be: CudaBackend, kern: Launcher, a: Array, index: Any, values: Any) -> Literal[True] | None:
     idx = index[0] if isinstance(index, tuple) and len(index) == 1 else index
@@ -369,7 +375,7 @@ ROUTES: dict[Primitive, Route] = {
     "rand_uniform": Route(_rand_uniform),
     "rand_normal": Route(_rand_normal, when=_scalar_moments),
     "rand_int": Route(_rand_int, when=_span_fits),
-    "rand_dropout": Route(method="dropout"),
+    "rand_dropout": Route(_rand_dropout),
     "add_at": Route(_add_at, in_place=True),
 }
 """Per primitive, how the kernels serve it (see ``Route``)."""

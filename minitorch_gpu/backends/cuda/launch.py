@@ -21,7 +21,6 @@ from typing import Any, Literal
 import numpy as np
 
 from .._elementwise_table import KERNEL_FILE, kernel_members
-from .._random import dropout_threshold
 from .._types import Array, NpDtype, Shape
 
 from . import loader as _loader
@@ -772,11 +771,12 @@ class _StepKernels(_MapKernels):
                  _i32(wide)))
         return out, nb
 
-    def dropout(self, seed: int, offset: int, x: Array, p: float,
+    def dropout(self, seed: int, offset: int, x: Array, p: float, threshold: int,
                 residual: Array | None = None) -> tuple[Array, int] | None:
-        """``x`` with elements dropped by the stream of ``seed`` from block ``offset`` and the rest scaled by
-        ``1 / (1 - p)``, plus ``residual`` if given (same shape and dtype), in one pass; and the blocks used.
-        None for another dtype or a residual that does not match."""
+        """``x`` with elements dropped by the stream of ``seed`` from block ``offset`` (element ``i`` kept when
+        word ``i`` is below ``threshold``) and the rest scaled by ``1 / (1 - p)``, plus ``residual`` if given
+        (same shape and dtype), in one pass; and the blocks used. None for another dtype or a residual that does
+        not match."""
         xp = self.xp
         dt = x.dtype
         if dt not in _FLOATS or not 0.0 < p < 1.0:
@@ -795,7 +795,7 @@ class _StepKernels(_MapKernels):
         mode = (DROP_ADD if residual is not None else 0) | (DROP_VEC if self._aligned(x, r, y) else 0)
         self.fn("random.cu", f"dropout_forward<{_TNAME[dt]}>")(
             self.grid(nb), (THREADS,),
-            (np.uint64(seed & 0xFFFFFFFFFFFFFFFF), lo, hi, _i64(n), x, r, y, np.uint64(dropout_threshold(p)),
+            (np.uint64(seed & 0xFFFFFFFFFFFFFFFF), lo, hi, _i64(n), x, r, y, np.uint64(threshold),
              dt.type(1.0 / (1.0 - p)), _i32(mode)))
         return y, nb
 
