@@ -383,6 +383,51 @@ def attention_memory(cp, quick):
 
 
 @case
+def dropout_and_broadcast(c: Ctx) -> list[Case]:
+    """Dropout (random.cu's one-pass kernel) and the strided / broadcast binary paths at a GPT-sized activation,
+    (16384, 1536) float32. Bytes are what must cross DRAM: dropout reads x and writes y (its mask is
+    regenerated, never stored; PyTorch also writes a 1-byte mask, which it is not credited for here), the
+    fused residual reads two arrays, a bias add reads one array (the bias stays in cache)."""
+    from minitorch_gpu.backends._random import dropout_threshold
+    from minitorch_gpu.backends.base import Backend
+    cp, be, torch, k = c.cp, c.be, c.torch, c.k
+    rows, cols = (4096, 1536) if c.quick else (16384, 1536)
+    n = rows * cols
+    rng = cp.random.default_rng(1)
+    x = rng.standard_normal((rows, cols), dtype=cp.float32)
+    y = rng.standard_normal((rows, cols), dtype=cp.float32)
+    bias = rng.standard_normal(cols, dtype=cp.float32)
+    col = rng.standard_normal((rows, 1), dtype=cp.float32)
+    xt = rng.standard_normal((cols, rows), dtype=cp.float32).T  # a transposed view of (rows, cols)
+    p = 0.1
+    thr = dropout_threshold(p)
+    t = {}
+    tmask = None
+    if torch:
+        t = {name: torch.as_tensor(v, device="cuda") for name, v in
+             (("x", x), ("y", y), ("bias", bias), ("col", col), ("xt", xt))}
+        tmask = torch.rand(rows, cols, device="cuda") > p
+    F = torch.nn.functional if torch else None
+    return [
+        Case(f"dropout fwd f32 {rows}x{cols}", 8 * n, "B", lambda: k.dropout(7, 0, x, p, thr),
+             lambda: Backend.rand_dropout(be, 7, 0, x, p), (lambda: F.dropout(t["x"], p)) if torch else None),
+        # the backward is the same kernel on the gradient, with the forward's seed and offset
+        Case(f"dropout bwd f32 {rows}x{cols}", 8 * n, "B", lambda: k.dropout(7, 0, y, p, thr),
+             lambda: Backend.rand_dropout(be, 7, 0, y, p),
+             (lambda: torch.ops.aten.native_dropout_backward(t["y"], tmask, 1.0 / (1.0 - p))) if torch else None),
+        Case(f"dropout_add f32 {rows}x{cols}", 12 * n, "B", lambda: k.dropout(7, 0, y, p, thr, x),
+             lambda: Backend.rand_dropout(be, 7, 0, y, p, x),
+             (lambda: t["x"] + F.dropout(t["y"], p)) if torch else None),
+        Case(f"add f32 bias ({rows},{cols})+({cols},)", 8 * n, "B", lambda: k.binary("add", x, bias),
+             lambda: cp.add(x, bias), (lambda: t["x"] + t["bias"]) if torch else None),
+        Case(f"mul f32 ({rows},{cols})*({rows},1)", 8 * n, "B", lambda: k.binary("mul", x, col),
+             lambda: cp.multiply(x, col), (lambda: t["x"] * t["col"]) if torch else None),
+        Case(f"add f32 transposed ({rows},{cols})", 12 * n, "B", lambda: k.binary("add", xt, y),
+             lambda: cp.add(xt, y), (lambda: t["xt"] + t["y"]) if torch else None),
+    ]
+
+
+@case
 def philox(c: Ctx) -> list[Case]:
     import numpy as np
     cp, k, torch, n = c.cp, c.k, c.torch, c.n

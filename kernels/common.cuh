@@ -4,7 +4,8 @@
 // change here changes every file's compile-cache key. Contents:
 //   - integer aliases and the grid-stride loop
 //   - float/double math overloads (mt_exp, ...): one spelling for NVRTC and for the CPU simulator's g++
-//   - strided index math for up to MT_MAX_DIMS = 8 dims (broadcast operands have stride 0)
+//   - strided index math for up to MT_MAX_DIMS = 8 dims (broadcast operands have stride 0), with 32-bit
+//     magic-number division when the indices fit
 //   - Packed128<T>: 128-bit loads and stores for the contiguous fast paths
 //   - asynchronous global -> shared copies (cp.async on sm_80+, plain copies elsewhere)
 //   - warp and block reductions (sum, max), for blocks whose size is a multiple of 32
@@ -83,21 +84,49 @@ template <typename T> __device__ __forceinline__ T mt_max(T a, T b) { return (a 
 template <typename T> __device__ __forceinline__ T mt_min(T a, T b) { return (a != a || a < b) ? a : b; }
 
 // ------------------------------------------------------------------------------------------ strided index math
-// A launch over an output of `nd` dims passes `meta`, an int64 array [shape(nd) | strides_0(nd) | ... ]
-// with element strides of each operand (0 on broadcast dims; negative strides are fine). The launcher
-// collapses dims that are contiguous for every operand first, so nd is usually 1 or 2.
-template <int K>
-__device__ __forceinline__ void mt_offsets(i64 linear, int nd, const i64* __restrict__ meta, i64 (&off)[K]) {
+// A launch over an output of `nd` dims passes `meta`, an int64 array
+//   [shape(nd) | strides_0(nd) | ... | strides_{K-1}(nd) | magic(nd) | shift(nd)]
+// with element strides of each of the K operands (the output first; 0 on broadcast dims; negative strides are
+// fine) and, per dim, the constants of mt_fastdiv by its size. The launcher collapses dims that are contiguous
+// for every operand first, so nd is usually 1 or 2.
+//
+// Why the magic numbers: a 64-bit division is a ~70-instruction software routine on NVIDIA GPUs, and the
+// strided path needs one per element per dim; when every linear index fits in 31 bits, a multiply-high, an add
+// and a shift give the same quotient (Granlund-Montgomery, the scheme of PyTorch's IntDivider).
+__device__ __forceinline__ u32 mt_fastdiv(u32 n, u32 magic, u32 shift) {
+    u32 t = (u32)(((u64)n * magic) >> 32);
+    return (t + n) >> shift;  // n < 2^31 and t <= n: no overflow
+}
+#define MT_FASTDIV_MAX 0x7fffffffLL
+
+// offsets of the element at `linear` (row-major over dims [0, ndims) of the meta's nd dims) for each operand;
+// FAST: linear < 2^31. The outermost dim needs no division: what is left of the index is its coordinate.
+template <int K, bool FAST>
+__device__ __forceinline__ void mt_offsets_dims(i64 linear, int ndims, int nd, const i64* __restrict__ meta,
+                                                i64 (&off)[K]) {
     #pragma unroll
     for (int k = 0; k < K; ++k) off[k] = 0;
-    for (int d = nd - 1; d >= 0; --d) {
-        i64 size = meta[d];
-        i64 q = linear / size;
-        i64 idx = linear - q * size;
-        linear = q;
+    // NOTE: unrolling this runtime-bounded loop buys nothing (nd is 1 to 3 in practice) and costs registers
+    #pragma unroll 1
+    for (int d = ndims - 1; d >= 0; --d) {
+        i64 idx = linear;
+        if (d > 0) {
+            i64 q;
+            if (FAST) q = mt_fastdiv((u32)linear, (u32)meta[(K + 1) * nd + d], (u32)meta[(K + 2) * nd + d]);
+            else q = linear / meta[d];
+            idx = linear - q * meta[d];
+            linear = q;
+        }
         #pragma unroll
         for (int k = 0; k < K; ++k) off[k] += idx * meta[(k + 1) * nd + d];
     }
+}
+
+// offsets of element `linear` of a launch over `n` elements
+template <int K>
+__device__ __forceinline__ void mt_offsets(i64 linear, i64 n, int nd, const i64* __restrict__ meta, i64 (&off)[K]) {
+    if (n <= MT_FASTDIV_MAX) mt_offsets_dims<K, true>(linear, nd, nd, meta, off);
+    else mt_offsets_dims<K, false>(linear, nd, nd, meta, off);
 }
 
 // ------------------------------------------------------------------------------------------ 128-bit packs

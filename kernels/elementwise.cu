@@ -4,9 +4,15 @@
 // "unary_forward<float>"):
 //   unary_forward            y = f(x), contiguous; 128-bit packs when every pointer is 16-byte aligned
 //   unary_strided_forward    y = f(x) over strided / broadcast operands (up to 8 dims)
+//   unary_rows_forward       y = f(x) over rows whose last dim is contiguous (sliced or permuted views), as
+//                            binary_rows_forward
 //   predicate_forward        bool y = p(x) (isnan, isinf, ...), contiguous (nd = 0) or strided
 //   binary_forward           y = f(a, b), contiguous, either side may be a scalar argument, packs when aligned
 //   binary_strided_forward   y = f(a, b), strided / broadcast
+//   binary_rows_forward      y = f(a, b) over rows whose last dim is contiguous (stride 1) in the output and in
+//                            each operand or constant along the row (stride 0): bias adds (rows, C) + (C,),
+//                            (rows, C) * (rows, 1), masks (B*H, T*T) + (T*T,); 128-bit packs when aligned,
+//                            the row's offsets computed once per pack
 //   compare_forward          bool y = a <op> b (comparisons and logical ops), contiguous or strided
 //   ternary_forward          y = f(a, b, c): clamp, lerp, addcmul, addcdiv; contiguous or strided
 //   where_forward            y = cond ? a : b, contiguous or strided
@@ -268,8 +274,41 @@ __global__ void unary_strided_forward(i64 n, int nd, const i64* __restrict__ met
     UnaryF<T> f{op, p0, p1};
     MT_GRID_STRIDE(i, n) {
         i64 off[2];
-        mt_offsets<2>(i, nd, meta, off);
+        mt_offsets<2>(i, n, nd, meta, off);
         y[off[0]] = f(x[off[1]]);
+    }
+}
+
+// the row walk of binary_rows_forward (see there) for one operand
+template <typename T>
+__global__ void __launch_bounds__(256, 5) unary_rows_forward(i64 rows, i64 cols, int nd, const i64* __restrict__ meta,
+                                                             const T* x, T* y, int op, T p0, T p1, int mode,
+                                                             u32 cpr_magic, u32 cpr_shift) {
+    constexpr int S = Packed128<T>::size;
+    UnaryF<T> f{op, p0, p1};
+    bool vec = mode & MODE_VEC;
+    bool x_row = meta[3 * nd - 1] == 0;  // an expanded operand: one value per row
+    int w = vec ? S : 1;
+    u32 cpr = (u32)((cols + w - 1) / w);
+    u32 total = (u32)rows * cpr;
+    for (u32 p = blockIdx.x * blockDim.x + threadIdx.x; p < total; p += gridDim.x * blockDim.x) {
+        u32 row = mt_fastdiv(p, cpr_magic, cpr_shift);
+        i64 c = (i64)((p - row * cpr) * (u32)w);
+        i64 off[2];
+        mt_offsets_dims<2, true>(row, nd - 1, nd, meta, off);
+        T* yr = y + off[0] + c;
+        const T* xr = x + off[1] + (x_row ? 0 : c);
+        if (vec && c + S <= cols) {
+            Packed128<T> px, r;
+            T x0 = x_row ? *xr : (T)0;
+            if (!x_row) px = load128(xr);
+            #pragma unroll
+            for (int k = 0; k < S; ++k) r.v[k] = f(x_row ? x0 : px.v[k]);
+            store128(yr, r);
+        } else {
+            int m = cols - c < w ? (int)(cols - c) : w;
+            for (int k = 0; k < m; ++k) yr[k] = f(xr[x_row ? 0 : k]);
+        }
     }
 }
 
@@ -282,7 +321,7 @@ __global__ void predicate_forward(i64 n, int nd, const i64* __restrict__ meta, c
     }
     MT_GRID_STRIDE(i, n) {
         i64 off[2];
-        mt_offsets<2>(i, nd, meta, off);
+        mt_offsets<2>(i, n, nd, meta, off);
         y[off[0]] = f(x[off[1]]);
     }
 }
@@ -317,8 +356,53 @@ __global__ void binary_strided_forward(i64 n, int nd, const i64* __restrict__ me
     bool a_s = mode & MODE_SCALAR(0), b_s = mode & MODE_SCALAR(1);
     MT_GRID_STRIDE(i, n) {
         i64 off[3];
-        mt_offsets<3>(i, nd, meta, off);
+        mt_offsets<3>(i, n, nd, meta, off);
         y[off[0]] = f(a_s ? sa : a[off[1]], b_s ? sb : b[off[2]]);
+    }
+}
+
+// `meta` describes the collapsed output (nd >= 2 dims, the last one contiguous in the output); the launcher
+// checked that each array operand's last stride is 0 or 1, and that every index fits in 31 bits (so the
+// division by the packs per row, `cpr_magic` and `cpr_shift`, and the row's offsets use 32-bit fast division).
+// A work item is one pack of S elements of one row, or one element without MODE_VEC.
+// NOTE: the launch bounds (256-thread blocks, as the launcher's THREADS) cap registers at 48: the op switch
+// unrolled over a pack took 53-64 registers, which left 3-4 blocks per SM; a streaming bias add wants as many
+// 16-byte loads in flight as it can get, and 5 blocks fit without spilling (6 spill).
+template <typename T>
+__global__ void __launch_bounds__(256, 5) binary_rows_forward(i64 rows, i64 cols, int nd, const i64* __restrict__ meta, const T* a,
+                                    const T* b, T* y, int op, T sa, T sb, int mode, u32 cpr_magic, u32 cpr_shift) {
+    constexpr int S = Packed128<T>::size;
+    BinaryF<T> f{op};
+    bool a_s = mode & MODE_SCALAR(0), b_s = mode & MODE_SCALAR(1);
+    bool vec = mode & MODE_VEC;
+    // along the row an operand is contiguous (its last stride is 1) or one value per row (0)
+    bool a_row = !a_s && meta[3 * nd - 1] == 0, b_row = !b_s && meta[4 * nd - 1] == 0;
+    int w = vec ? S : 1;
+    u32 cpr = (u32)((cols + w - 1) / w);
+    u32 total = (u32)rows * cpr;
+    for (u32 p = blockIdx.x * blockDim.x + threadIdx.x; p < total; p += gridDim.x * blockDim.x) {
+        u32 row = mt_fastdiv(p, cpr_magic, cpr_shift);
+        i64 c = (i64)((p - row * cpr) * (u32)w);
+        i64 off[3];
+        mt_offsets_dims<3, true>(row, nd - 1, nd, meta, off);
+        T* yr = y + off[0] + c;
+        const T* ar = a + off[1] + (a_row ? 0 : c);
+        const T* br = b + off[2] + (b_row ? 0 : c);
+        // a row-constant operand is read once per pack, a contiguous one only as the pack (no extra load)
+        T a0 = a_s ? sa : (a_row ? *ar : (T)0), b0 = b_s ? sb : (b_row ? *br : (T)0);
+        if (vec && c + S <= cols) {
+            Packed128<T> pa, pb, r;
+            if (!a_s && !a_row) pa = load128(ar);
+            if (!b_s && !b_row) pb = load128(br);
+            #pragma unroll
+            for (int k = 0; k < S; ++k)
+                r.v[k] = f(a_s || a_row ? a0 : pa.v[k], b_s || b_row ? b0 : pb.v[k]);
+            store128(yr, r);
+        } else {
+            int m = cols - c < w ? (int)(cols - c) : w;
+            for (int k = 0; k < m; ++k)
+                yr[k] = f(a_s || a_row ? a0 : ar[k], b_s || b_row ? b0 : br[k]);
+        }
     }
 }
 
@@ -333,7 +417,7 @@ __global__ void compare_forward(i64 n, int nd, const i64* __restrict__ meta, con
     }
     MT_GRID_STRIDE(i, n) {
         i64 off[3];
-        mt_offsets<3>(i, nd, meta, off);
+        mt_offsets<3>(i, n, nd, meta, off);
         y[off[0]] = f(a_s ? sa : a[off[1]], b_s ? sb : b[off[2]]);
     }
 }
@@ -350,7 +434,7 @@ __global__ void ternary_forward(i64 n, int nd, const i64* __restrict__ meta, con
     }
     MT_GRID_STRIDE(i, n) {
         i64 off[4];
-        mt_offsets<4>(i, nd, meta, off);
+        mt_offsets<4>(i, n, nd, meta, off);
         y[off[0]] = f(a_s ? sa : a[off[1]], b_s ? sb : b[off[2]], c_s ? sc : c[off[3]]);
     }
 }
@@ -366,7 +450,7 @@ __global__ void where_forward(i64 n, int nd, const i64* __restrict__ meta, const
     }
     MT_GRID_STRIDE(i, n) {
         i64 off[4];
-        mt_offsets<4>(i, nd, meta, off);
+        mt_offsets<4>(i, n, nd, meta, off);
         y[off[0]] = cond[off[1]] ? (a_s ? sa : a[off[2]]) : (b_s ? sb : b[off[3]]);
     }
 }

@@ -9,6 +9,10 @@
 //                      2j+1 = r sin t, then * std + mean, rounded once to T. u's come from single words
 //                      (float) or 64-bit values (double), as in the NumPy implementation.
 //   randint_forward    int64 low + bits % span, with one word when the span fits in 32 bits, else 64 bits
+//   dropout_forward<T> y = x * (keep ? scale : 0) (+ r): keep_i = word i < threshold, the same draw as the
+//                      bernoulli mask of the NumPy implementation (word * 2^-32 < 1 - p), one Philox block per
+//                      thread and 4 elements; the forward, the backward (the same call on the gradient with the
+//                      same counter: the mask is regenerated, never stored) and the fused residual x + dropout(y)
 //
 // key = the generator's 64-bit seed (low 32 bits = key word 0); the counter is 128-bit (lo, hi), advanced
 // by the generator in whole blocks. __fmul_rn / __dmul_rn keep NVRTC from fusing the scale and shift into
@@ -86,6 +90,57 @@ extern "C" __global__ void randint_forward(u64 key, u64 ctr_lo, u64 ctr_hi, i64 
             u64 w = stream_word(ctr_lo, ctr_hi, key, i);
             if (span != (1ull << 32)) w %= span;
             out[i] = (i64)w + low;
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------ dropout
+// mode bits of dropout_forward
+#define DROP_ADD 1  // add the residual r
+#define DROP_VEC 2  // x, r and y are 16-byte aligned: 128-bit packs
+
+__device__ __forceinline__ float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double mul_rn(double a, double b) { return __dmul_rn(a, b); }
+
+template <typename T>
+__global__ void dropout_forward(u64 key, u64 ctr_lo, u64 ctr_hi, i64 n, const T* __restrict__ x,
+                                const T* __restrict__ r, T* __restrict__ y, u64 threshold, T scale, int mode) {
+    constexpr int S = Packed128<T>::size;
+    bool add = mode & DROP_ADD;
+    bool vec = mode & DROP_VEC;
+    i64 nblocks = (n + 3) >> 2;
+    // a thread owns one Philox block, i.e. the 4 elements its 4 words decide: one 128-bit pack of float,
+    // two of double, and consecutive threads touch consecutive 16-byte pieces (coalesced)
+    MT_GRID_STRIDE(b, nblocks) {
+        u64 lo = ctr_lo + (u64)b;
+        Words4 w = philox(lo, ctr_hi + (lo < ctr_lo ? 1 : 0), key);
+        T m[4];
+        #pragma unroll
+        for (int k = 0; k < 4; ++k) m[k] = (u64)w.w[k] < threshold ? scale : (T)0;
+        i64 i0 = b << 2;
+        // the multiply is rounded on its own (no FMA with the residual add), as the NumPy body rounds it;
+        // x * 0 keeps NaN for an infinite or NaN input, as x * mask does in PyTorch
+        if (vec && i0 + 4 <= n) {
+            #pragma unroll
+            for (int h = 0; h < 4; h += S) {
+                Packed128<T> a = load128(x + i0 + h), o;
+                #pragma unroll
+                for (int k = 0; k < S; ++k) o.v[k] = mul_rn(a.v[k], m[h + k]);
+                if (add) {
+                    Packed128<T> c = load128(r + i0 + h);
+                    #pragma unroll
+                    for (int k = 0; k < S; ++k) o.v[k] = c.v[k] + o.v[k];
+                }
+                store128(y + i0 + h, o);
+            }
+        } else {
+            #pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                if (i0 + k < n) {
+                    T v = mul_rn(x[i0 + k], m[k]);
+                    y[i0 + k] = add ? r[i0 + k] + v : v;
+                }
+            }
         }
     }
 }

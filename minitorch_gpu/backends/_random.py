@@ -102,6 +102,12 @@ def _round_keys(key: int) -> Array:
     return ks
 
 
+def dropout_threshold(p: float) -> int:
+    """The integer ``t`` with ``word < t`` exactly when ``word * 2**-32 < 1 - p`` (the float64 comparison of the
+    bernoulli draw; scaling by 2**32 is exact, so the bound is the ceiling of ``(1 - p) * 2**32``); at most 2**32."""
+    return math.ceil((1.0 - p) * 4294967296.0)
+
+
 class RandomMixin(PrimitiveHost):
     # ------------------------------------------------------------------ the raw stream
     def philox4x32_10(self, counter: int, key: int, n: int) -> Array:
@@ -286,6 +292,24 @@ class RandomMixin(PrimitiveHost):
         n = math.prod(shape)
         u, nb = self._unit_f64(seed, offset, n, False)
         return (u.reshape(shape) < p).astype(np_dtype, copy=False), nb
+
+    def rand_dropout(self, seed: int, offset: int, x: Array, p: float, residual: Array | None = None) -> Drawn:
+        """``x * keep / (1 - p)`` (``+ residual``, an array of ``x``'s shape and dtype) for ``0 < p < 1``: element
+        ``i`` is kept when word ``i`` of the stream is below ``dropout_threshold(p)``, the same draw as
+        ``rand_bernoulli(..., 1 - p, ...)``. Applying it again with the same seed and offset (to a gradient)
+        applies the same mask, which is how dropout's backward regenerates its mask instead of storing it."""
+        xp = self.xp
+        dt = x.dtype
+        w, nb = self.random_words(seed, offset, x.size)
+        t = dropout_threshold(p)
+        keep = w < np.uint32(t) if t <= _MASK32 else xp.ones(x.size, dtype=bool)
+        # the kept value is x * scale rounded in x's dtype, then the residual added: two roundings, as in
+        # x + (x * mask) with the scaled mask of the unfused form
+        noise = xp.where(keep, dt.type(1.0 / (1.0 - p)), dt.type(0)).reshape(x.shape)
+        y = x * noise
+        if residual is not None:
+            y = residual + y
+        return y, nb
 
     def rand_exponential(self, seed: int, offset: int, shape: Shape, np_dtype: NpDtype, lambd: float) -> Drawn:
         xp = self.xp

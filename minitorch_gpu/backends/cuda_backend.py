@@ -30,6 +30,7 @@ import numpy as np
 
 from .. import _device
 from .._dtype import bfloat16
+from ._random import dropout_threshold
 from .cuda.checks import Check, DeferredChecks, note_sync
 from ._types import Array
 from .base import Backend
@@ -59,7 +60,7 @@ Primitive = Literal[
     "foreach_clip_",
     "softmax_forward", "log_softmax_forward", "softmax_backward", "log_softmax_backward",
     "cross_entropy_forward", "cross_entropy_backward", "layer_norm_forward", "layer_norm_backward",
-    "matmul", "_fused_step", "philox4x32_10", "rand_uniform", "rand_normal", "rand_int", "add_at",
+    "matmul", "_fused_step", "philox4x32_10", "rand_uniform", "rand_normal", "rand_int", "rand_dropout", "add_at",
     "attention_forward", "attention_backward"]
 """The primitives of ``Backend`` that the CUDA kernels serve."""
 
@@ -368,6 +369,11 @@ def _rand_int(be: CudaBackend, kern: Launcher, seed: int, offset: int, shape: tu
     return r.reshape(shape).astype(np_dtype, copy=False), nb
 
 
+def _rand_dropout(be: CudaBackend, kern: Launcher, seed: int, offset: int, x: Array, p: float,
+                  residual: Array | None = None) -> tuple[Array, int] | None:
+    return kern.dropout(seed, offset, x, p, dropout_threshold(p), residual)
+
+
 # embedding.cu: a scatter-add of rows, in place
 def _add_at(be: CudaBackend, kern: Launcher, a: Array, index: Any, values: Any) -> Literal[True] | None:
     idx = index[0] if isinstance(index, tuple) and len(index) == 1 else index
@@ -406,6 +412,7 @@ ROUTES: dict[Primitive, Route] = {
     "rand_uniform": Route(_rand_uniform),
     "rand_normal": Route(_rand_normal, when=_scalar_moments),
     "rand_int": Route(_rand_int, when=_span_fits),
+    "rand_dropout": Route(_rand_dropout),
     "add_at": Route(_add_at, in_place=True),
     # attention.cu: causal / float / bool masks, dropout regenerated from (seed, offset), head dims up to 128
     "attention_forward": Route(method="attention_forward"),

@@ -76,7 +76,8 @@ class CausalSelfAttention(nn.Module):
         self.c_proj = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
         self.resid_dropout = nn.Dropout(config.dropout)
 
-    def forward(self, x):
+    def forward(self, x, residual=None):
+        """The attention output, or ``residual`` plus it when given (the dropout and the add in one pass)."""
         B, T, C = x.shape
         hs = C // self.n_head
         q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
@@ -86,7 +87,8 @@ class CausalSelfAttention(nn.Module):
         y = F.scaled_dot_product_attention(q, k, v, dropout_p=self.dropout if self.training else 0.0,
                                            is_causal=True)
         y = y.transpose(1, 2).contiguous().view(B, T, C)
-        return self.resid_dropout(self.c_proj(y))
+        y = self.c_proj(y)
+        return self.resid_dropout(y) if residual is None else self.resid_dropout.dropout_add(residual, y)
 
 
 class MLP(nn.Module):
@@ -99,8 +101,10 @@ class MLP(nn.Module):
         self.c_proj = nn.Linear(4 * config.n_embd, config.n_embd, bias=config.bias)
         self.dropout = nn.Dropout(config.dropout)
 
-    def forward(self, x):
-        return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
+    def forward(self, x, residual=None):
+        """The MLP output, or ``residual`` plus it when given (the dropout and the add in one pass)."""
+        y = self.c_proj(self.gelu(self.c_fc(x)))
+        return self.dropout(y) if residual is None else self.dropout.dropout_add(residual, y)
 
 
 class Block(nn.Module):
@@ -114,8 +118,8 @@ class Block(nn.Module):
         self.mlp = MLP(config)
 
     def forward(self, x):
-        x = x + self.attn(self.ln_1(x))
-        return x + self.mlp(self.ln_2(x))
+        x = self.attn(self.ln_1(x), residual=x)
+        return self.mlp(self.ln_2(x), residual=x)
 
 
 class GPT(nn.Module):

@@ -987,6 +987,13 @@ class Module:
         return full, non_full
 
     # ------------------------------------------------------------------ calling
+    def _has_call_hooks(self):
+        """Whether calling the module would run a hook (its own or a global one): the condition of ``__call__``'s
+        fast path, which stays spelled out there because it runs on every call."""
+        return bool(self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
+                    or self._backward_pre_hooks or _global_forward_pre_hooks or _global_forward_hooks
+                    or _global_backward_hooks or _global_backward_pre_hooks)
+
     def __call__(self, *args, **kwargs):
         if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
                 or self._backward_pre_hooks or _global_forward_pre_hooks or _global_forward_hooks

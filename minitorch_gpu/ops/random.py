@@ -138,6 +138,14 @@ class Generator:
             self._offset = (self._offset + used) & _MASK64
         return arr
 
+    def _claim(self, nblocks):
+        """(seed, offset) of the next ``nblocks`` blocks, moving past them: for an op that draws inside its own
+        kernel and replays the same blocks later (dropout regenerates its mask in backward from these two)."""
+        with self._lock:
+            seed, offset = self._seed, self._offset
+            self._offset = (offset + nblocks) & _MASK64
+        return seed, offset
+
     def __reduce__(self):
         return (_rebuild_generator, (str(self._device), self._seed, self._offset))
 

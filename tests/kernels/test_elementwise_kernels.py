@@ -245,3 +245,138 @@ def test_where(k, n, dt):
     y = np.arange(3, dtype=dt)[:, None]
     _check(k.where(m, x, y), np.where(m, x, y), dt)
     _check(k.where(m.T, x[:, None], 7.0), np.where(m.T, x[:, None], dt(7)), dt)
+
+
+# ---------------------------------------------------------------------- rows and 32-bit index math
+def test_fastdiv_constants_divide_exactly():
+    from minitorch_gpu.backends.cuda.launch import fastdiv_constants
+    rng = np.random.default_rng(0)
+    divisors = list(range(1, 1100)) + [(1 << k) + e for k in range(11, 31) for e in (-1, 0, 1)] + [1 << 31]
+    divisors += [int(d) for d in rng.integers(1, 1 << 31, 500)]
+    for d in divisors:
+        magic, shift = fastdiv_constants(d)
+        assert 0 < magic < 1 << 32
+        n = np.concatenate([rng.integers(0, 1 << 31, 2000), [0, 1, d - 1, d, d + 1, 2 * d - 1, 2 * d, (1 << 31) - 1]])
+        n = (n % (1 << 31)).astype(np.uint64)
+        q = (((n * np.uint64(magic)) >> np.uint64(32)) + n) >> np.uint64(shift)  # mt_fastdiv
+        np.testing.assert_array_equal(q, n // np.uint64(d), err_msg=str(d))
+
+
+def _kernels_used(k, monkeypatch):
+    used = []
+    fn = k.fn
+
+    def spy(fname, kernel):
+        used.append(kernel.split("<")[0])
+        return fn(fname, kernel)
+    monkeypatch.setattr(k, "fn", spy)
+    return used
+
+
+def _offset_view(a, shift):
+    """``a``'s values in memory that starts ``shift`` elements past a 16-byte boundary."""
+    buf = np.empty(a.size + 8, dtype=a.dtype)
+    start = (-(buf.__array_interface__["data"][0] // a.itemsize)) % (16 // a.itemsize) + shift
+    v = buf[start:start + a.size].reshape(a.shape)
+    v[...] = a
+    return v
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("rows,cols", [(1, 5), (3, 3), (2, 4), (5, 5), (7, 8), (4, 17), (33, 31), (9, 64), (3, 1031)])
+def test_binary_rows_bias_and_row_broadcasts(k, monkeypatch, dt, rows, cols):
+    rng = np.random.default_rng(rows * cols)
+    x = rng.standard_normal((rows, cols)).astype(dt)
+    bias = rng.standard_normal(cols).astype(dt)
+    col = rng.standard_normal((rows, 1)).astype(dt)
+    used = _kernels_used(k, monkeypatch)
+    for shift in (0, 1, 2):
+        xs, bs = _offset_view(x, shift), _offset_view(bias, (shift + 1) % 3)
+        _check(k.binary("add", xs, bs), x + bias, dt)
+        _check(k.binary("sub", bs, xs), bias - x, dt)
+        _check(k.binary("mul", xs, _offset_view(col, shift)), x * col, dt)
+        _check(k.binary("div", col, xs), col / x, dt)
+        _check(k.binary("maximum", bs, col), np.maximum(bias, col), dt)  # both operands broadcast
+    if rows > 1:  # one row collapses to a flat walk
+        assert set(used) == {"binary_rows_forward"}
+    # into a given (strided) output: the row kernel writes through its row stride
+    out = np.zeros((rows, cols + 3), dtype=dt)[:, 1:cols + 1]
+    k.binary("add", x, bias, out)
+    _check(out, x + bias, dt)
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+def test_binary_rows_layouts(k, monkeypatch, dt):
+    rng = np.random.default_rng(1)
+    big = rng.standard_normal((6, 5, 12, 9)).astype(dt)
+    scores = rng.standard_normal((2, 3, 7, 7)).astype(dt)
+    mask = rng.standard_normal((7, 7)).astype(dt)
+    used = _kernels_used(k, monkeypatch)
+    cases = [
+        (scores, mask),                             # attention mask: (B*H, T*T) + (T*T,)
+        (big[:, :, :, 1:], big[0, 0, :, :8]),       # sliced rows: strides 540/108/9, no packs
+        (big[:, 1:4, ::2, :8], 2.5),                # 3 outer dims to walk with the 32-bit division
+        (big[::-1, :, 3:], big[0, :, 3:]),          # a negative outer stride
+        (big[:, :1, :, :], big[:1, :, :1, :]),      # broadcasts on several axes at once
+        (big[..., :4], big[:, :, :1, :4]),
+        (3.0, big[:, 2, :, 4:8]),
+    ]
+    for a, b in cases:
+        _check(k.binary("sub", a, b), np.subtract(a, b), dt)
+    assert set(used) == {"binary_rows_forward"}
+    for a, b in cases:
+        base = np.abs(a) if isinstance(a, np.ndarray) else abs(a)
+        _check(k.binary("pow", base, b), np.power(base, b), dt)
+    used.clear()
+    # a transposed operand is strided along the row: the general kernel, with the 32-bit division
+    t, c = big[0, 0].T, rng.standard_normal((9, 12)).astype(dt)
+    _check(k.binary("add", t, c), t + c, dt)
+    _check(k.binary("add", c, t), c + t, dt)
+    _check(k.binary("add", big[:, :, :, 0], big[:, :, :, 1]), big[..., 0] + big[..., 1], dt)
+    assert set(used) == {"binary_strided_forward"}
+    used.clear()
+    # unary maps of views whose rows are contiguous: sliced, permuted, expanded along the row
+    for x in (big[:, ::2, :, 1:], big[1:, :, 3:, :8], big.transpose(1, 0, 2, 3)[:, :, :, 2:],
+              np.broadcast_to(big[:, :, :, :1], big.shape), _offset_view(big, 1)[:, :, :, :5]):
+        _check(k.unary("exp", x), np.exp(x), dt)
+        _check(k.unary("softplus", x, None, 2.0, 1.0), np.where(2 * x > 1, x, np.log1p(np.exp(2 * x)) / 2), dt)
+        out = np.empty((x.shape[0] + 1,) + x.shape[1:], dtype=dt)[1:]
+        k.unary("sin", x, out)
+        _check(out, np.sin(x), dt)
+    assert set(used) == {"unary_rows_forward"}
+    used.clear()
+    # the other strided kernels read the new meta layout too
+    _check(k.unary("exp", big[:, :, :, 0]), np.exp(big[:, :, :, 0]), dt)
+    _check(k.binary("lt", scores, mask), scores < mask, dt)
+    _check(k.where(scores > 0, mask, big[0, 0, :7, :7].T), np.where(scores > 0, mask, big[0, 0, :7, :7].T), dt)
+    _check(k.ternary("clamp", big[:, :, 1:], -0.5, big[0, :, 1:]), np.minimum(np.maximum(big[:, :, 1:], -0.5),
+                                                                                big[0, :, 1:]), dt)
+
+
+def test_binary_rows_leave_what_exceeds_31_bits_to_the_general_kernel(k, monkeypatch):
+    from minitorch_gpu.backends.cuda import launch
+    x = np.arange(40.0).reshape(5, 8)
+    b = np.arange(8.0)
+    used = _kernels_used(k, monkeypatch)
+    monkeypatch.setattr(launch, "FASTDIV_MAX", 19)  # stands for 2**31 - 1: 5 rows x 4 packs of 2 > 19
+    _check(k.binary("add", x, b), x + b, np.float64)
+    monkeypatch.setattr(launch, "FASTDIV_MAX", 20)
+    _check(k.binary("add", x, b), x + b, np.float64)
+    assert used == ["binary_strided_forward", "binary_rows_forward"]
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("bmask", range(8))
+def test_binary_broadcast_on_every_axis_subset(k, dt, bmask):
+    """b is 1 on each subset of the axes of a (4, 6, 10) output, on either side, from aligned and misaligned
+    memory and as a sliced view: whichever kernel the layout picks, the values are NumPy's."""
+    rng = np.random.default_rng(bmask)
+    shape = (4, 6, 10)
+    bshape = tuple(1 if bmask >> d & 1 else n for d, n in enumerate(shape))
+    a = rng.standard_normal(shape).astype(dt)
+    b = rng.standard_normal(bshape).astype(dt)
+    wide = rng.standard_normal(shape[:2] + (13,)).astype(dt)[..., 2:12]  # rows of 10 at a stride of 13
+    for x in (a, _offset_view(a, 1), wide):
+        for y in (b, _offset_view(b, 3), b[..., ::-1]):
+            _check(k.binary("sub", x, y), x - y, dt)
+            _check(k.binary("sub", y, x), y - x, dt)

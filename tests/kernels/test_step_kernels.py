@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from fused_cases import CASE_IDS, CASES, assert_states_equal, copy_state, make_state, run_step
 
+from minitorch_gpu.backends._random import dropout_threshold
 from minitorch_gpu.backends.numpy_backend import NumpyBackend
 
 REF = NumpyBackend()
@@ -104,3 +105,65 @@ def test_embedding_backward_index_errors(k):
         k.checks.flush()
     k.checks.flush()
     assert not k.embedding_backward(np.zeros((3, 2), np.float32).T, np.array([0]), np.ones((1, 3), np.float32))
+
+
+def _misaligned(a, shift):
+    """A copy of ``a`` whose data starts ``shift`` elements past a 16-byte boundary (breaks the 128-bit path)."""
+    buf = np.empty(a.size + 4, dtype=a.dtype)
+    while buf.__array_interface__["data"][0] % 16:
+        buf = np.empty(a.size + 4, dtype=a.dtype)
+    out = buf[shift:shift + a.size].reshape(a.shape)
+    out[...] = a
+    return out
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [0, 1, 3, 4, 5, 7, 255, 257, 1031, 4099])
+@pytest.mark.parametrize("p", [0.1, 0.5, 0.97])
+def test_dropout_bit_identical(k, dt, n, p):
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal(n).astype(dt)
+    r = rng.standard_normal(n).astype(dt)
+    for seed, offset in ((SEEDS[2], OFFSETS[1]), (SEEDS[3], OFFSETS[3])):
+        want, nb_ref = REF.rand_dropout(seed, offset, x, p)
+        for shift in (0, 1, 3):
+            xs = _misaligned(x, shift)
+            got, nb = k.dropout(seed, offset, xs, p, dropout_threshold(p))
+            assert nb == nb_ref == (n + 3) // 4
+            np.testing.assert_array_equal(got, want)
+            # the fused residual: x + dropout(y), rounded as the two separate ops round
+            got, nb = k.dropout(seed, offset, xs, p, dropout_threshold(p), _misaligned(r, 2 - shift % 2))
+            np.testing.assert_array_equal(got, r + want)
+        # the mask is the bernoulli draw of the same blocks: keep with probability 1 - p, scale 1 / (1 - p)
+        keep, _ = REF.rand_bernoulli(seed, offset, (n,), 1.0 - p, np.dtype(dt))
+        np.testing.assert_array_equal(want, x * (keep * dt(1.0 / (1.0 - p))))
+
+
+def test_dropout_layouts_and_specials(k):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((33, 17)).astype(np.float32)
+    # a transposed or sliced input is masked by its logical (row-major) index, as a contiguous copy would be
+    for x in (a.T, a[::2, 1:], a[:, :16]):
+        got, _ = k.dropout(5, 0, x, 0.4, dropout_threshold(0.4))
+        want, _ = REF.rand_dropout(5, 0, np.ascontiguousarray(x), 0.4)
+        np.testing.assert_array_equal(got, want)
+        assert got.shape == x.shape and got.flags.c_contiguous
+    # inf and NaN times a dropped 0 stay NaN, as x * mask does
+    x = np.array([np.inf, -np.inf, np.nan, 1.0] * 64, dtype=np.float32)
+    got, _ = k.dropout(1, 0, x, 0.5, dropout_threshold(0.5))
+    dropped = REF.rand_dropout(1, 0, np.ones_like(x), 0.5)[0] == 0
+    assert dropped.any() and (~dropped).any()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(x) | (np.isinf(x) & dropped))
+    # what the kernel does not take, the backend's built-in body does
+    t = dropout_threshold(0.5)
+    assert k.dropout(1, 0, np.ones(4, np.float16), 0.5, t) is None
+    assert k.dropout(1, 0, np.ones(4, np.float32), 0.5, t, np.ones(4, np.float64)) is None
+    assert k.dropout(1, 0, np.ones(4, np.float32), 0.5, t, np.ones(3, np.float32)) is None
+
+
+def test_dropout_threshold_matches_the_float64_comparison():
+    words = np.array([0, 1, 2**31 - 1, 2**31, 2**31 + 1, 2**32 - 2, 2**32 - 1], dtype=np.uint64)
+    for p in (1 - 1e-12, 0.9, 0.5, 0.5 - 2**-40, 0.3, 2**-33, 2**-53):
+        t = dropout_threshold(p)
+        assert t <= 2**32
+        np.testing.assert_array_equal(words < t, words.astype(np.float64) * 2.0**-32 < 1.0 - p)

@@ -31,7 +31,8 @@ def test_dropout_gradient_uses_the_same_mask(device):
     y.backward(g)
     keep = to_np(y) != 0
     np.testing.assert_allclose(to_np(x.grad), np.where(keep, to_np(g) / 0.7, 0.0), rtol=1e-6)
-    assert y.grad_fn.name() == "MulBackward0"
+    # PyTorch's node names: the fused kernel on CUDA, the mask multiply elsewhere
+    assert y.grad_fn.name() == ("NativeDropoutBackward0" if x.is_cuda else "MulBackward0")
 
 
 def test_dropout_keeps_dtype(device):
@@ -194,3 +195,123 @@ def test_module_reprs_and_modes(torch, device):
         m.eval()
         assert m(x) is x
     assert list(mt.nn.Dropout().parameters()) == []
+
+
+# ---------------------------------------------------------------------- one stream on every device
+@pytest.mark.parametrize("shape", [(1,), (5,), (37, 41), (3, 1, 7, 9)])
+@pytest.mark.parametrize("p", [0.2, 0.75])
+def test_dropout_same_values_on_every_device(device, shape, p):
+    """One seed gives the same mask on the CPU (the mask multiply) and on CUDA (the fused kernel)."""
+    x = mt.randn(*shape, dtype=mt.float64)
+    mt.manual_seed(11)
+    want = to_np(F.dropout(x, p))
+    mt.manual_seed(11)
+    got = to_np(F.dropout(x.to(device), p))
+    np.testing.assert_array_equal(got, want)
+    # a transposed input is masked by its logical index too
+    if x.dim() == 2:
+        mt.manual_seed(12)
+        want = to_np(F.dropout(x.t(), p))
+        mt.manual_seed(12)
+        np.testing.assert_array_equal(to_np(F.dropout(x.to(device).t(), p)), want)
+
+
+def test_dropout_reproducible_and_advancing(device):
+    x = mt.randn(1001, device=device)
+    mt.manual_seed(7)
+    a, b = to_np(F.dropout(x, 0.5)), to_np(F.dropout(x, 0.5))
+    mt.manual_seed(7)
+    np.testing.assert_array_equal(to_np(F.dropout(x, 0.5)), a)
+    np.testing.assert_array_equal(to_np(F.dropout(x, 0.5)), b)
+    assert not np.array_equal(a, b)
+    # one word per element, whole blocks per draw: the next draw starts where a bernoulli of the size would end
+    mt.manual_seed(7)
+    F.dropout(x, 0.5)
+    after = to_np(mt.rand(3, device=device))
+    mt.manual_seed(7)
+    mt.bernoulli(mt.full((1001,), 0.5, device=device))
+    np.testing.assert_array_equal(to_np(mt.rand(3, device=device)), after)
+
+
+def test_dropout_double_backward(device):
+    mt.manual_seed(3)
+    x = mt.randn(9, 7, device=device, dtype=mt.float64, requires_grad=True)
+    y = F.dropout(x, 0.4)
+    keep = to_np(y) != 0
+    g = mt.randn(9, 7, device=device, dtype=mt.float64, requires_grad=True)
+    gx, = mt.autograd.grad(y, x, g, create_graph=True)
+    np.testing.assert_allclose(to_np(gx), np.where(keep, to_np(g) / 0.6, 0.0), rtol=1e-12)
+    # the gradient is linear in g through the same mask
+    gg, = mt.autograd.grad(gx.sum(), g)
+    np.testing.assert_allclose(to_np(gg), np.where(keep, 1 / 0.6, 0.0), rtol=1e-12)
+
+
+# ---------------------------------------------------------------------- x + dropout(y)
+@pytest.mark.parametrize("dtype", [mt.float32, mt.float64])
+def test_dropout_add_is_the_sum_it_replaces(device, dtype):
+    from minitorch_gpu.nn.functional.dropout import dropout_add
+    x = mt.randn(13, 29, device=device, dtype=dtype, requires_grad=True)
+    y = mt.randn(13, 29, device=device, dtype=dtype, requires_grad=True)
+    g = mt.randn(13, 29, device=device, dtype=dtype)
+    mt.manual_seed(21)
+    ref = x + F.dropout(y, 0.3)
+    ref.backward(g)
+    gx, gy = to_np(x.grad), to_np(y.grad)
+    x.grad = y.grad = None
+    mt.manual_seed(21)
+    out = dropout_add(x, y, 0.3)
+    out.backward(g)
+    np.testing.assert_array_equal(to_np(out), to_np(ref))
+    np.testing.assert_array_equal(to_np(x.grad), gx)
+    np.testing.assert_array_equal(to_np(y.grad), gy)
+    np.testing.assert_array_equal(gx, to_np(g))
+    if x.is_cuda:
+        assert out.grad_fn.name() == "DropoutAddBackward0"
+    # evaluation, p = 0, p = 1 and a broadcast residual are the plain sum
+    np.testing.assert_array_equal(to_np(dropout_add(x, y, 0.3, training=False)), to_np(x + y))
+    np.testing.assert_array_equal(to_np(dropout_add(x, y, 0.0)), to_np(x + y))
+    np.testing.assert_array_equal(to_np(dropout_add(x, y, 1.0)), to_np(x))
+    b = mt.randn(29, device=device, dtype=dtype)
+    mt.manual_seed(4)
+    want = to_np(b + F.dropout(y, 0.5))
+    mt.manual_seed(4)
+    np.testing.assert_array_equal(to_np(dropout_add(b, y, 0.5)), want)
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        dropout_add(x, y, 1.5)
+
+
+def test_dropout_module_add_respects_hooks(device):
+    m = mt.nn.Dropout(0.5)
+    x, y = mt.randn(64, device=device), mt.randn(64, device=device)
+    mt.manual_seed(2)
+    fused = to_np(m.dropout_add(x, y))
+    seen = []
+    m.register_forward_hook(lambda mod, inp, out: seen.append(out))
+    mt.manual_seed(2)
+    hooked = to_np(m.dropout_add(x, y))
+    assert len(seen) == 1  # a hooked module is called, not bypassed
+    np.testing.assert_array_equal(hooked, fused)
+
+
+def test_gpt_block_fused_residuals_match_the_module_calls(device):
+    from minitorch_gpu.models import GPT, GPTConfig
+    cfg = GPTConfig(vocab_size=31, block_size=8, n_layer=2, n_head=2, n_embd=16, dropout=0.25)
+    mt.manual_seed(0)
+    model = GPT(cfg).to(device)
+    idx = mt.randint(0, 31, (2, 8), device=device)
+    mt.manual_seed(5)
+    logits, loss = model(idx, idx)
+    loss.backward()
+    grads = {n: to_np(p.grad) for n, p in model.named_parameters()}
+    model.zero_grad()
+    # a global hook makes every Dropout module take its module call: the unfused graph
+    handle = mt.nn.module.register_module_forward_hook(lambda mod, inp, out: None)
+    try:
+        mt.manual_seed(5)
+        logits2, loss2 = model(idx, idx)
+        loss2.backward()
+    finally:
+        handle.remove()
+    np.testing.assert_allclose(to_np(logits2), to_np(logits), rtol=1e-5, atol=1e-6)
+    for n, p in model.named_parameters():
+        np.testing.assert_allclose(to_np(p.grad), grads[n], rtol=1e-4, atol=1e-6, err_msg=n)

@@ -41,14 +41,20 @@ _META_CACHE_MAX = 512
 _TABLE_CACHE_MAX = 64
 _BOOL = np.dtype(np.bool_)
 MODE_VEC = 1 << 4  # elementwise.cu's MODE_VEC: operands are contiguous and 16-byte aligned
+FASTDIV_MAX = (1 << 31) - 1  # common.cuh's MT_FASTDIV_MAX: the largest index its 32-bit division takes
+DROP_ADD, DROP_VEC = 1, 2  # random.cu's dropout_forward mode bits
 
 Strides = tuple[int, ...]
 Operand = Any
 """An array of the launcher's array module, or a Python scalar."""
 TailArgs = Callable[[list[Any], int], tuple[Any, ...]]
 """(typed scalars, mode bits) -> the trailing kernel arguments of a map kernel."""
-Layout = tuple[Shape, Any, bool, int, Any]
-"""(shape, array whose layout a new output copies or None, contiguous, dims walked, device meta or None)."""
+Collapsed = tuple[Shape, list[Strides]]
+"""A walk of the output with as few dims as possible: (shape, element strides per operand, the output first)."""
+Layout = tuple[Shape, Any, bool, int, Any, Collapsed | None]
+"""(shape, array whose layout a new output copies or None, contiguous, dims walked, device meta or None, the
+collapsed walk when it is by rows: at least 2 dims, the last of stride 1 in the output and 0 or 1 in each
+operand)."""
 
 @functools.cache
 def _kernel_ops() -> dict[str, tuple[str, int]]:
@@ -149,14 +155,18 @@ class _MapKernels:
         return (max(1, min((work + threads - 1) // threads, self.max_blocks)),)
 
     def meta(self, shape: Shape, strides_list: Sequence[Strides]) -> Array:
-        """The device int64 array [shape | strides of each operand], cached by content: training repeats the
-        same broadcast patterns every step, so steady state uploads nothing."""
+        """The device int64 array [shape | strides of each operand | fast-division magic and shift per dim]
+        (common.cuh's layout), cached by content: training repeats the same broadcast patterns every step, so
+        steady state uploads nothing."""
         key = (shape, tuple(strides_list))
         m = self._meta.get(key)
         if m is None:
             flat = list(shape)
             for st in strides_list:
                 flat.extend(st)
+            consts = [fastdiv_constants(n) for n in shape]
+            flat.extend(c[0] for c in consts)
+            flat.extend(c[1] for c in consts)
             m = self.upload(np.array(flat, dtype=np.int64))
             if len(self._meta) >= _META_CACHE_MAX:
                 self._meta.clear()
@@ -200,15 +210,16 @@ class _MapKernels:
 
     def _layout(self, arrays: Sequence[Array | None], out: Array | None) -> Layout | None:
         """How to walk array operands ``arrays`` (None entries are scalars) and the output:
-        (shape, like, contiguous, nd, meta), or None when unsupported. ``like`` is the operand whose memory
+        (shape, like, contiguous, nd, meta, rows), or None when unsupported. ``like`` is the operand whose memory
         layout a new output should copy (a dense permuted input, as NumPy and PyTorch keep it), else None
-        for a C-contiguous output. ``contiguous`` means every operand is walked as one flat run."""
+        for a C-contiguous output. ``contiguous`` means every operand is walked as one flat run; ``rows`` is the
+        collapsed walk when the row kernels can take it (see ``Layout``)."""
         present = [a for a in arrays if a is not None]
         first = present[0]
         shape = first.shape
         if all(a.shape == shape and a.flags.c_contiguous for a in present) and (
                 out is None or (out.shape == shape and out.flags.c_contiguous)):
-            return shape, None, True, 0, None
+            return shape, None, True, 0, None, None
         shape = _broadcast_shape([a.shape for a in present])
         if shape is None or (out is not None and out.shape != shape):
             return None
@@ -236,10 +247,11 @@ class _MapKernels:
         cshape, cstrides = collapse(shape_o, strides)
         walked = [cstrides[0]] + [st for a, st in zip(arrays, cstrides[1:]) if a is not None]
         if len(cshape) <= 1 and all(s == (1,) or s == () for s in walked):
-            return shape, like, True, 0, None
+            return shape, like, True, 0, None, None
         if len(cshape) > 8:
             return None
-        return shape, like, False, len(cshape), self.meta(cshape, cstrides)
+        rows = len(cshape) >= 2 and walked[0][-1] == 1 and all(st[-1] in (0, 1) for st in walked[1:])
+        return shape, like, False, len(cshape), self.meta(cshape, cstrides), (cshape, cstrides) if rows else None
 
     def _out(self, out: Array | None, shape: Shape, dt: NpDtype, like: Array | None) -> Array:
         if out is not None:
@@ -268,7 +280,8 @@ class _MapKernels:
 
     # ------------------------------------------------------------------ elementwise
     def _map(self, kernel_contig: str | None, kernel_strided: str, items: Sequence[Operand], out: Array | None,
-             out_dt: NpDtype, dt: NpDtype, tail_args: TailArgs, vec_ok: bool) -> Array | None:
+             out_dt: NpDtype, dt: NpDtype, tail_args: TailArgs, vec_ok: bool,
+             kernel_rows: str | None = None) -> Array | None:
         """The common driver of the map kernels: operands -> layout -> output -> launch. ``items`` are arrays or
         Python scalars; returns the output or None (unsupported case)."""
         got = self._operands(items, dt)
@@ -280,12 +293,15 @@ class _MapKernels:
         lay = self._layout(arrays, out)
         if lay is None:
             return None
-        shape, like, contig, nd, meta = lay
+        shape, like, contig, nd, meta, rows = lay
         out = self._out(out, shape, out_dt, like)
         n = math.prod(shape)
         if n == 0:
             return out
         ptrs = self._strided_arrays(arrays, out)
+        if rows is not None and kernel_rows is not None and \
+                self._rows(kernel_rows, rows, meta, arrays, out, ptrs, tail_args(scalars, mode), dt, mode):
+            return out
         if contig and kernel_contig is not None:
             vec = vec_ok and self._aligned(*arrays, out)
             per = 16 // dt.itemsize if vec else 1
@@ -299,6 +315,32 @@ class _MapKernels:
         self.fn("elementwise.cu", kernel_strided)(
             self.grid(n), (THREADS,), (_i64(n), _i32(nd), meta, *ptrs, out, *tail_args(scalars, mode)))
         return out
+
+    def _rows(self, kernel: str, rows: Collapsed, meta: Array, arrays: Sequence[Array | None], out: Array,
+              ptrs: Sequence[Array], tail: tuple[Any, ...], dt: NpDtype, mode: int) -> bool:
+        """Launch row kernel ``kernel`` over the collapsed walk ``rows`` (its last dim contiguous or constant in
+        every operand); ``tail`` are the map's trailing arguments, whose last is the mode. False (nothing
+        launched) when the work items do not fit the kernel's 31-bit index math."""
+        cshape, cstrides = rows
+        n_rows, cols = math.prod(cshape[:-1]), cshape[-1]
+        S = 16 // dt.itemsize
+        # 128-bit packs need every packed row start 16-byte aligned: the base pointers and every outer stride of
+        # the operands read along the row (a row-constant operand is read one element at a time)
+        along = [out] + [a for a in arrays if a is not None]
+        strides = [cstrides[0]] + [st for a, st in zip(arrays, cstrides[1:]) if a is not None]
+        vec = all(st[-1] == 0 or (self.ptr(a) % 16 == 0 and all(x % S == 0 for x in st[:-1]))
+                  for a, st in zip(along, strides))
+        per = S if vec else 1
+        cpr = (cols + per - 1) // per
+        if n_rows * cpr > FASTDIV_MAX:
+            return False
+        magic, shift = fastdiv_constants(cpr)
+        tail = tail[:-1] + (_i32(mode | MODE_VEC if vec else mode),)
+        self.fn("elementwise.cu", kernel)(
+            self.grid(n_rows * cpr), (THREADS,),
+            (_i64(n_rows), _i64(cols), _i32(len(cshape)), meta, *ptrs, out, *tail, np.uint32(magic),
+             np.uint32(shift)))
+        return True
 
     def _empty_meta(self) -> Array:
         return self.meta((0,), ())
@@ -320,7 +362,7 @@ class _MapKernels:
             return None
         s0, s1 = dt.type(p0), dt.type(p1)
         return self._map(f"unary_forward<{t}>", f"unary_strided_forward<{t}>", (x,), out, dt, dt,
-                         lambda s, m: _unary_tail(op, s0, s1, m), True)
+                         lambda s, m: _unary_tail(op, s0, s1, m), True, f"unary_rows_forward<{t}>")
 
     def binary(self, name: str, a: Operand, b: Operand, out: Array | None = None) -> Array | None:
         """``a <name> b`` (a BinaryOp or CompareOp of elementwise.cu); either side may be a Python scalar."""
@@ -342,7 +384,7 @@ class _MapKernels:
         if enum != "BinaryOp":
             return None
         return self._map(f"binary_forward<{t}>", f"binary_strided_forward<{t}>", (a, b), out, dt, dt,
-                         lambda s, m: (_i32(op), s[0], s[1], _i32(m)), True)
+                         lambda s, m: (_i32(op), s[0], s[1], _i32(m)), True, f"binary_rows_forward<{t}>")
 
     def ternary(self, name: str, a: Array, b: Operand, c: Operand, alpha: float = 1.0,
                 out: Array | None = None) -> Array | None:
@@ -377,7 +419,7 @@ class _MapKernels:
         lay = self._layout([cond] + arrays, None)
         if lay is None:
             return None
-        shape, like, contig, nd, meta = lay
+        shape, like, contig, nd, meta, _ = lay
         out = self._out(None, shape, dt, like)
         n = math.prod(shape)
         if n == 0:
@@ -388,6 +430,15 @@ class _MapKernels:
         self.fn("elementwise.cu", f"where_forward<{_TNAME[dt]}>")(
             self.grid(n), (THREADS,), (_i64(n), _i32(nd), meta, cond, pa, pb, out, sa, sb, _i32(mode << 1)))
         return out
+
+
+def fastdiv_constants(d: int) -> tuple[int, int]:
+    """(magic, shift) with ``n // d == (mulhi32(n, magic) + n) >> shift`` for every ``0 <= n < 2**31`` (common.cuh's
+    ``mt_fastdiv``); (0, 0) for the sizes no index is ever divided by (0, or beyond 31 bits)."""
+    if d <= 0 or d > FASTDIV_MAX + 1:
+        return 0, 0
+    shift = (d - 1).bit_length()  # the smallest s with 2**s >= d
+    return ((1 << 32) * ((1 << shift) - d)) // d + 1, shift
 
 
 def _unary_tail(op: int, s0: Any, s1: Any, mode: int) -> tuple[Any, ...]:
@@ -957,6 +1008,34 @@ class _StepKernels(_MapKernels):
                 (np.uint64(seed & 0xFFFFFFFFFFFFFFFF), lo, hi, _i64(n), out, np.float64(mean), np.float64(std),
                  _i32(wide)))
         return out, nb
+
+    def dropout(self, seed: int, offset: int, x: Array, p: float, threshold: int,
+                residual: Array | None = None) -> tuple[Array, int] | None:
+        """``x`` with elements dropped by the stream of ``seed`` from block ``offset`` (element ``i`` kept when
+        word ``i`` is below ``threshold``) and the rest scaled by ``1 / (1 - p)``, plus ``residual`` if given
+        (same shape and dtype), in one pass; and the blocks used. None for another dtype or a residual that does
+        not match."""
+        xp = self.xp
+        dt = x.dtype
+        if dt not in _FLOATS or not 0.0 < p < 1.0:
+            return None
+        if residual is not None and (residual.dtype != dt or residual.shape != x.shape):
+            return None
+        n = x.size
+        nb = (n + 3) // 4
+        # the mask is a function of the logical (row-major) index, so a strided input is read as a C copy
+        x = xp.ascontiguousarray(x)
+        r = xp.ascontiguousarray(residual) if residual is not None else x
+        y = xp.empty(x.shape, dtype=dt)
+        if n == 0:
+            return y, nb
+        lo, hi = self._counter(offset)
+        mode = (DROP_ADD if residual is not None else 0) | (DROP_VEC if self._aligned(x, r, y) else 0)
+        self.fn("random.cu", f"dropout_forward<{_TNAME[dt]}>")(
+            self.grid(nb), (THREADS,),
+            (np.uint64(seed & 0xFFFFFFFFFFFFFFFF), lo, hi, _i64(n), x, r, y, np.uint64(threshold),
+             dt.type(1.0 / (1.0 - p)), _i32(mode)))
+        return y, nb
 
     def randint(self, seed: int, offset: int, n: int, low: int, high: int) -> tuple[Array, int]:
         """``n`` int64 integers in [low, high) and the blocks used."""

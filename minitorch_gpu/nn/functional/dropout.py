@@ -3,14 +3,23 @@
 
 In training, each element (or each whole channel) is kept with probability ``1 - p`` and scaled by
 ``1 / (1 - p)`` so that the expected value is unchanged. The mask is drawn from the device's default
-generator (``mt.manual_seed`` makes it reproducible) in one call, already scaled, and applied with one
-multiplication, whose node (``MulBackward0``) sends the gradient through the same mask. Outside training,
-with ``p == 0`` or an empty input, the input itself is returned, as in PyTorch.
+generator (``mt.manual_seed`` makes it reproducible). Outside training, with ``p == 0`` or an empty input,
+the input itself is returned, as in PyTorch.
+
+Two forms, chosen as PyTorch chooses between ``native_dropout`` and its composite (on CUDA, 0 < p < 1, a
+non-empty floating input): on CUDA one ``rand_dropout`` pass draws the mask and applies it
+(``NativeDropoutBackward0``), and the backward replays the same Philox blocks on the gradient, so no mask is
+stored; elsewhere the mask is drawn, scaled and multiplied in (``MulBackward0``). Both read word ``i`` of the
+stream for element ``i``, so one seed gives the same result on either device. ``dropout_add(x, y, p)`` is
+``x + dropout(y, p)`` in one pass where the fused form applies (the residual connections of the transformer
+layers and the GPT block).
 """
 import math
 import warnings
 
 from ... import _dtype
+from ...autograd._inplace import apply_inplace
+from ...autograd.node import Op
 from ...ops import random as _random
 from ...tensor import Tensor
 
@@ -44,11 +53,53 @@ def _feature_shape(input, batched):
     return shape[:lead] + (1,) * (len(shape) - lead)
 
 
+class NativeDropoutBackward0(Op):
+    """``x * mask / (1 - p)`` with the mask drawn from the blocks at (seed, offset) of the stream; the backward is
+    the same op on the gradient with the same blocks (the gradient of a mask multiply is the same multiply)."""
+
+    def forward(self, x, p, seed, offset):
+        self.p, self.seed, self.offset = p, seed, offset
+        return x._be.rand_dropout(seed, offset, x._data, p)[0]
+
+    def backward(self, g):
+        return (NativeDropoutBackward0.apply(g, p=self.p, seed=self.seed, offset=self.offset),)
+
+
+class DropoutAddBackward0(Op):
+    """``x + y * mask / (1 - p)`` in one pass; x's gradient is the incoming one, y's the dropout of it."""
+
+    def forward(self, x, y, p, seed, offset):
+        self.p, self.seed, self.offset = p, seed, offset
+        return x._be.rand_dropout(seed, offset, y._data, p, x._data)[0]
+
+    def backward(self, g):
+        needs_x, needs_y = self.needs_input_grad
+        gy = NativeDropoutBackward0.apply(g, p=self.p, seed=self.seed, offset=self.offset) if needs_y else None
+        return (g if needs_x else None), gy
+
+
+def _fusable(input, p):
+    """Whether dropout of ``input`` takes the one-pass form (PyTorch's rule for its fused kernel)."""
+    return input.is_cuda and 0.0 < p < 1.0 and input.dtype.is_floating_point and input.numel() > 0
+
+
+def _claim(input):
+    """(seed, offset) of the device's default generator for one word per element of ``input``."""
+    return _random._generator(None, input._be)._claim((input.numel() + 3) // 4)
+
+
+def _native_dropout(input, p):
+    seed, offset = _claim(input)
+    return NativeDropoutBackward0.apply(input, p=p, seed=seed, offset=offset)
+
+
 def _dropout_impl(input, p, training, inplace, batched=None, alpha=False):
     """Dropout of elements, or of channels when ``batched`` is given (True: dims 0 and 1 are sample and
     channel; False: dim 0 is the channel)."""
     if p == 0 or not training or input.numel() == 0:
         return input
+    if batched is None and not alpha and _fusable(input, p):
+        return apply_inplace(input, _native_dropout, p) if inplace else _native_dropout(input, p)
     be = input._be
     if p == 1:
         zero = Tensor._make(be.zeros((), input._data.dtype), be)
@@ -78,6 +129,22 @@ def dropout(input, p=0.5, training=True, inplace=False):
     """
     _check_p(p)
     return _dropout_impl(input, p, training, inplace)
+
+
+def dropout_add(x, y, p=0.5, training=True):
+    """``x + dropout(y, p, training)``, in one pass on CUDA when ``x`` and ``y`` have one shape and floating dtype:
+    the residual connection around a dropped-out sublayer. The gradient reaches ``x`` unchanged and ``y``
+    through the mask, which the backward regenerates. (A minitorch_gpu extension; PyTorch has no public form.)
+
+    >>> dropout_add(mt.ones(3), mt.ones(3), 0.5, training=False)
+    tensor([2., 2., 2.])
+    """
+    _check_p(p)
+    if training and isinstance(x, Tensor) and isinstance(y, Tensor) and _fusable(y, p) and \
+            x.dtype is y.dtype and x.shape == y.shape and x.device == y.device:
+        seed, offset = _claim(y)
+        return DropoutAddBackward0.apply(x, y, p=p, seed=seed, offset=offset)
+    return x + dropout(y, p, training)
 
 
 def dropout1d(input, p=0.5, training=True, inplace=False):

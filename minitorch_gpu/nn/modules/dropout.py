@@ -1,5 +1,6 @@
 """Dropout layers: active in training mode (``module.train()``), the identity in evaluation mode."""
 from .. import functional as F
+from ..functional.dropout import dropout_add
 from ..module import Module
 
 __all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"]
@@ -24,6 +25,14 @@ class Dropout(_DropoutNd):
 
     def forward(self, input):
         return F.dropout(input, self.p, self.training, self.inplace)
+
+    def dropout_add(self, x, y):
+        """``x + self(y)``: the residual connection around a sublayer this module drops out, in one pass on CUDA
+        (``functional.dropout.dropout_add``) when calling the module would do nothing else (no hooks, no overridden forward,
+        not in place). A minitorch_gpu extension, used by the transformer layers and the GPT block."""
+        if self.inplace or type(self).forward is not Dropout.forward or self._has_call_hooks():
+            return x + self(y)
+        return dropout_add(x, y, self.p, self.training)
 
 
 class Dropout1d(_DropoutNd):

@@ -57,6 +57,16 @@ def _detect_is_causal_mask(mask, is_causal=None, size=None):
     return make_causal
 
 
+def _dropped(dropout, x, residual):
+    """``dropout(x)``, added to ``residual`` when one is given: in one pass where the module allows it (a plain
+    ``Dropout``; anything else, a user's replacement included, is called as a module)."""
+    if residual is None:
+        return dropout(x)
+    if isinstance(dropout, Dropout):
+        return dropout.dropout_add(residual, x)
+    return residual + dropout(x)
+
+
 class TransformerEncoderLayer(Module):
     """Self-attention then a feed-forward block, each with a residual connection and LayerNorm (after the
     residual sum, or before each block with ``norm_first``).
@@ -101,22 +111,23 @@ class TransformerEncoderLayer(Module):
                                                "src_mask", src.dtype)
         src_mask = _canonical_mask(src_mask, "src_mask", None, "", src.dtype, check_other=False)
         x = src
+        # each block adds its dropped-out output to the residual it is given (one pass on CUDA)
         if self.norm_first:
-            x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal=is_causal)
-            x = x + self._ff_block(self.norm2(x))
+            x = self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal=is_causal, residual=x)
+            x = self._ff_block(self.norm2(x), residual=x)
         else:
-            x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal=is_causal))
-            x = self.norm2(x + self._ff_block(x))
+            x = self.norm1(self._sa_block(x, src_mask, src_key_padding_mask, is_causal=is_causal, residual=x))
+            x = self.norm2(self._ff_block(x, residual=x))
         return x
 
-    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False, residual=None):
         x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False,
                            is_causal=is_causal)[0]
-        return self.dropout1(x)
+        return _dropped(self.dropout1, x, residual)
 
-    def _ff_block(self, x):
+    def _ff_block(self, x, residual=None):
         x = self.linear2(self.dropout(self.activation(self.linear1(x))))
-        return self.dropout2(x)
+        return _dropped(self.dropout2, x, residual)
 
 
 class TransformerEncoder(Module):
@@ -190,28 +201,30 @@ class TransformerDecoderLayer(Module):
                 memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False):
         x = tgt
         if self.norm_first:
-            x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal)
-            x = x + self._mha_block(self.norm2(x), memory, memory_mask, memory_key_padding_mask, memory_is_causal)
-            x = x + self._ff_block(self.norm3(x))
+            x = self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal, residual=x)
+            x = self._mha_block(self.norm2(x), memory, memory_mask, memory_key_padding_mask, memory_is_causal,
+                                residual=x)
+            x = self._ff_block(self.norm3(x), residual=x)
         else:
-            x = self.norm1(x + self._sa_block(x, tgt_mask, tgt_key_padding_mask, tgt_is_causal))
-            x = self.norm2(x + self._mha_block(x, memory, memory_mask, memory_key_padding_mask, memory_is_causal))
-            x = self.norm3(x + self._ff_block(x))
+            x = self.norm1(self._sa_block(x, tgt_mask, tgt_key_padding_mask, tgt_is_causal, residual=x))
+            x = self.norm2(self._mha_block(x, memory, memory_mask, memory_key_padding_mask, memory_is_causal,
+                                           residual=x))
+            x = self.norm3(self._ff_block(x, residual=x))
         return x
 
-    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False, residual=None):
         x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, is_causal=is_causal,
                            need_weights=False)[0]
-        return self.dropout1(x)
+        return _dropped(self.dropout1, x, residual)
 
-    def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal=False):
+    def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal=False, residual=None):
         x = self.multihead_attn(x, mem, mem, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
                                 is_causal=is_causal, need_weights=False)[0]
-        return self.dropout2(x)
+        return _dropped(self.dropout2, x, residual)
 
-    def _ff_block(self, x):
+    def _ff_block(self, x, residual=None):
         x = self.linear2(self.dropout(self.activation(self.linear1(x))))
-        return self.dropout3(x)
+        return _dropped(self.dropout3, x, residual)
 
 
 class TransformerDecoder(Module):
