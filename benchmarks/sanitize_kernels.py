@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from minitorch_gpu.backends._random import dropout_threshold
+
 F32, F64 = np.float32, np.float64
 
 
@@ -55,6 +57,16 @@ def checks(be: Any) -> list[tuple[str, Callable[[], None]]]:
             close(k.binary("sub", da.T, da.T[:, :1]), a.T - a.T[:, :1])
             close(k.binary("add", da, col), a + a[:, :1])
             close(k.unary("neg", da[:, ::2]), -a[:, ::2])  # not dense: the strided map
+            close(k.unary("neg", da[1:, 3:]), -a[1:, 3:])   # rows contiguous, not dense: the row map
+            for n in (1, 33, 1027):
+                x, hx = misaligned(n, dt)
+                res = dev(rng.standard_normal(n).astype(dt))
+                for r in (None, res):
+                    got = k.dropout(7, 3, x, 0.25, dropout_threshold(0.25), r)
+                    assert got is not None
+                    y = host(got[0]) - (0 if r is None else host(r))
+                    kept = np.isclose(y, hx / 0.75, rtol=1e-5, atol=1e-6)
+                    assert (kept | np.isclose(y, 0.0, atol=1e-6)).all()
             close(k.ternary("clamp", da.T, -0.5, 0.5), np.clip(a.T, -0.5, 0.5))
             close(k.where(dev(a > 0), da, 0.0), np.where(a > 0, a, 0.0))
             c0 = rng.standard_normal(a.shape).astype(dt)
