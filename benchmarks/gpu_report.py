@@ -319,7 +319,8 @@ def run_kernels(args: argparse.Namespace, folder: str) -> list[StepResult]:
 def run_compare(args: argparse.Namespace, folder: str) -> list[StepResult]:
     # benchmarks.compare names its folder by device type ("cuda"): its files are moved next to the others
     staging = os.path.join(folder, "compare_out")
-    cmd = [sys.executable, "-m", "benchmarks.compare", "--device", "cuda", "--out", staging] + (
+    # 5 interleaved rounds: the report's time budget (the comparison alone defaults to 15)
+    cmd = [sys.executable, "-m", "benchmarks.compare", "--device", "cuda", "--rounds", "5", "--out", staging] + (
         ["--quick"] if args.quick else [])
     step = run_step(StepResult("compare", "compare", cmd), args.timeout_compare, os.path.join(folder, "logs"))
     for sub in sorted(os.listdir(staging)) if os.path.isdir(staging) else []:
