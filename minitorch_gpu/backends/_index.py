@@ -13,7 +13,7 @@ from typing import Any, Literal, TypeAlias
 
 import numpy as _np
 
-from ._types import Array, NpDtype, Operand, PrimitiveHost, Scalar, Shape
+from ._types import Array, NpDtype, Operand, PrimitiveHost, Scalar, Shape, writable
 
 AtReduce = Literal["multiply", "maximum", "minimum"]
 """The ufuncs ``reduce_at`` applies with every repeated index (``ufunc.at``)."""
@@ -50,10 +50,7 @@ class IndexMixin(PrimitiveHost):
 
     def writable(self, x: Array) -> bool:
         """False for arrays whose elements overlap in memory (broadcast views), which must not be written."""
-        # NumPy marks broadcast views read-only; CuPy has no such flag, so zero strides tell
-        if getattr(x.flags, "writeable", True) is False:
-            return False
-        return x.size <= 1 or not any(st == 0 and n > 1 for st, n in zip(x.strides, x.shape))
+        return writable(x)
 
     def index_range(self, idx: Array) -> tuple[int, int]:
         """(min, max) of a non-empty integer array as Python ints, in one device-to-host transfer."""

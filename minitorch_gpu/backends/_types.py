@@ -82,3 +82,11 @@ class PrimitiveHost:
 
 if TYPE_CHECKING:
     from ._index import ScatterMode
+
+
+def writable(arr: Array) -> bool:
+    """False for an array whose elements overlap in memory (a broadcast view), which must not be written.
+    NumPy marks such views read-only; CuPy has no ``writeable`` flag, so zero strides tell."""
+    if getattr(arr.flags, "writeable", True) is False:
+        return False
+    return arr.size <= 1 or not any(st == 0 and n > 1 for st, n in zip(arr.strides, arr.shape))

@@ -34,3 +34,23 @@ def test_every_write_path_refuses_shared_elements(write):
     with pytest.raises(RuntimeError, match=_MSG):
         write(v)
     np.testing.assert_array_equal(base, np.arange(6.0))
+
+
+def test_the_check_works_without_numpys_flag():
+    from types import SimpleNamespace
+
+    from minitorch_gpu.backends._types import writable
+    cupy_like = SimpleNamespace(flags=SimpleNamespace(c_contiguous=False), size=6, strides=(0, 8), shape=(3, 2))
+    assert not writable(cupy_like)
+    assert writable(SimpleNamespace(flags=SimpleNamespace(), size=6, strides=(16, 8), shape=(3, 2)))
+
+
+def test_every_write_check_goes_through_writable():
+    # CuPy arrays have no ``flags.writeable``: reading it directly broke every in-place kernel path on a GPU
+    import pathlib
+    import re
+    root = pathlib.Path(mt.__file__).parent
+    offenders = [f"{p.relative_to(root)}:{i}" for p in root.rglob("*.py") if p.name != "_types.py"
+                 for i, line in enumerate(p.read_text().splitlines(), 1)
+                 if re.search(r"\.flags\.writeable\b(?!\s*=)", line) or re.search(r"fl\.writeable\b", line)]
+    assert offenders == []

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .._types import Array
+from .._types import Array, writable
 from .loader import define_int, enum_codes
 
 __all__ = ["FusedStep", "fused_group_sizes", "group_scalar_count", "OPTIM_KINDS"]
@@ -103,7 +103,7 @@ def fused_group_sizes(step: FusedStep, array_type: Any, dt: Any, writeable: bool
             if type(a) is not array_type or (a.dtype is not dt and a.dtype != dt) or a.size != n:
                 return None
             fl = a.flags
-            if not fl.c_contiguous or (writeable and j != 1 and not fl.writeable):
+            if not fl.c_contiguous or (writeable and j != 1 and not writable(a)):
                 return None
         sizes.append(n)
     return sizes

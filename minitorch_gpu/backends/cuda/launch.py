@@ -23,7 +23,7 @@ import numpy as np
 
 from .checks import DeferredChecks
 from .._elementwise_table import KERNEL_FILE, kernel_members
-from .._types import Array, NpDtype, Shape
+from .._types import Array, NpDtype, Shape, writable
 
 from . import loader as _loader
 from .fused_step import FusedStep, fused_group_sizes, group_scalar_count
@@ -907,7 +907,7 @@ class _StepKernels(_MapKernels):
         if type(total) is not self.xp.ndarray or total.dtype != dt or total.size != 1:
             return None
         sizes = self._contiguous_list(xs, dt)
-        if sizes is None or not all(x.flags.writeable for x in xs):
+        if sizes is None or not all(writable(x) for x in xs):
             return None
         table, n, n_chunks, chunk = self.tensor_table([xs], sizes)
         if n_chunks:
@@ -940,7 +940,7 @@ class _StepKernels(_MapKernels):
                 # read after another block wrote it
                 if inplace and self.ptr(y) != self.ptr(x) and xp.may_share_memory(x, y):
                     return None
-        if inplace and not all(x.flags.writeable for x in xs):
+        if inplace and not all(writable(x) for x in xs):
             return None
         if isinstance(values, (list, tuple)):
             vs = [float(v) for v in values]
