@@ -146,7 +146,63 @@ def cases(cp, quick):
     grad = rng.standard_normal((65536, 512), dtype=cp.float32)
     out.append(("embedding backward f32", 8 * grad.size, "B", lambda: k.embedding_backward(table, idx, grad),
                 lambda: __import__("cupyx").scatter_add(table, idx, grad), None))
+    return out + row_cases(cp, k, torch)
+
+
+def row_cases(cp, k, torch):
+    """The row kernels at the shapes of a GPT step: layer norm forward and backward (dx, dw, db), softmax,
+    cross-entropy. Bytes are each kernel's compulsory DRAM traffic (every input read once, every output
+    written once), so ``vs_copy`` compares with a copy of as many bytes."""
+    import numpy as np
+    rng = cp.random.default_rng(1)
+    out = []
+    for rows, N in ((16384, 384), (8192, 1024)):
+        x = rng.standard_normal((rows, N), dtype=cp.float32)
+        w = rng.standard_normal(N, dtype=cp.float32)
+        b = rng.standard_normal(N, dtype=cp.float32)
+        dy = rng.standard_normal((rows, N), dtype=cp.float32)
+        _, mean, rstd = k.layer_norm(x, w, b, 1e-5)
+        tx, tw, tb, tdy = (torch.as_tensor(a, device="cuda") for a in (x, w, b, dy)) if torch else (None,) * 4
+        # x read, y written, mean and rstd written
+        out.append((f"layer_norm fwd f32 {rows}x{N}", 4 * (2 * rows * N + 2 * rows), "B",
+                    lambda x=x, w=w, b=b: k.layer_norm(x, w, b, 1e-5), None,
+                    (lambda tx=tx, tw=tw, tb=tb: torch.nn.functional.layer_norm(tx, (tx.shape[1],), tw, tb))
+                    if torch else None))
+
+        def torch_ln_bwd(tx=tx, tw=tw, tb=tb, tdy=tdy):
+            xs, ws, bs = (t.detach().requires_grad_() for t in (tx, tw, tb))
+            return torch.autograd.grad(torch.nn.functional.layer_norm(xs, (xs.shape[1],), ws, bs), (xs, ws, bs),
+                                       tdy)
+        # dy and x read, dx written (mean, rstd, dw, db are rows + N elements)
+        out.append((f"layer_norm bwd f32 {rows}x{N}", 4 * (3 * rows * N + 2 * rows + 3 * N), "B",
+                    lambda x=x, w=w, dy=dy, mean=mean, rstd=rstd: k.layer_norm_backward(dy, x, w, mean, rstd,
+                                                                                       True, True),
+                    None, torch_ln_bwd if torch else None))
+    for cols in (256, 4096):
+        xs = rng.standard_normal((1 << 26) // cols, cols, dtype=cp.float32)
+        txs = torch.as_tensor(xs, device="cuda") if torch else None
+        out.append((f"softmax fwd f32 {cols} cols", 8 * xs.size, "B", lambda xs=xs: k.softmax(xs, 0, 1), None,
+                    (lambda txs=txs: torch.softmax(txs, 1)) if torch else None))
+    for rows, C in ((16384, 96), (8192, 50257)):
+        logits = rng.standard_normal((rows, C), dtype=cp.float32)
+        target = cp.asarray(np.random.default_rng(0).integers(0, C, rows))
+        tl = torch.as_tensor(logits, device="cuda") if torch else None
+        tt = torch.as_tensor(target, device="cuda") if torch else None
+        fused = getattr(k, "cross_entropy_fused", None)
+        if fused is not None:
+            # logits read once, dlogits written once; the backward's scale by the loss gradient counted apart
+            out.append((f"cross_entropy fwd+bwd f32 {rows}x{C}", 8 * logits.size, "B",
+                        lambda logits=logits, target=target: fused(logits, target, None, -100, 0.0), None,
+                        (lambda tl=tl, tt=tt: _torch_ce_fwd_bwd(torch, tl, tt)) if torch else None))
+        out.append((f"cross_entropy fwd f32 {rows}x{C}", 4 * logits.size, "B",
+                    lambda logits=logits, target=target: k.cross_entropy(logits, target, None, -100, 0.0), None,
+                    (lambda tl=tl, tt=tt: torch.nn.functional.cross_entropy(tl, tt)) if torch else None))
     return out
+
+
+def _torch_ce_fwd_bwd(torch, logits, target):
+    x = logits.detach().requires_grad_()
+    return torch.autograd.grad(torch.nn.functional.cross_entropy(x, target), (x,))
 
 
 def run(args):

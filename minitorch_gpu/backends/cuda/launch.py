@@ -53,6 +53,11 @@ def _kernel_ops() -> dict[str, tuple[str, int]]:
             for prim, (enum, member) in kernel_members().items()}
 
 
+@functools.cache
+def _row_cache_bytes() -> int:
+    return _loader.define_int("rows.cuh", "MT_ROW_CACHE_BYTES")
+
+
 def kernel_op(name: str) -> tuple[str, int] | None:
     """(enum, op code) of elementwise.cu for primitive ``name``, or None when the kernels lack it: the primitive
     table names the enum member, the kernel source numbers it (read once per process)."""
@@ -506,6 +511,8 @@ class _RowKernels(_MapKernels):
         for p in (weight, bias):
             if p is not None and (p.dtype != dt or p.shape != (N,)):
                 return None
+        if N >= 1 << 31:
+            return None  # the kernels index within a row in 32 bits
         x = xp.ascontiguousarray(x)
         rows = x.size // N if N else 0
         y = xp.empty(x.shape, dtype=dt)
@@ -515,10 +522,13 @@ class _RowKernels(_MapKernels):
             return y, mean, rstd
         w = xp.ascontiguousarray(weight) if weight is not None else x
         b = xp.ascontiguousarray(bias) if bias is not None else x
-        self.fn("layernorm.cu", f"layernorm_forward<{_TNAME[dt]}>")(
-            (max(1, min(rows, self.max_blocks)),), (THREADS,),
+        vec = self._rows_aligned(N, dt, x, y, w, b)
+        v1 = N <= self._row_cache(dt)
+        grid = self._row_grid(rows, v1)
+        self.fn("layernorm.cu", f"layernorm_forward_{'v1' if v1 else 'v2'}<{_TNAME[dt]}>")(
+            grid, (THREADS,),
             (x, w, b, y, mean, rstd, _i64(rows), _i64(N), dt.type(eps), _i32(weight is not None),
-             _i32(bias is not None)))
+             _i32(bias is not None), _i32(vec)))
         return y, mean, rstd
 
     def layer_norm_backward(self, dy: Array, x: Array, weight: Array | None, mean: Array, rstd: Array,
@@ -526,28 +536,66 @@ class _RowKernels(_MapKernels):
         """(dx, dweight or None, dbias or None) of layer norm."""
         xp = self.xp
         dt = x.dtype
-        if dt not in _FLOATS or dy.dtype != dt or dy.shape != x.shape:
+        if dt not in _FLOATS or dy.dtype != dt or dy.shape != x.shape or x.shape[-1] >= 1 << 31:
             return None
         x = xp.ascontiguousarray(x)
         dy = xp.ascontiguousarray(dy)
+        mean = xp.ascontiguousarray(mean)
+        rstd = xp.ascontiguousarray(rstd)
         N = x.shape[-1]
         rows = x.size // N if N else 0
         dx = xp.empty(x.shape, dtype=dt)
-        dw = xp.zeros(N, dtype=dt) if want_weight else None
-        db = xp.zeros(N, dtype=dt) if want_bias else None
+        want_params = want_weight or want_bias
+        dw = xp.empty(N, dtype=dt) if want_weight else None
+        db = xp.empty(N, dtype=dt) if want_bias else None
         if rows == 0 or N == 0:
+            for p in (dw, db):
+                if p is not None:
+                    p.fill(0)
             return dx, dw, db
         t = _TNAME[dt]
         w = xp.ascontiguousarray(weight) if weight is not None else x
-        self.fn("layernorm.cu", f"layernorm_backward<{t}>")(
-            (max(1, min(rows, self.max_blocks)),), (THREADS,),
-            (dy, x, w, mean, rstd, dx, _i64(rows), _i64(N), _i32(weight is not None)))
-        if want_weight or want_bias:
+        vec = self._rows_aligned(N, dt, x, dy, dx, w)
+        if N <= self._row_cache(dt):
+            # one partial row pair per block: few blocks (a couple per SM), each looping over many rows
+            grid = (max(1, min((rows + THREADS // 32 - 1) // (THREADS // 32), max(1, self.max_blocks // 16))),)
+            partial = xp.empty((grid[0], 2, N), dtype=dt) if want_params else dx
+            self.fn("layernorm.cu", f"layernorm_backward_v1<{t}>")(
+                grid, (THREADS,),
+                (dy, x, w, mean, rstd, dx, partial, _i64(rows), _i64(N), _i32(weight is not None),
+                 _i32(want_params), _i32(vec)))
+            nparts = grid[0]
+        else:
+            self.fn("layernorm.cu", f"layernorm_backward_v2<{t}>")(
+                self._row_grid(rows, False), (THREADS,),
+                (dy, x, w, mean, rstd, dx, _i64(rows), _i64(N), _i32(weight is not None), _i32(vec)))
+            if want_params:
+                tiles = (N + THREADS - 1) // THREADS
+                nparts = max(1, min(rows, self.max_blocks // tiles if self.max_blocks >= tiles else 1, 1024))
+                chunk = (rows + nparts - 1) // nparts
+                nparts = (rows + chunk - 1) // chunk
+                partial = xp.empty((nparts, 2, N), dtype=dt)
+                self.fn("layernorm.cu", f"layernorm_backward_partial<{t}>")(
+                    (min(tiles, self.max_blocks), nparts), (THREADS,),
+                    (dy, x, mean, rstd, partial, _i64(rows), _i64(N), _i64(chunk)))
+        if want_params:
             self.fn("layernorm.cu", f"layernorm_backward_params<{t}>")(
                 self.grid(N), (THREADS,),
-                (dy, x, mean, rstd, dw if dw is not None else dx, db if db is not None else dx, _i64(rows), _i64(N),
+                (partial, _i64(nparts), _i64(N), dw if dw is not None else dx, db if db is not None else dx,
                  _i32(want_weight), _i32(want_bias)))
         return dx, dw, db
+
+    def _row_cache(self, dt: NpDtype) -> int:
+        """The widest row a warp holds in registers (rows.cuh's MT_ROW_CACHE_BYTES per lane)."""
+        return 32 * _row_cache_bytes() // dt.itemsize
+
+    def _rows_aligned(self, N: int, dt: NpDtype, *arrays: Array) -> bool:
+        """Whether rows of ``N`` elements of every array start on 16 bytes (rows.cuh's 128-bit groups)."""
+        return N % (16 // dt.itemsize) == 0 and self._aligned(*arrays)
+
+    def _row_grid(self, rows: int, warp_per_row: bool) -> tuple[int]:
+        per_block = THREADS // 32 if warp_per_row else 1
+        return (max(1, min((rows + per_block - 1) // per_block, self.max_blocks)),)
 
     def matmul(self, a: Array, b: Array, bias: Array | None = None) -> Array | None:
         """``a @ b`` (+ ``bias`` per output column) for float32/float64 operands with NumPy's matmul rules for
