@@ -447,37 +447,67 @@ class _RowKernels(_MapKernels):
             version = "v2"
         self.fn("softmax.cu", f"{kernel}_{version}<{_TNAME[dt]}>")(grid, (THREADS,), args)
 
-    def _flag(self) -> Array:
-        return self.xp.zeros(1, dtype=np.int32)
-
     def cross_entropy(self, logits: Array, target: Array, weight: Array | None, ignore_index: int,
                       label_smoothing: float) -> tuple[Array, Array, Array] | None:
         """Per-row (loss, weight, log-sum-exp relative to the row max) of 2-d float logits (rows, C) and int64
-        targets (rows,); IndexError for a target outside [0, C) that is not ``ignore_index``."""
+        targets (rows,). A target outside [0, C) that is not ``ignore_index`` gives a NaN loss: the caller checks
+        the range (reading a device flag back here would synchronise every call)."""
+        r = self._cross_entropy(logits, target, weight, ignore_index, label_smoothing, False)
+        return None if r is None else r[:3]
+
+    def cross_entropy_fused(self, logits: Array, target: Array, weight: Array | None, ignore_index: int,
+                            label_smoothing: float) -> tuple[Array, Array, Array, Array] | None:
+        """``cross_entropy`` plus the gradient of the summed per-row losses in the logits, from the same read of
+        the logits; ``cross_entropy_scale`` turns it into the gradient of any reduction."""
+        return self._cross_entropy(logits, target, weight, ignore_index, label_smoothing, True)
+
+    def _cross_entropy(self, logits: Array, target: Array, weight: Array | None, ignore_index: int,
+                       label_smoothing: float, grad: bool) -> tuple[Array, Array, Array, Array] | None:
         xp = self.xp
         dt = logits.dtype
         if dt not in _FLOATS or logits.ndim != 2 or target.dtype != np.int64 or target.shape != logits.shape[:1]:
             return None
         if weight is not None and (weight.dtype != dt or weight.shape != logits.shape[1:]):
             return None
+        if logits.shape[1] >= 1 << 31:
+            return None  # the kernels index within a row in 32 bits
         logits = xp.ascontiguousarray(logits)
         target = xp.ascontiguousarray(target)
         rows, C = logits.shape
         loss = xp.empty(rows, dtype=dt)
         wsum = xp.empty(rows, dtype=dt)
         lse = xp.empty(rows, dtype=dt)
+        d = xp.empty((rows, C), dtype=dt) if grad else loss
         if rows == 0:
-            return loss, wsum, lse
+            return loss, wsum, lse, d
         w = xp.ascontiguousarray(weight) if weight is not None else logits
-        bad = self._flag()
-        self.fn("cross_entropy.cu", f"cross_entropy_forward<{_TNAME[dt]}>")(
-            (max(1, min(rows, self.max_blocks)),), (THREADS,),
-            (logits, target, w, loss, wsum, lse, bad, _i64(rows), _i64(C), _i64(ignore_index), dt.type(label_smoothing),
-             _i32(weight is not None)))
-        if int(bad[0]):
-            raise IndexError(f"Target out of bounds: every target must be in [0, {C}) or equal ignore_index "
-                             f"({ignore_index})")
-        return loss, wsum, lse
+        vec = self._rows_aligned(C, dt, logits, w, *((d,) if grad else ()))
+        v1 = C <= self._row_cache(dt)
+        self.fn("cross_entropy.cu", f"cross_entropy_forward_{'v1' if v1 else 'v2'}<{_TNAME[dt]}>")(
+            self._row_grid(rows, v1), (THREADS,),
+            (logits, target, w, loss, wsum, lse, d, _i64(rows), _i64(C), _i64(ignore_index),
+             dt.type(label_smoothing), _i32(weight is not None), _i32(grad), _i32(vec)))
+        return loss, wsum, lse, d
+
+    def cross_entropy_scale(self, d: Array, gout: Array, scale: float) -> Array | None:
+        """``d`` (the fused gradient of the summed losses, C-contiguous (rows, C)) times the loss gradient, in
+        place: ``gout`` is 0-d (one gradient for every row) or one per row, times ``scale``."""
+        xp = self.xp
+        dt = d.dtype
+        if dt not in _FLOATS or d.ndim != 2 or not d.flags.c_contiguous:
+            return None
+        rows, C = d.shape
+        if rows == 0 or C == 0:
+            return d
+        gout = xp.ascontiguousarray(gout.astype(dt, copy=False)).reshape(-1)
+        if gout.size not in (1, rows):
+            return None
+        vec = self._rows_aligned(C, dt, d)
+        per = 16 // dt.itemsize if vec else 1
+        self.fn("cross_entropy.cu", f"cross_entropy_scale<{_TNAME[dt]}>")(
+            self.grid(rows * C, per), (THREADS,),
+            (d, gout, _i64(0 if gout.size == 1 else 1), dt.type(scale), _i64(rows), _i64(C), _i32(vec)))
+        return d
 
     def cross_entropy_backward(self, logits: Array, target: Array, weight: Array | None, lse: Array, gout: Array,
                                scale: float, ignore_index: int, label_smoothing: float) -> Array | None:
