@@ -12,6 +12,16 @@ def _tol(dt):
     return dict(rtol=2e-5, atol=2e-6) if dt == np.float32 else dict(rtol=1e-11, atol=1e-12)
 
 
+WIDTHS = [1, 3, 31, 32, 33, 96, 383, 384, 1025, 4100]
+
+
+def _rows(rng, rows, n, dt, offset, scale=1.0, shift=0.0):
+    """A C-contiguous (rows, n) array whose start is ``offset`` elements past an allocation (offset 1 breaks the
+    16-byte alignment of every row, so the kernels must take their scalar path)."""
+    base = (rng.standard_normal(rows * n + offset) * scale + shift).astype(dt)
+    return base[offset:].reshape(rows, n)
+
+
 def _softmax_ref(x, log):
     x = x.astype(np.float64)
     with np.errstate(all="ignore"):
@@ -104,14 +114,24 @@ def test_cross_entropy(k, rows, C, dt, weighted, eps):
     np.testing.assert_allclose(d2, (ref_d * g_rows[:, None] * 0.5).astype(dt), **tol)
 
 
-WIDTHS = [1, 3, 31, 32, 33, 96, 383, 384, 1025, 4100]
-
-
-def _rows(rng, rows, n, dt, offset, scale=1.0, shift=0.0):
-    """A C-contiguous (rows, n) array whose start is ``offset`` elements past an allocation (offset 1 breaks the
-    16-byte alignment of every row, so the kernels must take their scalar path)."""
-    base = (rng.standard_normal(rows * n + offset) * scale + shift).astype(dt)
-    return base[offset:].reshape(rows, n)
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("cols", WIDTHS)
+@pytest.mark.parametrize("offset", [0, 1])
+@pytest.mark.parametrize("log", [0, 1])
+def test_softmax_widths_and_misaligned_rows(k, cols, dt, offset, log):
+    rng = np.random.default_rng(cols + offset)
+    rows = 11
+    x = _rows(rng, rows, cols, dt, offset, 4.0)
+    x[2, cols // 2] = 30.0  # a maximum far from the others: the online rescale must be exact
+    y = k.softmax(x, log, 1)
+    np.testing.assert_allclose(y, _softmax_ref(x, log).astype(dt), **_tol(dt))
+    g = _rows(rng, rows, cols, dt, offset)
+    yy = _rows(rng, rows, cols, dt, offset)
+    yy[...] = y
+    dx = k.softmax_backward(yy, g, log, 1)
+    y64, g64 = y.astype(np.float64), g.astype(np.float64)
+    want = g64 - np.exp(y64) * g64.sum(-1, keepdims=True) if log else y64 * (g64 - (g64 * y64).sum(-1, keepdims=True))
+    np.testing.assert_allclose(dx, want.astype(dt), **_tol(dt))
 
 
 @pytest.mark.parametrize("dt", DTYPES)

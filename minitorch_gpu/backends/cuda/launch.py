@@ -402,12 +402,9 @@ def _dense(a: Array) -> bool:
 class _RowKernels(_MapKernels):
     """softmax / log_softmax, cross-entropy, layer norm: kernels over rows of a contiguous last dim."""
 
-    # rows up to this long get a warp each (v1); longer rows a block each (v2)
-    WARP_ROW_MAX = 1024
-
     def softmax(self, x: Array, log: bool, axis: int) -> Array | None:
         """softmax (or log_softmax) of float32/float64 ``x`` along ``axis`` (the last dim only)."""
-        if x.dtype not in _FLOATS or x.ndim == 0 or axis != x.ndim - 1:
+        if x.dtype not in _FLOATS or x.ndim == 0 or axis != x.ndim - 1 or x.shape[-1] >= 1 << 31:
             return None
         if not x.flags.c_contiguous:
             x = self.xp.ascontiguousarray(x)
@@ -416,12 +413,14 @@ class _RowKernels(_MapKernels):
         rows = x.size // cols if cols else 0
         if rows == 0 or cols == 0:
             return y
-        self._softmax_rows("softmax_forward", x.dtype, rows, cols, (x, y, _i64(rows), _i64(cols), _i32(log)))
+        self._softmax_rows("softmax_forward", x.dtype, rows, cols,
+                           (x, y, _i64(rows), _i64(cols), _i32(log), _i32(self._rows_aligned(cols, x.dtype, x, y))))
         return y
 
     def softmax_backward(self, y: Array, g: Array, log: bool, axis: int) -> Array | None:
         """The gradient of softmax (or log_softmax) from its output ``y`` and the output gradient ``g``."""
-        if y.dtype not in _FLOATS or g.dtype != y.dtype or y.ndim == 0 or axis != y.ndim - 1 or g.shape != y.shape:
+        if y.dtype not in _FLOATS or g.dtype != y.dtype or y.ndim == 0 or axis != y.ndim - 1 or g.shape != y.shape \
+                or y.shape[-1] >= 1 << 31:
             return None
         xp = self.xp
         y = xp.ascontiguousarray(y)
@@ -432,20 +431,16 @@ class _RowKernels(_MapKernels):
         if rows == 0 or cols == 0:
             return dx
         self._softmax_rows("softmax_backward", y.dtype, rows, cols,
-                           (y, g, dx, _i64(rows), _i64(cols), _i32(log)))
+                           (y, g, dx, _i64(rows), _i64(cols), _i32(log),
+                            _i32(self._rows_aligned(cols, y.dtype, y, g, dx))))
         return dx
 
     def _softmax_rows(self, kernel: str, dt: NpDtype, rows: int, cols: int, args: tuple[Any, ...]) -> None:
-        """Launch ``kernel``'s v1 (a warp per row) for rows up to ``WARP_ROW_MAX`` long, else its v2 (a block
+        """Launch ``kernel``'s v1 (a warp per row) for rows a warp holds in registers, else its v2 (a block
         per row)."""
-        if cols <= self.WARP_ROW_MAX:
-            per_block = THREADS // 32
-            grid = (max(1, min((rows + per_block - 1) // per_block, self.max_blocks)),)
-            version = "v1"
-        else:
-            grid = (max(1, min(rows, self.max_blocks)),)
-            version = "v2"
-        self.fn("softmax.cu", f"{kernel}_{version}<{_TNAME[dt]}>")(grid, (THREADS,), args)
+        v1 = cols <= self._row_cache(dt)
+        self.fn("softmax.cu", f"{kernel}_{'v1' if v1 else 'v2'}<{_TNAME[dt]}>")(
+            self._row_grid(rows, v1), (THREADS,), args)
 
     def cross_entropy(self, logits: Array, target: Array, weight: Array | None, ignore_index: int,
                       label_smoothing: float) -> tuple[Array, Array, Array] | None:
