@@ -103,8 +103,9 @@ __device__ __forceinline__ void ln_forward_rows(const Team& team, const T* __res
     }
 }
 
+// 3 blocks of 256 threads per SM: at most 85 registers (the compiler's own choice was 90 on sm_90)
 template <typename T>
-__global__ void layernorm_forward_v1(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
+__global__ void __launch_bounds__(256, 3) layernorm_forward_v1(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
                                      T* __restrict__ y, T* __restrict__ mean_out, T* __restrict__ rstd_out, i64 rows,
                                      i64 N, T eps, int has_weight, int has_bias, int vec) {
     constexpr int V = 16 / sizeof(T);
@@ -128,6 +129,11 @@ __global__ void layernorm_forward_v2(const T* __restrict__ x, const T* __restric
 }
 
 // ------------------------------------------------------------------------------------------ backward
+// blocks of 256 threads per SM that backward_v1 is compiled for: 2 caps float at 128 registers without spills
+// (one block of 8 warps per SM left too few loads in flight); double spills below 2 x 128, so it keeps one
+// block per SM, as it had without the bound
+template <typename T> constexpr int LN_BWD_MIN_BLOCKS = sizeof(T) == 4 ? 2 : 1;
+
 template <typename T, int W>
 __device__ __forceinline__ Group<T, W> ln_dx(const Group<T, W>& xhat, const Group<T, W>& dxhat, T rs, T s1, T s2) {
     Group<T, W> o;
@@ -249,7 +255,7 @@ __device__ __forceinline__ void ln_backward_warp(const T* __restrict__ dy, const
 }
 
 template <typename T>
-__global__ void layernorm_backward_v1(const T* __restrict__ dy, const T* __restrict__ x, const T* __restrict__ w,
+__global__ void __launch_bounds__(256, LN_BWD_MIN_BLOCKS<T>) layernorm_backward_v1(const T* __restrict__ dy, const T* __restrict__ x, const T* __restrict__ w,
                                       const T* __restrict__ mean, const T* __restrict__ rstd, T* __restrict__ dx,
                                       T* __restrict__ partial, i64 rows, i64 N, int has_weight, int want_params,
                                       int vec) {
