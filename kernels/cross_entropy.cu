@@ -71,12 +71,13 @@ __device__ __forceinline__ Group<T, W> ce_grad(const Group<T, W>& x, const Group
     return d;
 }
 
-template <typename T, int W, typename Team>
+// FIT: the launcher guarantees that the row fits the registers (v1), so the reread loops are not compiled
+template <typename T, int W, bool FIT, typename Team>
 __device__ __forceinline__ void ce_rows(const Team& team, const T* __restrict__ logits, const i64* __restrict__ target,
                                         const T* __restrict__ weight, T* __restrict__ loss, T* __restrict__ wsum,
                                         T* __restrict__ lse, T* __restrict__ dlogits, i64 rows, i64 C,
                                         i64 ignore_index, T smoothing, int has_weight, int write_grad) {
-    constexpr int K = RowCfg<T, W>::K;
+    constexpr int K = RowCfg<T, W, Team::CACHE_DIV>::K;
     const int r = team.rank();
     const int P = team.size();
     const int G = (int)(C / W);
@@ -97,9 +98,12 @@ __device__ __forceinline__ void ce_rows(const Team& team, const T* __restrict__ 
                 ce_push<T, W>(acc, c[k], gload_or_one<T, W>(weight + g * W, has_weight && smooth), smooth);
             }
         }
-        for (int g = r + P * K; g < G; g += P)
-            ce_push<T, W>(acc, gload<T, W>(xr + (i64)g * W), gload_or_one<T, W>(weight + g * W, has_weight && smooth),
-                          smooth);
+        if constexpr (!FIT) {
+            #pragma unroll 4
+            for (int g = r + P * K; g < G; g += P)
+                ce_push<T, W>(acc, gload<T, W>(xr + (i64)g * W), gload_or_one<T, W>(weight + g * W,
+                                                                                  has_weight && smooth), smooth);
+        }
         T m = team.max(acc.m);
         // bring every thread's sums to the row maximum; a thread that saw nothing (or only -inf) adds nothing
         bool empty = acc.m == -mt_inf<T>();
@@ -136,29 +140,38 @@ __device__ __forceinline__ void ce_rows(const Team& team, const T* __restrict__ 
                 gstore<T, W>(dr + (i64)g * W, ce_grad<T, W>(c[k], gload_or_one<T, W>(weight + g * W, has_weight && smooth),
                                                             g * W, t, m, l, a, b, wall, ignored));
         }
-        for (int g = r + P * K; g < G; g += P)
-            gstore<T, W>(dr + (i64)g * W, ce_grad<T, W>(gload<T, W>(xr + (i64)g * W),
-                                                        gload_or_one<T, W>(weight + g * W, has_weight && smooth),
-                                                        g * W, t, m, l, a, b, wall, ignored));
+        if constexpr (!FIT) {
+            #pragma unroll 4
+            for (int g = r + P * K; g < G; g += P)
+                gstore<T, W>(dr + (i64)g * W, ce_grad<T, W>(gload<T, W>(xr + (i64)g * W),
+                                                            gload_or_one<T, W>(weight + g * W, has_weight && smooth),
+                                                            g * W, t, m, l, a, b, wall, ignored));
+        }
     }
 }
 
+// small vocabularies give each lane only a group or two of a row, so the loads in flight come from the warps
+// resident per SM: float is held to 64 registers (4 blocks of 256 threads per SM)
+template <typename T> constexpr int CE_V1_MIN_BLOCKS = sizeof(T) == 4 ? 4 : 2;
+
 template <typename T>
-__global__ void cross_entropy_forward_v1(const T* __restrict__ logits, const i64* __restrict__ target,
+__global__ void __launch_bounds__(256, CE_V1_MIN_BLOCKS<T>) cross_entropy_forward_v1(const T* __restrict__ logits, const i64* __restrict__ target,
                                          const T* __restrict__ weight, T* __restrict__ loss, T* __restrict__ wsum,
                                          T* __restrict__ lse, T* __restrict__ dlogits, i64 rows, i64 C,
                                          i64 ignore_index, T smoothing, int has_weight, int write_grad, int vec) {
     constexpr int V = 16 / sizeof(T);
     if (vec)
-        ce_rows<T, V>(WarpTeam(), logits, target, weight, loss, wsum, lse, dlogits, rows, C, ignore_index, smoothing,
+        ce_rows<T, V, true>(WarpTeam(), logits, target, weight, loss, wsum, lse, dlogits, rows, C, ignore_index, smoothing,
                       has_weight, write_grad);
     else
-        ce_rows<T, 1>(WarpTeam(), logits, target, weight, loss, wsum, lse, dlogits, rows, C, ignore_index, smoothing,
+        ce_rows<T, 1, true>(WarpTeam(), logits, target, weight, loss, wsum, lse, dlogits, rows, C, ignore_index, smoothing,
                       has_weight, write_grad);
 }
 
+// 512 threads (the launcher's choice for long rows): 4096 floats of a row in registers, and few enough rows in
+// flight per SM that the second read of the rest (for the gradient) still finds them in L2
 template <typename T>
-__global__ void cross_entropy_forward_v2(const T* __restrict__ logits, const i64* __restrict__ target,
+__global__ void __launch_bounds__(512, 1) cross_entropy_forward_v2(const T* __restrict__ logits, const i64* __restrict__ target,
                                          const T* __restrict__ weight, T* __restrict__ loss, T* __restrict__ wsum,
                                          T* __restrict__ lse, T* __restrict__ dlogits, i64 rows, i64 C,
                                          i64 ignore_index, T smoothing, int has_weight, int write_grad, int vec) {
@@ -166,10 +179,10 @@ __global__ void cross_entropy_forward_v2(const T* __restrict__ logits, const i64
     BlockTeam<T> team{scratch};
     constexpr int V = 16 / sizeof(T);
     if (vec)
-        ce_rows<T, V>(team, logits, target, weight, loss, wsum, lse, dlogits, rows, C, ignore_index, smoothing,
+        ce_rows<T, V, false>(team, logits, target, weight, loss, wsum, lse, dlogits, rows, C, ignore_index, smoothing,
                       has_weight, write_grad);
     else
-        ce_rows<T, 1>(team, logits, target, weight, loss, wsum, lse, dlogits, rows, C, ignore_index, smoothing,
+        ce_rows<T, 1, false>(team, logits, target, weight, loss, wsum, lse, dlogits, rows, C, ignore_index, smoothing,
                       has_weight, write_grad);
 }
 

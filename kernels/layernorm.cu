@@ -2,20 +2,22 @@
 //
 // Kernels (T = float | double); `vec` = 1 selects 128-bit groups (the launcher checks every pointer's alignment
 // and N % (16 / sizeof(T)) == 0), else scalar groups (rows.cuh):
-//   layernorm_forward_v1<T>       warp per row, the row held in registers (N <= 32 * MT_ROW_CACHE_BYTES /
-//                                 sizeof(T): 1024 float, 512 double): mean, then rstd = 1 / sqrt(var + eps)
-//                                 from the centred values (two passes over registers, one read of memory),
-//                                 y = (x - mean) * rstd * w + b; saves mean and rstd per row
-//   layernorm_forward_v2<T>       block per row, for wider rows (the part of a row beyond the registers is read
-//                                 again, from L1/L2)
-//   layernorm_backward_v1<T>      warp per row (same widths as forward_v1): dx = rstd * (dxhat - mean(dxhat)
-//                                 - xhat * mean(dxhat xhat)), dxhat = dy * w; each lane also sums dy xhat and dy
-//                                 of its columns over every row its warp visits, the block's warps add theirs in
-//                                 shared memory and the block writes one partial row pair to `partial`
-//                                 (gridDim.x x 2 x N): dy and x are read once for dx, dw and db together
-//   layernorm_backward_v2<T>      block per row, dx only (wide rows)
-//   layernorm_backward_partial<T> wide rows' dw/db partials: block (column tile, row chunk), a thread per column
-//                                 summing its chunk's rows (coalesced)
+//   layernorm_forward_v1<T>       warp per row, the row held in registers (8 groups per lane: N <= 1024 float,
+//                                 512 double on the 128-bit path, 256 on the scalar one): mean, then
+//                                 rstd = 1 / sqrt(var + eps) from the centred values (two passes over registers,
+//                                 one read of memory), y = (x - mean) * rstd * w + b; saves mean and rstd per row
+//   layernorm_forward_v2<T>       block per row, for wider rows (the launcher sizes the block so that the row
+//                                 fits its registers up to 256 threads; beyond, the rest is read again from L2)
+//   layernorm_backward_v1<T>      warp per row (half the forward's widths: four arrays share the registers):
+//                                 dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat xhat)), dxhat = dy * w;
+//                                 with want_params each lane also sums dy xhat and dy of its columns over every
+//                                 row its warp visits, the block's warps add theirs in shared memory and the
+//                                 block writes one partial row pair to `partial` (gridDim.x x 2 x N): dy and x
+//                                 are read once for dx, dw and db together
+//   layernorm_backward_v2<T>      block per row, the same; each thread owns its columns, so it writes its sums
+//                                 to `partial` directly (with want_params only when the row fits the registers)
+//   layernorm_backward_partial<T> dw/db partials of rows too wide for that: block (column tile, row chunk), a
+//                                 thread per column summing its chunk's rows (coalesced; dy and x read again)
 //   layernorm_backward_params<T>  dw[j] = sum_p partial[p, 0, j], db[j] = sum_p partial[p, 1, j]: a few hundred
 //                                 partial rows, thread per column (deterministic: no atomics anywhere)
 #include "common.cuh"
@@ -38,12 +40,13 @@ __device__ __forceinline__ Group<T, W> ln_out(const Group<T, W>& xg, const T* __
     return o;
 }
 
-template <typename T, int W, typename Team>
+// FIT: the launcher guarantees that the row fits the registers (v1), so the reread loops are not compiled
+template <typename T, int W, bool FIT, typename Team>
 __device__ __forceinline__ void ln_forward_rows(const Team& team, const T* __restrict__ x, const T* __restrict__ w,
                                                 const T* __restrict__ b, T* __restrict__ y, T* __restrict__ mean_out,
                                                 T* __restrict__ rstd_out, i64 rows, i64 N, T eps, int has_weight,
                                                 int has_bias) {
-    constexpr int K = RowCfg<T, W>::K;
+    constexpr int K = RowCfg<T, W, Team::CACHE_DIV>::K;
     const int r = team.rank();
     const int P = team.size();
     const int G = (int)(N / W);
@@ -61,10 +64,12 @@ __device__ __forceinline__ void ln_forward_rows(const Team& team, const T* __res
                 for (int i = 0; i < W; ++i) s += c[k].v[i];
             }
         }
-        for (int g = r + P * K; g < G; g += P) {
-            Group<T, W> v = gload<T, W>(xr + g * W);
-            #pragma unroll
-            for (int i = 0; i < W; ++i) s += v.v[i];
+        if constexpr (!FIT) {
+            for (int g = r + P * K; g < G; g += P) {
+                Group<T, W> v = gload<T, W>(xr + g * W);
+                #pragma unroll
+                for (int i = 0; i < W; ++i) s += v.v[i];
+            }
         }
         T mean = team.sum(s) / (T)N;
         // the variance from centred values: E[x^2] - mean^2 would cancel for rows far from zero
@@ -79,12 +84,14 @@ __device__ __forceinline__ void ln_forward_rows(const Team& team, const T* __res
                 }
             }
         }
-        for (int g = r + P * K; g < G; g += P) {
-            Group<T, W> v = gload<T, W>(xr + g * W);
-            #pragma unroll
-            for (int i = 0; i < W; ++i) {
-                T d = v.v[i] - mean;
-                q += d * d;
+        if constexpr (!FIT) {
+            for (int g = r + P * K; g < G; g += P) {
+                Group<T, W> v = gload<T, W>(xr + g * W);
+                #pragma unroll
+                for (int i = 0; i < W; ++i) {
+                    T d = v.v[i] - mean;
+                    q += d * d;
+                }
             }
         }
         T rstd = (T)1 / mt_sqrt(team.sum(q) / (T)N + eps);
@@ -93,9 +100,11 @@ __device__ __forceinline__ void ln_forward_rows(const Team& team, const T* __res
             int g = r + P * k;
             if (g < G) gstore<T, W>(yr + g * W, ln_out<T, W>(c[k], w, b, g * W, mean, rstd, has_weight, has_bias));
         }
-        for (int g = r + P * K; g < G; g += P)
-            gstore<T, W>(yr + g * W, ln_out<T, W>(gload<T, W>(xr + g * W), w, b, g * W, mean, rstd, has_weight,
-                                                  has_bias));
+        if constexpr (!FIT) {
+            for (int g = r + P * K; g < G; g += P)
+                gstore<T, W>(yr + g * W, ln_out<T, W>(gload<T, W>(xr + g * W), w, b, g * W, mean, rstd, has_weight,
+                                                      has_bias));
+        }
         if (r == 0) {
             mean_out[row] = mean;
             rstd_out[row] = rstd;
@@ -103,16 +112,17 @@ __device__ __forceinline__ void ln_forward_rows(const Team& team, const T* __res
     }
 }
 
-// 3 blocks of 256 threads per SM: at most 85 registers (the compiler's own choice was 90 on sm_90)
+// a row of 384 floats gives each lane 3 groups, so the loads in flight come from the resident warps: 4 blocks of
+// 256 threads per SM (64 registers)
 template <typename T>
-__global__ void __launch_bounds__(256, 3) layernorm_forward_v1(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
+__global__ void __launch_bounds__(256, 4) layernorm_forward_v1(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
                                      T* __restrict__ y, T* __restrict__ mean_out, T* __restrict__ rstd_out, i64 rows,
                                      i64 N, T eps, int has_weight, int has_bias, int vec) {
     constexpr int V = 16 / sizeof(T);
     if (vec)
-        ln_forward_rows<T, V>(WarpTeam(), x, w, b, y, mean_out, rstd_out, rows, N, eps, has_weight, has_bias);
+        ln_forward_rows<T, V, true>(WarpTeam(), x, w, b, y, mean_out, rstd_out, rows, N, eps, has_weight, has_bias);
     else
-        ln_forward_rows<T, 1>(WarpTeam(), x, w, b, y, mean_out, rstd_out, rows, N, eps, has_weight, has_bias);
+        ln_forward_rows<T, 1, true>(WarpTeam(), x, w, b, y, mean_out, rstd_out, rows, N, eps, has_weight, has_bias);
 }
 
 template <typename T>
@@ -123,9 +133,9 @@ __global__ void layernorm_forward_v2(const T* __restrict__ x, const T* __restric
     constexpr int V = 16 / sizeof(T);
     BlockTeam<T> team{scratch};
     if (vec)
-        ln_forward_rows<T, V>(team, x, w, b, y, mean_out, rstd_out, rows, N, eps, has_weight, has_bias);
+        ln_forward_rows<T, V, false>(team, x, w, b, y, mean_out, rstd_out, rows, N, eps, has_weight, has_bias);
     else
-        ln_forward_rows<T, 1>(team, x, w, b, y, mean_out, rstd_out, rows, N, eps, has_weight, has_bias);
+        ln_forward_rows<T, 1, false>(team, x, w, b, y, mean_out, rstd_out, rows, N, eps, has_weight, has_bias);
 }
 
 // ------------------------------------------------------------------------------------------ backward
@@ -159,14 +169,19 @@ __device__ __forceinline__ void ln_grad_group(const T* __restrict__ xr, const T*
     }
 }
 
+// the register budget of one cached array split over the four the backward keeps (xhat, dxhat, dw and db sums)
+template <typename T, int W, typename Team> struct LnBwdCfg {
+    static constexpr int K = RowCfg<T, W, 2 * Team::CACHE_DIV>::K;
+};
+
 // ACC: also sum dy xhat and dy per column into aw / ab (the caller guarantees the row fits the registers)
 template <typename T, int W, bool ACC, typename Team>
 __device__ __forceinline__ void ln_backward_rows(const Team& team, const T* __restrict__ dy, const T* __restrict__ x,
                                                  const T* __restrict__ w, const T* __restrict__ mean,
                                                  const T* __restrict__ rstd, T* __restrict__ dx, i64 rows, i64 N,
-                                                 int has_weight, Group<T, W> (&aw)[RowCfg<T, W>::K],
-                                                 Group<T, W> (&ab)[RowCfg<T, W>::K]) {
-    constexpr int K = RowCfg<T, W>::K;
+                                                 int has_weight, Group<T, W> (&aw)[LnBwdCfg<T, W, Team>::K],
+                                                 Group<T, W> (&ab)[LnBwdCfg<T, W, Team>::K]) {
+    constexpr int K = LnBwdCfg<T, W, Team>::K;
     const int r = team.rank();
     const int P = team.size();
     const int G = (int)(N / W);
@@ -192,9 +207,12 @@ __device__ __forceinline__ void ln_backward_rows(const Team& team, const T* __re
                 }
             }
         }
-        for (int g = r + P * K; g < G; g += P) {
-            Group<T, W> gy, a, d;
-            ln_grad_group<T, W>(xr, gr, w, g * W, mu, rs, has_weight, gy, a, d, s1, s2);
+        if constexpr (!ACC) {
+            #pragma unroll 4
+            for (int g = r + P * K; g < G; g += P) {
+                Group<T, W> gy, a, d;
+                ln_grad_group<T, W>(xr, gr, w, g * W, mu, rs, has_weight, gy, a, d, s1, s2);
+            }
         }
         s1 = team.sum(s1) / (T)N;
         s2 = team.sum(s2) / (T)N;
@@ -203,41 +221,60 @@ __device__ __forceinline__ void ln_backward_rows(const Team& team, const T* __re
             int g = r + P * k;
             if (g < G) gstore<T, W>(dr + g * W, ln_dx<T, W>(xh[k], dh[k], rs, s1, s2));
         }
-        for (int g = r + P * K; g < G; g += P) {
-            Group<T, W> gy, a, d;
-            T u1 = 0, u2 = 0;
-            ln_grad_group<T, W>(xr, gr, w, g * W, mu, rs, has_weight, gy, a, d, u1, u2);
-            gstore<T, W>(dr + g * W, ln_dx<T, W>(a, d, rs, s1, s2));
+        if constexpr (!ACC) {
+            #pragma unroll 4
+            for (int g = r + P * K; g < G; g += P) {
+                Group<T, W> gy, a, d;
+                T u1 = 0, u2 = 0;
+                ln_grad_group<T, W>(xr, gr, w, g * W, mu, rs, has_weight, gy, a, d, u1, u2);
+                gstore<T, W>(dr + g * W, ln_dx<T, W>(a, d, rs, s1, s2));
+            }
         }
     }
 }
 
-template <typename T, int W>
-__device__ __forceinline__ void ln_backward_warp(const T* __restrict__ dy, const T* __restrict__ x,
+// dx of every row the team visits, and (want_params) the block's dw/db column sums as partial[blockIdx.x]
+template <typename T, int W, typename Team>
+__device__ __forceinline__ void ln_backward_team(const Team& team, const T* __restrict__ dy, const T* __restrict__ x,
                                                  const T* __restrict__ w, const T* __restrict__ mean,
                                                  const T* __restrict__ rstd, T* __restrict__ dx,
                                                  T* __restrict__ partial, i64 rows, i64 N, int has_weight,
                                                  int want_params, T* sh) {
-    constexpr int K = RowCfg<T, W>::K;
+    constexpr int K = LnBwdCfg<T, W, Team>::K;
     Group<T, W> aw[K], ab[K];
     #pragma unroll
     for (int k = 0; k < K; ++k) {
         #pragma unroll
         for (int i = 0; i < W; ++i) aw[k].v[i] = ab[k].v[i] = 0;
     }
-    if (want_params)
-        ln_backward_rows<T, W, true>(WarpTeam(), dy, x, w, mean, rstd, dx, rows, N, has_weight, aw, ab);
-    else
-        ln_backward_rows<T, W, false>(WarpTeam(), dy, x, w, mean, rstd, dx, rows, N, has_weight, aw, ab);
-    if (!want_params) return;
-    // the block's warps add their column sums one after another (a handful of barriers per block, once)
-    const int lane = threadIdx.x % MT_WARP, warp = threadIdx.x / MT_WARP, nwarps = blockDim.x / MT_WARP;
+    if (!want_params) {
+        ln_backward_rows<T, W, false>(team, dy, x, w, mean, rstd, dx, rows, N, has_weight, aw, ab);
+        return;
+    }
+    ln_backward_rows<T, W, true>(team, dy, x, w, mean, rstd, dx, rows, N, has_weight, aw, ab);
+    const int r = team.rank();
+    const int P = team.size();
     const int G = (int)(N / W);
+    T* out = partial + (i64)blockIdx.x * 2 * N;
+    if constexpr (Team::WHOLE_BLOCK) {
+        // every column belongs to one thread of the block
+        #pragma unroll
+        for (int k = 0; k < K; ++k) {
+            int g = r + P * k;
+            if (g < G) {
+                gstore<T, W>(out + g * W, aw[k]);
+                gstore<T, W>(out + N + g * W, ab[k]);
+            }
+        }
+        return;
+    }
+    // the block's warps share columns: they add their sums one after another (a few barriers per block, once)
+    const int warp = threadIdx.x / MT_WARP, nwarps = blockDim.x / MT_WARP;
     for (int p = 0; p < nwarps; ++p) {
         if (warp == p) {
             #pragma unroll
             for (int k = 0; k < K; ++k) {
-                int g = lane + MT_WARP * k;
+                int g = r + P * k;
                 if (g < G) {
                     #pragma unroll
                     for (int i = 0; i < W; ++i) {
@@ -250,38 +287,35 @@ __device__ __forceinline__ void ln_backward_warp(const T* __restrict__ dy, const
         }
         __syncthreads();
     }
-    T* out = partial + (i64)blockIdx.x * 2 * N;
     for (i64 j = threadIdx.x; j < 2 * N; j += blockDim.x) out[j] = sh[j];
 }
 
 template <typename T>
-__global__ void __launch_bounds__(256, LN_BWD_MIN_BLOCKS<T>) layernorm_backward_v1(const T* __restrict__ dy, const T* __restrict__ x, const T* __restrict__ w,
-                                      const T* __restrict__ mean, const T* __restrict__ rstd, T* __restrict__ dx,
-                                      T* __restrict__ partial, i64 rows, i64 N, int has_weight, int want_params,
-                                      int vec) {
-    // column sums of the widest row v1 takes, dw then db
-    __shared__ T sh[2 * MT_WARP * MT_ROW_CACHE_BYTES / sizeof(T)];
+__global__ void __launch_bounds__(256, LN_BWD_MIN_BLOCKS<T>) layernorm_backward_v1(
+        const T* __restrict__ dy, const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ mean,
+        const T* __restrict__ rstd, T* __restrict__ dx, T* __restrict__ partial, i64 rows, i64 N, int has_weight,
+        int want_params, int vec) {
+    // column sums of the widest row v1 takes with want_params, dw then db
+    __shared__ T sh[2 * MT_WARP * LnBwdCfg<T, 16 / sizeof(T), WarpTeam>::K * (16 / sizeof(T))];
     constexpr int V = 16 / sizeof(T);
     if (vec)
-        ln_backward_warp<T, V>(dy, x, w, mean, rstd, dx, partial, rows, N, has_weight, want_params, sh);
+        ln_backward_team<T, V>(WarpTeam(), dy, x, w, mean, rstd, dx, partial, rows, N, has_weight, want_params, sh);
     else
-        ln_backward_warp<T, 1>(dy, x, w, mean, rstd, dx, partial, rows, N, has_weight, want_params, sh);
+        ln_backward_team<T, 1>(WarpTeam(), dy, x, w, mean, rstd, dx, partial, rows, N, has_weight, want_params, sh);
 }
 
 template <typename T>
 __global__ void layernorm_backward_v2(const T* __restrict__ dy, const T* __restrict__ x, const T* __restrict__ w,
                                       const T* __restrict__ mean, const T* __restrict__ rstd, T* __restrict__ dx,
-                                      i64 rows, i64 N, int has_weight, int vec) {
+                                      T* __restrict__ partial, i64 rows, i64 N, int has_weight, int want_params,
+                                      int vec) {
     __shared__ T scratch[MT_WARP];
     BlockTeam<T> team{scratch};
     constexpr int V = 16 / sizeof(T);
-    if (vec) {
-        Group<T, V> aw[RowCfg<T, V>::K], ab[RowCfg<T, V>::K];
-        ln_backward_rows<T, V, false>(team, dy, x, w, mean, rstd, dx, rows, N, has_weight, aw, ab);
-    } else {
-        Group<T, 1> aw[RowCfg<T, 1>::K], ab[RowCfg<T, 1>::K];
-        ln_backward_rows<T, 1, false>(team, dy, x, w, mean, rstd, dx, rows, N, has_weight, aw, ab);
-    }
+    if (vec)
+        ln_backward_team<T, V>(team, dy, x, w, mean, rstd, dx, partial, rows, N, has_weight, want_params, scratch);
+    else
+        ln_backward_team<T, 1>(team, dy, x, w, mean, rstd, dx, partial, rows, N, has_weight, want_params, scratch);
 }
 
 template <typename T>

@@ -34,10 +34,11 @@ template <typename T, int W> __device__ __forceinline__ void ms_push(MaxSum<T>& 
 }
 
 // ------------------------------------------------------------------------------------------ forward
-template <typename T, int W, typename Team>
+// FIT: the launcher guarantees that the row fits the registers (v1), so the reread loops are not compiled
+template <typename T, int W, bool FIT, typename Team>
 __device__ __forceinline__ void softmax_rows(const Team& team, const T* __restrict__ x, T* __restrict__ y, i64 rows,
                                              i64 cols, int log) {
-    constexpr int K = RowCfg<T, W>::K;
+    constexpr int K = RowCfg<T, W, Team::CACHE_DIV>::K;
     const int r = team.rank();
     const int P = team.size();
     const int G = (int)(cols / W);
@@ -70,7 +71,10 @@ __device__ __forceinline__ void softmax_rows(const Team& team, const T* __restri
             }
         }
         MaxSum<T> acc{mc, sc};
-        for (int g = r + P * K; g < G; g += P) ms_push<T, W>(acc, gload<T, W>(xr + (i64)g * W));
+        if constexpr (!FIT) {
+            #pragma unroll 4
+            for (int g = r + P * K; g < G; g += P) ms_push<T, W>(acc, gload<T, W>(xr + (i64)g * W));
+        }
         T M = team.max(acc.m);
         T S = team.sum(acc.m == -mt_inf<T>() ? (T)0 : acc.s * mt_exp(acc.m - M));
         if (log) {
@@ -85,11 +89,14 @@ __device__ __forceinline__ void softmax_rows(const Team& team, const T* __restri
                     gstore<T, W>(yr + (i64)g * W, o);
                 }
             }
-            for (int g = r + P * K; g < G; g += P) {
-                Group<T, W> o = gload<T, W>(xr + (i64)g * W);
-                #pragma unroll
-                for (int i = 0; i < W; ++i) o.v[i] -= off;
-                gstore<T, W>(yr + (i64)g * W, o);
+            if constexpr (!FIT) {
+                #pragma unroll 4
+                for (int g = r + P * K; g < G; g += P) {
+                    Group<T, W> o = gload<T, W>(xr + (i64)g * W);
+                    #pragma unroll
+                    for (int i = 0; i < W; ++i) o.v[i] -= off;
+                    gstore<T, W>(yr + (i64)g * W, o);
+                }
             }
         } else {
             // the registered exps are relative to this thread's max; 0 / 0 = NaN keeps an all -inf row NaN
@@ -105,24 +112,31 @@ __device__ __forceinline__ void softmax_rows(const Team& team, const T* __restri
                     gstore<T, W>(yr + (i64)g * W, o);
                 }
             }
-            for (int g = r + P * K; g < G; g += P) {
-                Group<T, W> o = gload<T, W>(xr + (i64)g * W);
-                #pragma unroll
-                for (int i = 0; i < W; ++i) o.v[i] = mt_exp(o.v[i] - M) * inv;
-                gstore<T, W>(yr + (i64)g * W, o);
+            if constexpr (!FIT) {
+                #pragma unroll 4
+                for (int g = r + P * K; g < G; g += P) {
+                    Group<T, W> o = gload<T, W>(xr + (i64)g * W);
+                    #pragma unroll
+                    for (int i = 0; i < W; ++i) o.v[i] = mt_exp(o.v[i] - M) * inv;
+                    gstore<T, W>(yr + (i64)g * W, o);
+                }
             }
         }
     }
 }
 
+// short rows give each lane a group or two, so the loads in flight come from the resident warps: float is
+// held to 64 registers (4 blocks of 256 threads per SM)
+template <typename T> constexpr int SM_V1_MIN_BLOCKS = sizeof(T) == 4 ? 4 : 2;
+
 template <typename T>
-__global__ void softmax_forward_v1(const T* __restrict__ x, T* __restrict__ y, i64 rows, i64 cols, int log,
+__global__ void __launch_bounds__(256, SM_V1_MIN_BLOCKS<T>) softmax_forward_v1(const T* __restrict__ x, T* __restrict__ y, i64 rows, i64 cols, int log,
                                    int vec) {
     constexpr int V = 16 / sizeof(T);
     if (vec)
-        softmax_rows<T, V>(WarpTeam(), x, y, rows, cols, log);
+        softmax_rows<T, V, true>(WarpTeam(), x, y, rows, cols, log);
     else
-        softmax_rows<T, 1>(WarpTeam(), x, y, rows, cols, log);
+        softmax_rows<T, 1, true>(WarpTeam(), x, y, rows, cols, log);
 }
 
 template <typename T>
@@ -132,9 +146,9 @@ __global__ void softmax_forward_v2(const T* __restrict__ x, T* __restrict__ y, i
     BlockTeam<T> team{scratch};
     constexpr int V = 16 / sizeof(T);
     if (vec)
-        softmax_rows<T, V>(team, x, y, rows, cols, log);
+        softmax_rows<T, V, false>(team, x, y, rows, cols, log);
     else
-        softmax_rows<T, 1>(team, x, y, rows, cols, log);
+        softmax_rows<T, 1, false>(team, x, y, rows, cols, log);
 }
 
 // ------------------------------------------------------------------------------------------ backward
@@ -151,7 +165,7 @@ __device__ __forceinline__ void softmax_backward_rows(const Team& team, const T*
                                                       const T* __restrict__ g, T* __restrict__ dx, i64 rows,
                                                       i64 cols, int log) {
     // two arrays share the register budget of one
-    constexpr int K = (RowCfg<T, W>::K + 1) / 2;
+    constexpr int K = (RowCfg<T, W, Team::CACHE_DIV>::K + 1) / 2;
     const int r = team.rank();
     const int P = team.size();
     const int G = (int)(cols / W);

@@ -12,7 +12,7 @@ def _tol(dt):
     return dict(rtol=2e-5, atol=2e-6) if dt == np.float32 else dict(rtol=1e-11, atol=1e-12)
 
 
-WIDTHS = [1, 3, 31, 32, 33, 96, 383, 384, 1025, 4100]
+WIDTHS = [1, 3, 31, 32, 33, 96, 383, 384, 600, 1024, 1025, 4100]
 
 
 def _rows(rng, rows, n, dt, offset, scale=1.0, shift=0.0):

@@ -37,6 +37,7 @@ _TNAME = {F32: "float", F64: "double"}
 _PY_SCALARS = (int, float, bool)
 _META_CACHE_MAX = 512
 _BOOL = np.dtype(np.bool_)
+CE_LONG_THREADS = 512  # cross_entropy_forward_v2's block (its __launch_bounds__)
 MODE_VEC = 1 << 4  # elementwise.cu's MODE_VEC: operands are contiguous and 16-byte aligned
 
 Strides = tuple[int, ...]
@@ -54,8 +55,8 @@ def _kernel_ops() -> dict[str, tuple[str, int]]:
 
 
 @functools.cache
-def _row_cache_bytes() -> int:
-    return _loader.define_int("rows.cuh", "MT_ROW_CACHE_BYTES")
+def _row_cache_groups() -> int:
+    return _loader.define_int("rows.cuh", "MT_ROW_CACHE_GROUPS")
 
 
 def kernel_op(name: str) -> tuple[str, int] | None:
@@ -413,8 +414,9 @@ class _RowKernels(_MapKernels):
         rows = x.size // cols if cols else 0
         if rows == 0 or cols == 0:
             return y
-        self._softmax_rows("softmax_forward", x.dtype, rows, cols,
-                           (x, y, _i64(rows), _i64(cols), _i32(log), _i32(self._rows_aligned(cols, x.dtype, x, y))))
+        vec = self._rows_aligned(cols, x.dtype, x, y)
+        self._softmax_rows("softmax_forward", x.dtype, rows, cols, vec, 1,
+                           (x, y, _i64(rows), _i64(cols), _i32(log), _i32(vec)))
         return y
 
     def softmax_backward(self, y: Array, g: Array, log: bool, axis: int) -> Array | None:
@@ -430,17 +432,21 @@ class _RowKernels(_MapKernels):
         rows = y.size // cols if cols else 0
         if rows == 0 or cols == 0:
             return dx
-        self._softmax_rows("softmax_backward", y.dtype, rows, cols,
-                           (y, g, dx, _i64(rows), _i64(cols), _i32(log),
-                            _i32(self._rows_aligned(cols, y.dtype, y, g, dx))))
+        vec = self._rows_aligned(cols, y.dtype, y, g, dx)
+        # two arrays share the registers of one
+        self._softmax_rows("softmax_backward", y.dtype, rows, cols, vec, 2,
+                           (y, g, dx, _i64(rows), _i64(cols), _i32(log), _i32(vec)))
         return dx
 
-    def _softmax_rows(self, kernel: str, dt: NpDtype, rows: int, cols: int, args: tuple[Any, ...]) -> None:
+    def _softmax_rows(self, kernel: str, dt: NpDtype, rows: int, cols: int, vec: bool, arrays: int,
+                      args: tuple[Any, ...]) -> None:
         """Launch ``kernel``'s v1 (a warp per row) for rows a warp holds in registers, else its v2 (a block
-        per row)."""
-        v1 = cols <= self._row_cache(dt)
-        self.fn("softmax.cu", f"{kernel}_{'v1' if v1 else 'v2'}<{_TNAME[dt]}>")(
-            self._row_grid(rows, v1), (THREADS,), args)
+        per row); ``arrays``: how many row arrays the kernel keeps in registers."""
+        if self._row_fits(cols, dt, vec, 32, arrays):
+            self.fn("softmax.cu", f"{kernel}_v1<{_TNAME[dt]}>")(self._row_grid(rows, True), (THREADS,), args)
+        else:
+            threads = self._block_threads(cols, dt, vec, 2 * arrays)
+            self.fn("softmax.cu", f"{kernel}_v2<{_TNAME[dt]}>")(self._row_grid(rows, False), (threads,), args)
 
     def cross_entropy(self, logits: Array, target: Array, weight: Array | None, ignore_index: int,
                       label_smoothing: float) -> tuple[Array, Array, Array] | None:
@@ -477,9 +483,9 @@ class _RowKernels(_MapKernels):
             return loss, wsum, lse, d
         w = xp.ascontiguousarray(weight) if weight is not None else logits
         vec = self._rows_aligned(C, dt, logits, w, *((d,) if grad else ()))
-        v1 = C <= self._row_cache(dt)
+        v1 = self._row_fits(C, dt, vec, 32, 1)
         self.fn("cross_entropy.cu", f"cross_entropy_forward_{'v1' if v1 else 'v2'}<{_TNAME[dt]}>")(
-            self._row_grid(rows, v1), (THREADS,),
+            self._row_grid(rows, v1), (THREADS if v1 else CE_LONG_THREADS,),
             (logits, target, w, loss, wsum, lse, d, _i64(rows), _i64(C), _i64(ignore_index),
              dt.type(label_smoothing), _i32(weight is not None), _i32(grad), _i32(vec)))
         return loss, wsum, lse, d
@@ -548,10 +554,10 @@ class _RowKernels(_MapKernels):
         w = xp.ascontiguousarray(weight) if weight is not None else x
         b = xp.ascontiguousarray(bias) if bias is not None else x
         vec = self._rows_aligned(N, dt, x, y, w, b)
-        v1 = N <= self._row_cache(dt)
-        grid = self._row_grid(rows, v1)
+        v1 = self._row_fits(N, dt, vec, 32, 1)
+        threads = THREADS if v1 else self._block_threads(N, dt, vec, 2)
         self.fn("layernorm.cu", f"layernorm_forward_{'v1' if v1 else 'v2'}<{_TNAME[dt]}>")(
-            grid, (THREADS,),
+            self._row_grid(rows, v1), (threads,),
             (x, w, b, y, mean, rstd, _i64(rows), _i64(N), dt.type(eps), _i32(weight is not None),
              _i32(bias is not None), _i32(vec)))
         return y, mean, rstd
@@ -581,28 +587,33 @@ class _RowKernels(_MapKernels):
         t = _TNAME[dt]
         w = xp.ascontiguousarray(weight) if weight is not None else x
         vec = self._rows_aligned(N, dt, x, dy, dx, w)
-        if N <= self._row_cache(dt):
+        # the backward keeps four arrays in registers (xhat, dxhat and the two column sums)
+        v1 = self._row_fits(N, dt, vec, 32, 2)
+        threads = THREADS if v1 else self._block_threads(N, dt, vec, 4)
+        # column sums in registers need every column of a row there; wider rows sum in a second kernel
+        fused = want_params and (v1 or self._row_fits(N, dt, vec, threads, 4))
+        if fused:
             # one partial row pair per block: few blocks (a couple per SM), each looping over many rows
-            grid = (max(1, min((rows + THREADS // 32 - 1) // (THREADS // 32), max(1, self.max_blocks // 16))),)
-            partial = xp.empty((grid[0], 2, N), dtype=dt) if want_params else dx
-            self.fn("layernorm.cu", f"layernorm_backward_v1<{t}>")(
-                grid, (THREADS,),
-                (dy, x, w, mean, rstd, dx, partial, _i64(rows), _i64(N), _i32(weight is not None),
-                 _i32(want_params), _i32(vec)))
+            rows_per_block = THREADS // 32 if v1 else 1
+            grid = (max(1, min((rows + rows_per_block - 1) // rows_per_block, max(1, self.max_blocks // 16))),)
+            partial = xp.empty((grid[0], 2, N), dtype=dt)
             nparts = grid[0]
         else:
-            self.fn("layernorm.cu", f"layernorm_backward_v2<{t}>")(
-                self._row_grid(rows, False), (THREADS,),
-                (dy, x, w, mean, rstd, dx, _i64(rows), _i64(N), _i32(weight is not None), _i32(vec)))
-            if want_params:
-                tiles = (N + THREADS - 1) // THREADS
-                nparts = max(1, min(rows, self.max_blocks // tiles if self.max_blocks >= tiles else 1, 1024))
-                chunk = (rows + nparts - 1) // nparts
-                nparts = (rows + chunk - 1) // chunk
-                partial = xp.empty((nparts, 2, N), dtype=dt)
-                self.fn("layernorm.cu", f"layernorm_backward_partial<{t}>")(
-                    (min(tiles, self.max_blocks), nparts), (THREADS,),
-                    (dy, x, mean, rstd, partial, _i64(rows), _i64(N), _i64(chunk)))
+            grid = self._row_grid(rows, v1)
+            partial = dx
+        self.fn("layernorm.cu", f"layernorm_backward_{'v1' if v1 else 'v2'}<{t}>")(
+            grid, (threads,),
+            (dy, x, w, mean, rstd, dx, partial, _i64(rows), _i64(N), _i32(weight is not None), _i32(fused),
+             _i32(vec)))
+        if want_params and not fused:
+            tiles = (N + THREADS - 1) // THREADS
+            nparts = max(1, min(rows, self.max_blocks // tiles if self.max_blocks >= tiles else 1, 1024))
+            chunk = (rows + nparts - 1) // nparts
+            nparts = (rows + chunk - 1) // chunk
+            partial = xp.empty((nparts, 2, N), dtype=dt)
+            self.fn("layernorm.cu", f"layernorm_backward_partial<{t}>")(
+                (min(tiles, self.max_blocks), nparts), (THREADS,),
+                (dy, x, mean, rstd, partial, _i64(rows), _i64(N), _i64(chunk)))
         if want_params:
             self.fn("layernorm.cu", f"layernorm_backward_params<{t}>")(
                 self.grid(N), (THREADS,),
@@ -610,9 +621,22 @@ class _RowKernels(_MapKernels):
                  _i32(want_weight), _i32(want_bias)))
         return dx, dw, db
 
-    def _row_cache(self, dt: NpDtype) -> int:
-        """The widest row a warp holds in registers (rows.cuh's MT_ROW_CACHE_BYTES per lane)."""
-        return 32 * _row_cache_bytes() // dt.itemsize
+    @staticmethod
+    def _row_fits(N: int, dt: NpDtype, vec: bool, threads: int, div: int) -> bool:
+        """Whether a row of ``N`` elements fits the registers of a team of ``threads`` threads that each keep
+        rows.cuh's MT_ROW_CACHE_GROUPS / ``div`` groups (16 bytes each with ``vec``, else one element)."""
+        groups = N // (16 // dt.itemsize) if vec else N
+        return groups <= threads * max(1, _row_cache_groups() // div)
+
+    @staticmethod
+    def _block_threads(N: int, dt: NpDtype, vec: bool, div: int) -> int:
+        """Threads of a block-per-row team for rows of ``N``: enough for the row to fit the registers (each
+        thread keeping MT_ROW_CACHE_GROUPS / ``div`` groups), at least 64 and at most ``THREADS`` (longer
+        rows are partly read again). Fewer threads per row mean more rows, and more loads, in flight per SM."""
+        groups = N // (16 // dt.itemsize) if vec else N
+        per = max(1, _row_cache_groups() // div)
+        need = (groups + per - 1) // per
+        return max(64, min(THREADS, (need + 31) // 32 * 32))
 
     def _rows_aligned(self, N: int, dt: NpDtype, *arrays: Array) -> bool:
         """Whether rows of ``N`` elements of every array start on 16 bytes (rows.cuh's 128-bit groups)."""
