@@ -78,14 +78,15 @@ __device__ __forceinline__ void softmax_rows(const Team& team, const T* __restri
         T M = team.max(acc.m);
         T S = team.sum(acc.m == -mt_inf<T>() ? (T)0 : acc.s * mt_exp(acc.m - M));
         if (log) {
-            T off = M + mt_log(S);
+            // (x - max) - log(sum): adding the maximum to the log first would round away the small result's digits
+            T ls = mt_log(S);
             #pragma unroll
             for (int k = 0; k < K; ++k) {
                 int g = r + P * k;
                 if (g < G) {
                     Group<T, W> o;
                     #pragma unroll
-                    for (int i = 0; i < W; ++i) o.v[i] = c[k].v[i] - off;
+                    for (int i = 0; i < W; ++i) o.v[i] = (c[k].v[i] - M) - ls;
                     gstore<T, W>(yr + (i64)g * W, o);
                 }
             }
@@ -94,7 +95,7 @@ __device__ __forceinline__ void softmax_rows(const Team& team, const T* __restri
                 for (int g = r + P * K; g < G; g += P) {
                     Group<T, W> o = gload<T, W>(xr + (i64)g * W);
                     #pragma unroll
-                    for (int i = 0; i < W; ++i) o.v[i] -= off;
+                    for (int i = 0; i < W; ++i) o.v[i] = (o.v[i] - M) - ls;
                     gstore<T, W>(yr + (i64)g * W, o);
                 }
             }
