@@ -169,17 +169,21 @@ def row_cases(cp, k, torch):
                     (lambda tx=tx, tw=tw, tb=tb: torch.nn.functional.layer_norm(tx, (tx.shape[1],), tw, tb))
                     if torch else None))
 
-        def torch_ln_bwd(tx=tx, tw=tw, tb=tb, tdy=tdy):
+        torch_ln_bwd = None
+        if torch:
             xs, ws, bs = (t.detach().requires_grad_() for t in (tx, tw, tb))
-            return torch.autograd.grad(torch.nn.functional.layer_norm(xs, (xs.shape[1],), ws, bs), (xs, ws, bs),
-                                       tdy)
+            ty = torch.nn.functional.layer_norm(xs, (N,), ws, bs)
+
+            def torch_ln_bwd(ty=ty, xs=xs, ws=ws, bs=bs, tdy=tdy):
+                # the backward alone, as ours: the graph is kept for the next repetition
+                return torch.autograd.grad(ty, (xs, ws, bs), tdy, retain_graph=True)
         # dy and x read, dx written (mean, rstd, dw, db are rows + N elements)
         out.append((f"layer_norm bwd f32 {rows}x{N}", 4 * (3 * rows * N + 2 * rows + 3 * N), "B",
                     lambda x=x, w=w, dy=dy, mean=mean, rstd=rstd: k.layer_norm_backward(dy, x, w, mean, rstd,
                                                                                        True, True),
-                    None, torch_ln_bwd if torch else None))
+                    None, torch_ln_bwd))
     for cols in (256, 4096):
-        xs = rng.standard_normal((1 << 26) // cols, cols, dtype=cp.float32)
+        xs = rng.standard_normal(((1 << 26) // cols, cols), dtype=cp.float32)
         txs = torch.as_tensor(xs, device="cuda") if torch else None
         out.append((f"softmax fwd f32 {cols} cols", 8 * xs.size, "B", lambda xs=xs: k.softmax(xs, 0, 1), None,
                     (lambda txs=txs: torch.softmax(txs, 1)) if torch else None))
@@ -188,12 +192,18 @@ def row_cases(cp, k, torch):
         target = cp.asarray(np.random.default_rng(0).integers(0, C, rows))
         tl = torch.as_tensor(logits, device="cuda") if torch else None
         tt = torch.as_tensor(target, device="cuda") if torch else None
-        fused = getattr(k, "cross_entropy_fused", None)
-        if fused is not None:
-            # logits read once, dlogits written once; the backward's scale by the loss gradient counted apart
-            out.append((f"cross_entropy fwd+bwd f32 {rows}x{C}", 8 * logits.size, "B",
-                        lambda logits=logits, target=target: fused(logits, target, None, -100, 0.0), None,
-                        (lambda tl=tl, tt=tt: _torch_ce_fwd_bwd(torch, tl, tt)) if torch else None))
+        one = cp.ones((), cp.float32)
+
+        def ours_fwd_bwd(logits=logits, target=target, one=one):
+            # what a training step runs: the fused pass, then the backward's scale by the loss gradient
+            d = k.cross_entropy_fused(logits, target, None, -100, 0.0)[3]
+            return k.cross_entropy_scale(d, one, 1.0 / logits.shape[0])
+        # compulsory traffic of forward + backward: the logits read once, dlogits written once
+        out.append((f"cross_entropy fwd+bwd f32 {rows}x{C}", 8 * logits.size, "B", ours_fwd_bwd, None,
+                    (lambda tl=tl, tt=tt: _torch_ce_fwd_bwd(torch, tl, tt)) if torch else None))
+        out.append((f"cross_entropy fused pass f32 {rows}x{C}", 8 * logits.size, "B",
+                    lambda logits=logits, target=target: k.cross_entropy_fused(logits, target, None, -100, 0.0),
+                    None, None))
         out.append((f"cross_entropy fwd f32 {rows}x{C}", 4 * logits.size, "B",
                     lambda logits=logits, target=target: k.cross_entropy(logits, target, None, -100, 0.0), None,
                     (lambda tl=tl, tt=tt: torch.nn.functional.cross_entropy(tl, tt)) if torch else None))
