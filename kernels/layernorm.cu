@@ -19,7 +19,8 @@
 //   layernorm_backward_partial<T> dw/db partials of rows too wide for that: block (column tile, row chunk), a
 //                                 thread per column summing its chunk's rows (coalesced; dy and x read again)
 //   layernorm_backward_params<T>  dw[j] = sum_p partial[p, 0, j], db[j] = sum_p partial[p, 1, j]: a few hundred
-//                                 partial rows, thread per column (deterministic: no atomics anywhere)
+//                                 partial rows; a block per 32 columns, its warps splitting the partials
+//                                 (deterministic: a fixed order of additions, no atomics anywhere)
 #include "common.cuh"
 #include "rows.cuh"
 
@@ -337,16 +338,35 @@ __global__ void layernorm_backward_partial(const T* __restrict__ dy, const T* __
     }
 }
 
+// a block takes 32 columns; its warps split the partial rows and add their sums in shared memory (a thread per
+// column looping over all partials alone would be a chain of a few hundred dependent L2 loads)
 template <typename T>
 __global__ void layernorm_backward_params(const T* __restrict__ partial, i64 nparts, i64 N, T* __restrict__ dw,
                                           T* __restrict__ db, int want_w, int want_b) {
-    MT_GRID_STRIDE(j, N) {
+    __shared__ T sw[32][MT_WARP + 1];
+    __shared__ T sb[32][MT_WARP + 1];
+    const int lane = threadIdx.x % MT_WARP, warp = threadIdx.x / MT_WARP, nwarps = blockDim.x / MT_WARP;
+    for (i64 j0 = (i64)blockIdx.x * MT_WARP; j0 < N; j0 += (i64)gridDim.x * MT_WARP) {
+        i64 j = j0 + lane;
         T aw = 0, ab = 0;
-        for (i64 p = 0; p < nparts; ++p) {
-            aw += partial[p * 2 * N + j];
-            ab += partial[p * 2 * N + N + j];
+        if (j < N) {
+            #pragma unroll 4
+            for (i64 p = warp; p < nparts; p += nwarps) {
+                aw += partial[p * 2 * N + j];
+                ab += partial[p * 2 * N + N + j];
+            }
         }
-        if (want_w) dw[j] = aw;
-        if (want_b) db[j] = ab;
+        sw[warp][lane] = aw;
+        sb[warp][lane] = ab;
+        __syncthreads();
+        if (warp == 0 && j < N) {
+            for (int q = 1; q < nwarps; ++q) {
+                aw += sw[q][lane];
+                ab += sb[q][lane];
+            }
+            if (want_w) dw[j] = aw;
+            if (want_b) db[j] = ab;
+        }
+        __syncthreads();
     }
 }

@@ -615,8 +615,9 @@ class _RowKernels(_MapKernels):
                 (min(tiles, self.max_blocks), nparts), (THREADS,),
                 (dy, x, mean, rstd, partial, _i64(rows), _i64(N), _i64(chunk)))
         if want_params:
+            # a block per 32 columns (blockDim.x / 32 <= 32 warps share its shared memory)
             self.fn("layernorm.cu", f"layernorm_backward_params<{t}>")(
-                self.grid(N), (THREADS,),
+                (max(1, min((N + 31) // 32, self.max_blocks)),), (THREADS,),
                 (partial, _i64(nparts), _i64(N), dw if dw is not None else dx, db if db is not None else dx,
                  _i32(want_weight), _i32(want_bias)))
         return dx, dw, db
