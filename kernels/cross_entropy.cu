@@ -99,7 +99,7 @@ __device__ __forceinline__ void ce_rows(const Team& team, const T* __restrict__ 
             }
         }
         if constexpr (!FIT) {
-            #pragma unroll 4
+            #pragma unroll (16 / W)
             for (int g = r + P * K; g < G; g += P)
                 ce_push<T, W>(acc, gload<T, W>(xr + (i64)g * W), gload_or_one<T, W>(weight + g * W,
                                                                                   has_weight && smooth), smooth);
@@ -141,7 +141,7 @@ __device__ __forceinline__ void ce_rows(const Team& team, const T* __restrict__ 
                                                             g * W, t, m, l, a, b, wall, ignored));
         }
         if constexpr (!FIT) {
-            #pragma unroll 4
+            #pragma unroll (16 / W)
             for (int g = r + P * K; g < G; g += P)
                 gstore<T, W>(dr + (i64)g * W, ce_grad<T, W>(gload<T, W>(xr + (i64)g * W),
                                                             gload_or_one<T, W>(weight + g * W, has_weight && smooth),

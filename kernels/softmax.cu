@@ -72,7 +72,7 @@ __device__ __forceinline__ void softmax_rows(const Team& team, const T* __restri
         }
         MaxSum<T> acc{mc, sc};
         if constexpr (!FIT) {
-            #pragma unroll 4
+            #pragma unroll (16 / W)
             for (int g = r + P * K; g < G; g += P) ms_push<T, W>(acc, gload<T, W>(xr + (i64)g * W));
         }
         T M = team.max(acc.m);
@@ -91,7 +91,7 @@ __device__ __forceinline__ void softmax_rows(const Team& team, const T* __restri
                 }
             }
             if constexpr (!FIT) {
-                #pragma unroll 4
+                #pragma unroll (16 / W)
                 for (int g = r + P * K; g < G; g += P) {
                     Group<T, W> o = gload<T, W>(xr + (i64)g * W);
                     #pragma unroll
@@ -114,7 +114,7 @@ __device__ __forceinline__ void softmax_rows(const Team& team, const T* __restri
                 }
             }
             if constexpr (!FIT) {
-                #pragma unroll 4
+                #pragma unroll (16 / W)
                 for (int g = r + P * K; g < G; g += P) {
                     Group<T, W> o = gload<T, W>(xr + (i64)g * W);
                     #pragma unroll

@@ -593,9 +593,10 @@ class _RowKernels(_MapKernels):
         # column sums in registers need every column of a row there; wider rows sum in a second kernel
         fused = want_params and (v1 or self._row_fits(N, dt, vec, threads, 4))
         if fused:
-            # one partial row pair per block: few blocks (a couple per SM), each looping over many rows
+            # one partial row pair per block: few blocks, each looping over many rows; about 16 warps per SM
+            # (max_blocks is 32 per SM on a GPU) keep loads in flight without many partial rows to add up
             rows_per_block = THREADS // 32 if v1 else 1
-            grid = (max(1, min((rows + rows_per_block - 1) // rows_per_block, max(1, self.max_blocks // 16))),)
+            grid = (max(1, min((rows + rows_per_block - 1) // rows_per_block, self.max_blocks * 16 // threads)),)
             partial = xp.empty((grid[0], 2, N), dtype=dt)
             nparts = grid[0]
         else:
