@@ -213,6 +213,78 @@ def matmul(c: Ctx) -> list[Case]:
 
 
 @case
+def rows(c: Ctx) -> list[Case]:
+    """Layer norm, softmax and cross-entropy at the shapes of a GPT step (see ``_row_cases``)."""
+    return [Case(*row) for row in _row_cases(c.cp, c.k, c.torch)]
+
+
+def _row_cases(cp, k, torch):
+    """The row kernels at the shapes of a GPT step: layer norm forward and backward (dx, dw, db), softmax,
+    cross-entropy. Bytes are each kernel's compulsory DRAM traffic (every input read once, every output
+    written once), so ``vs_copy`` compares with a copy of as many bytes."""
+    import numpy as np
+    rng = cp.random.default_rng(1)
+    out = []
+    for rows, N in ((16384, 384), (8192, 1024)):
+        x = rng.standard_normal((rows, N), dtype=cp.float32)
+        w = rng.standard_normal(N, dtype=cp.float32)
+        b = rng.standard_normal(N, dtype=cp.float32)
+        dy = rng.standard_normal((rows, N), dtype=cp.float32)
+        _, mean, rstd = k.layer_norm(x, w, b, 1e-5)
+        tx, tw, tb, tdy = (torch.as_tensor(a, device="cuda") for a in (x, w, b, dy)) if torch else (None,) * 4
+        # x read, y written, mean and rstd written
+        out.append((f"layer_norm fwd f32 {rows}x{N}", 4 * (2 * rows * N + 2 * rows), "B",
+                    lambda x=x, w=w, b=b: k.layer_norm(x, w, b, 1e-5), None,
+                    (lambda tx=tx, tw=tw, tb=tb: torch.nn.functional.layer_norm(tx, (tx.shape[1],), tw, tb))
+                    if torch else None))
+
+        torch_ln_bwd = None
+        if torch:
+            xs, ws, bs = (t.detach().requires_grad_() for t in (tx, tw, tb))
+            ty = torch.nn.functional.layer_norm(xs, (N,), ws, bs)
+
+            def torch_ln_bwd(ty=ty, xs=xs, ws=ws, bs=bs, tdy=tdy):
+                # the backward alone, as ours: the graph is kept for the next repetition
+                return torch.autograd.grad(ty, (xs, ws, bs), tdy, retain_graph=True)
+        # dy and x read, dx written (mean, rstd, dw, db are rows + N elements)
+        out.append((f"layer_norm bwd f32 {rows}x{N}", 4 * (3 * rows * N + 2 * rows + 3 * N), "B",
+                    lambda x=x, w=w, dy=dy, mean=mean, rstd=rstd: k.layer_norm_backward(dy, x, w, mean, rstd,
+                                                                                       True, True),
+                    None, torch_ln_bwd))
+    for cols in (256, 4096):
+        xs = rng.standard_normal(((1 << 26) // cols, cols), dtype=cp.float32)
+        txs = torch.as_tensor(xs, device="cuda") if torch else None
+        out.append((f"softmax fwd f32 {cols} cols", 8 * xs.size, "B", lambda xs=xs: k.softmax(xs, 0, 1), None,
+                    (lambda txs=txs: torch.softmax(txs, 1)) if torch else None))
+    for rows, C in ((16384, 96), (8192, 50257)):
+        logits = rng.standard_normal((rows, C), dtype=cp.float32)
+        target = cp.asarray(np.random.default_rng(0).integers(0, C, rows))
+        tl = torch.as_tensor(logits, device="cuda") if torch else None
+        tt = torch.as_tensor(target, device="cuda") if torch else None
+        one = cp.ones((), cp.float32)
+
+        def ours_fwd_bwd(logits=logits, target=target, one=one):
+            # what a training step runs: the fused pass, then the backward's scale by the loss gradient
+            d = k.cross_entropy_fused(logits, target, None, -100, 0.0)[3]
+            return k.cross_entropy_scale(d, one, 1.0 / logits.shape[0])
+        # compulsory traffic of forward + backward: the logits read once, dlogits written once
+        out.append((f"cross_entropy fwd+bwd f32 {rows}x{C}", 8 * logits.size, "B", ours_fwd_bwd, None,
+                    (lambda tl=tl, tt=tt: _torch_ce_fwd_bwd(torch, tl, tt)) if torch else None))
+        out.append((f"cross_entropy fused pass f32 {rows}x{C}", 8 * logits.size, "B",
+                    lambda logits=logits, target=target: k.cross_entropy_fused(logits, target, None, -100, 0.0),
+                    None, None))
+        out.append((f"cross_entropy fwd f32 {rows}x{C}", 4 * logits.size, "B",
+                    lambda logits=logits, target=target: k.cross_entropy(logits, target, None, -100, 0.0), None,
+                    (lambda tl=tl, tt=tt: torch.nn.functional.cross_entropy(tl, tt)) if torch else None))
+    return out
+
+
+def _torch_ce_fwd_bwd(torch, logits, target):
+    x = logits.detach().requires_grad_()
+    return torch.autograd.grad(torch.nn.functional.cross_entropy(x, target), (x,))
+
+
+@case
 def gpt_gemm(c: Ctx) -> list[Case]:
     """The three GEMMs of a GPT linear layer at B*T tokens, C = 384, hidden 4C (vs cuBLAS through CuPy and torch):
     forward x @ W.T (+ bias, as nn.Linear launches it), input gradient g @ W, weight gradient g.T @ x (K = B*T

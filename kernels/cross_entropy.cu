@@ -1,75 +1,211 @@
 // cross_entropy.cu: fused log_softmax + negative log-likelihood over rows of class logits.
 //
-// Kernels (T = float | double), one block per row:
-//   cross_entropy_forward<T>   loss[i] = (1 - eps) * nll_i + eps * smooth_i, with
+// Kernels (T = float | double); `vec` = 1 selects 128-bit groups (rows.cuh):
+//   cross_entropy_forward_v1<T>  warp per row (small vocabularies), cross_entropy_forward_v2<T> block per row:
+//                              loss[i] = (1 - eps) * nll_i + eps * smooth_i, with
 //                                nll_i    = -w[t_i] * logp[i, t_i]
 //                                smooth_i = -(1 / C) * sum_j w[j] * logp[i, j]
 //                              plus wsum[i] = w[t_i] (0 for ignored rows: the mean's denominator) and
 //                              lse[i] = log(sum_j exp(logits[i, j] - max_i)), the log-sum-exp relative to the
-//                              row maximum, for the backward. Every log-probability is formed as
-//                              (x - max) - lse: adding the maximum back first would round away the digits of
-//                              a small loss (or of all of them, for logits of magnitude 1e4 in float32).
-//                              Rows whose target is ignore_index give 0 everywhere.
-//   cross_entropy_backward<T>  dlogits[i, j] = go_i * ((1 - eps) w[t_i] (p_ij - [j == t_i])
+//                              row maximum. Every log-probability is formed as (x - max) - lse: adding the
+//                              maximum back first would round away the digits of a small loss (or of all of
+//                              them, for logits of magnitude 1e4 in float32).
+//                              With write_grad = 1 the same pass also writes dlogits of sum_i loss_i (a unit
+//                              upstream gradient), as llm.c's fused classifier does: the logits are read once
+//                              for the max, the sum and the gradient (row parts that do not fit the registers
+//                              once more), and the backward only scales the rows (cross_entropy_scale).
+//                              (max, sum of exp, sum of w (x - max)) are kept online, rescaled when the
+//                              maximum grows, so one read serves all three.
+//   cross_entropy_scale<T>     dlogits[i, :] *= gout[i * gstride] * scale (gstride 0: one gradient for all rows,
+//                              scale = 1 / total weight for 'mean'), in place
+//   cross_entropy_backward<T>  block per row, from the saved lse (for a second backward through a retained
+//                              graph, after the fused gradient was handed out):
+//                              dlogits[i, j] = go_i * ((1 - eps) w[t_i] (p_ij - [j == t_i])
 //                                                     + (eps / C) (p_ij sum_k w[k] - w[j]))
-//                              written directly, with p = exp((logit - max) - lse) (the row maximum found
-//                              again: one more read of a row that is usually still in cache) and
-//                              go_i = gout[i * gstride] * scale (gstride 0 broadcasts a scalar gradient, scale
-//                              is 1 / total weight for 'mean').
-// Without class weights (has_weight = 0) every w is 1 and `weight` is never read. Targets outside [0, C) that
-// are not ignore_index set `bad[0]` so the host can raise PyTorch's error after the launch.
+// Without class weights (has_weight = 0) every w is 1 and `weight` is never read. Rows whose target is
+// ignore_index give 0 everywhere. A target outside [0, C) gives a NaN loss (and NaN gradient row) instead of a
+// device-side error flag the host would have to read back (a synchronisation per call): the functional layer
+// checks the range before launching.
 #include "common.cuh"
+#include "rows.cuh"
 
-template <typename T>
-__global__ void cross_entropy_forward(const T* __restrict__ logits, const i64* __restrict__ target,
-                                      const T* __restrict__ weight, T* __restrict__ loss, T* __restrict__ wsum,
-                                      T* __restrict__ lse, int* __restrict__ bad, i64 rows, i64 C,
-                                      i64 ignore_index, T smoothing, int has_weight) {
-    __shared__ T scratch[MT_WARP];
-    for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {
-        const T* xr = logits + row * C;
-        i64 t = target[row];
-        bool ignored = t == ignore_index;
-        if (!ignored && (t < 0 || t >= C)) {
-            if (threadIdx.x == 0) atomicExch(bad, 1);
-            ignored = true;
-        }
-        // max, then sum of exp: two reads of a row that is usually in L1/L2 by the second
-        T m = -mt_inf<T>();
-        for (i64 j = threadIdx.x; j < C; j += blockDim.x) m = mt_max(m, xr[j]);
-        m = block_reduce(m, MaxOp(), -mt_inf<T>(), scratch);
-        // wx sums w (x - max), so that sum_j w_j logp_j = wx - l sum_j w_j does not cancel either
-        T s = 0, wx = 0, wsum_all = 0;
-        for (i64 j = threadIdx.x; j < C; j += blockDim.x) {
-            T d = xr[j] - m;
-            s += mt_exp(d);
-            T w = has_weight ? weight[j] : (T)1;
-            wx += w * d;
-            wsum_all += w;
-        }
-        s = block_reduce(s, SumOp(), (T)0, scratch);
-        T l = mt_log(s);
-        if (smoothing != (T)0) {
-            wx = block_reduce(wx, SumOp(), (T)0, scratch);
-            wsum_all = block_reduce(wsum_all, SumOp(), (T)0, scratch);
-        }
-        if (threadIdx.x == 0) {
-            lse[row] = l;
-            if (ignored) {
-                loss[row] = 0;
-                wsum[row] = 0;
-            } else {
-                T wt = has_weight ? weight[t] : (T)1;
-                T nll = wt * ((m - xr[t]) + l);
-                T out = ((T)1 - smoothing) * nll;
-                if (smoothing != (T)0) out += smoothing * (-(wx - l * wsum_all) / (T)C);
-                loss[row] = out;
-                wsum[row] = wt;
-            }
+// ------------------------------------------------------------------------------------------ fused forward
+// One thread's online state over its part of a row: the running max m, sum of exp(x - m), sum of w (x - m) and
+// sum of w (the last two only with label smoothing).
+template <typename T> struct CeAcc {
+    T m, s, wx, ws;
+};
+
+template <typename T, int W>
+__device__ __forceinline__ void ce_push(CeAcc<T>& a, const Group<T, W>& x, const Group<T, W>& w, bool smooth) {
+    T gm = x.v[0];
+    #pragma unroll
+    for (int i = 1; i < W; ++i) gm = mt_max(gm, x.v[i]);
+    if (!(gm <= a.m)) {  // a larger maximum (or a NaN, which then poisons the row as it should)
+        T shift = a.m == -mt_inf<T>() ? (T)0 : a.m - gm;
+        a.s = a.m == -mt_inf<T>() ? (T)0 : a.s * mt_exp(shift);
+        a.wx += shift * a.ws;
+        a.m = gm;
+    }
+    #pragma unroll
+    for (int i = 0; i < W; ++i) {
+        T d = x.v[i] - a.m;
+        a.s += mt_exp(d);
+        if (smooth) {
+            a.wx += w.v[i] * d;
+            a.ws += w.v[i];
         }
     }
 }
 
+template <typename T, int W>
+__device__ __forceinline__ Group<T, W> ce_grad(const Group<T, W>& x, const Group<T, W>& w, int j0, i64 t, T m, T l,
+                                               T a, T b, T wall, bool dead) {
+    Group<T, W> d;
+    #pragma unroll
+    for (int i = 0; i < W; ++i) {
+        T p = mt_exp((x.v[i] - m) - l);
+        T v = a * (p - (j0 + i == t ? (T)1 : (T)0)) + b * (p * wall - w.v[i]);
+        d.v[i] = dead ? (T)0 : v;
+    }
+    return d;
+}
+
+// FIT: the launcher guarantees that the row fits the registers (v1), so the reread loops are not compiled
+template <typename T, int W, bool FIT, typename Team>
+__device__ __forceinline__ void ce_rows(const Team& team, const T* __restrict__ logits, const i64* __restrict__ target,
+                                        const T* __restrict__ weight, T* __restrict__ loss, T* __restrict__ wsum,
+                                        T* __restrict__ lse, T* __restrict__ dlogits, i64 rows, i64 C,
+                                        i64 ignore_index, T smoothing, int has_weight, int write_grad) {
+    constexpr int K = RowCfg<T, W, Team::CACHE_DIV>::K;
+    const int r = team.rank();
+    const int P = team.size();
+    const int G = (int)(C / W);
+    const bool smooth = smoothing != (T)0;
+    const T nan = mt_inf<T>() - mt_inf<T>();
+    for (i64 row = team.first(); row < rows; row += team.stride()) {
+        const T* xr = logits + row * C;
+        i64 t = target[row];
+        bool ignored = t == ignore_index;
+        bool bad = !ignored && (t < 0 || t >= C);
+        Group<T, W> c[K];
+        CeAcc<T> acc{-mt_inf<T>(), (T)0, (T)0, (T)0};
+        #pragma unroll
+        for (int k = 0; k < K; ++k) {
+            int g = r + P * k;
+            if (g < G) {
+                c[k] = gload<T, W>(xr + (i64)g * W);
+                ce_push<T, W>(acc, c[k], gload_or_one<T, W>(weight + g * W, has_weight && smooth), smooth);
+            }
+        }
+        if constexpr (!FIT) {
+            #pragma unroll (16 / W)
+            for (int g = r + P * K; g < G; g += P)
+                ce_push<T, W>(acc, gload<T, W>(xr + (i64)g * W), gload_or_one<T, W>(weight + g * W,
+                                                                                  has_weight && smooth), smooth);
+        }
+        T m = team.max(acc.m);
+        // bring every thread's sums to the row maximum; a thread that saw nothing (or only -inf) adds nothing
+        bool empty = acc.m == -mt_inf<T>();
+        T sh = empty ? (T)0 : acc.m - m;
+        T s = team.sum(empty ? (T)0 : acc.s * mt_exp(sh));
+        T l = mt_log(s);
+        T wx = 0, wall = (T)C;
+        if (smooth) {
+            wx = team.sum(acc.wx + sh * acc.ws);
+            wall = team.sum(acc.ws);
+        }
+        if (r == 0) {
+            lse[row] = l;
+            if (ignored || bad) {
+                loss[row] = bad ? nan : (T)0;
+                wsum[row] = 0;
+            } else {
+                T wt = has_weight ? weight[t] : (T)1;
+                T out = ((T)1 - smoothing) * (wt * ((m - xr[t]) + l));
+                if (smooth) out += smoothing * (-(wx - l * wall) / (T)C);
+                loss[row] = out;
+                wsum[row] = wt;
+            }
+        }
+        if (!write_grad) continue;
+        T* dr = dlogits + row * C;
+        T wt = (ignored || bad || !has_weight) ? (T)1 : weight[t];
+        T a = bad ? nan : ((T)1 - smoothing) * wt;
+        T b = smoothing / (T)C;
+        #pragma unroll
+        for (int k = 0; k < K; ++k) {
+            int g = r + P * k;
+            if (g < G)
+                gstore<T, W>(dr + (i64)g * W, ce_grad<T, W>(c[k], gload_or_one<T, W>(weight + g * W, has_weight && smooth),
+                                                            g * W, t, m, l, a, b, wall, ignored));
+        }
+        if constexpr (!FIT) {
+            #pragma unroll (16 / W)
+            for (int g = r + P * K; g < G; g += P)
+                gstore<T, W>(dr + (i64)g * W, ce_grad<T, W>(gload<T, W>(xr + (i64)g * W),
+                                                            gload_or_one<T, W>(weight + g * W, has_weight && smooth),
+                                                            g * W, t, m, l, a, b, wall, ignored));
+        }
+    }
+}
+
+// small vocabularies give each lane only a group or two of a row, so the loads in flight come from the warps
+// resident per SM: float is held to 64 registers (4 blocks of 256 threads per SM)
+template <typename T> constexpr int CE_V1_MIN_BLOCKS = sizeof(T) == 4 ? 4 : 2;
+
+template <typename T>
+__global__ void __launch_bounds__(256, CE_V1_MIN_BLOCKS<T>) cross_entropy_forward_v1(const T* __restrict__ logits, const i64* __restrict__ target,
+                                         const T* __restrict__ weight, T* __restrict__ loss, T* __restrict__ wsum,
+                                         T* __restrict__ lse, T* __restrict__ dlogits, i64 rows, i64 C,
+                                         i64 ignore_index, T smoothing, int has_weight, int write_grad, int vec) {
+    constexpr int V = 16 / sizeof(T);
+    if (vec)
+        ce_rows<T, V, true>(WarpTeam(), logits, target, weight, loss, wsum, lse, dlogits, rows, C, ignore_index, smoothing,
+                      has_weight, write_grad);
+    else
+        ce_rows<T, 1, true>(WarpTeam(), logits, target, weight, loss, wsum, lse, dlogits, rows, C, ignore_index, smoothing,
+                      has_weight, write_grad);
+}
+
+// 512 threads (the launcher's choice for long rows): 4096 floats of a row in registers, and few enough rows in
+// flight per SM that the second read of the rest (for the gradient) still finds them in L2
+template <typename T>
+__global__ void __launch_bounds__(512, 1) cross_entropy_forward_v2(const T* __restrict__ logits, const i64* __restrict__ target,
+                                         const T* __restrict__ weight, T* __restrict__ loss, T* __restrict__ wsum,
+                                         T* __restrict__ lse, T* __restrict__ dlogits, i64 rows, i64 C,
+                                         i64 ignore_index, T smoothing, int has_weight, int write_grad, int vec) {
+    __shared__ T scratch[MT_WARP];
+    BlockTeam<T> team{scratch};
+    constexpr int V = 16 / sizeof(T);
+    if (vec)
+        ce_rows<T, V, false>(team, logits, target, weight, loss, wsum, lse, dlogits, rows, C, ignore_index, smoothing,
+                      has_weight, write_grad);
+    else
+        ce_rows<T, 1, false>(team, logits, target, weight, loss, wsum, lse, dlogits, rows, C, ignore_index, smoothing,
+                      has_weight, write_grad);
+}
+
+template <typename T>
+__global__ void cross_entropy_scale(T* __restrict__ d, const T* __restrict__ gout, i64 gstride, T scale, i64 rows,
+                                    i64 C, int vec) {
+    constexpr int V = 16 / sizeof(T);
+    if (vec) {
+        // C % V == 0 here, so a group never straddles two rows
+        MT_GRID_STRIDE(q, rows * C / V) {
+            i64 i = q * V;
+            T f = gout[(i / C) * gstride] * scale;
+            Packed128<T> p = load128(d + i);
+            #pragma unroll
+            for (int k = 0; k < V; ++k) p.v[k] *= f;
+            store128(d + i, p);
+        }
+    } else {
+        MT_GRID_STRIDE(i, rows * C) d[i] *= gout[(i / C) * gstride] * scale;
+    }
+}
+
+// ------------------------------------------------------------------------------------------ backward from lse
 template <typename T>
 __global__ void cross_entropy_backward(const T* __restrict__ logits, const i64* __restrict__ target,
                                        const T* __restrict__ weight, const T* __restrict__ lse,

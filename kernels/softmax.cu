@@ -1,116 +1,226 @@
 // softmax.cu: softmax and log_softmax along the last (contiguous) dim, forward and backward.
 //
-// Kernels (T = float | double):
-//   softmax_forward_v1<T>    warp per row (rows of up to a few thousand elements): online max/sum in one read,
-//                            a second read writes the result; blockDim.x / 32 rows per block
-//   softmax_forward_v2<T>    block per row (long rows): the same online reduction across the block
+// Kernels (T = float | double); `vec` = 1 selects 128-bit groups (rows.cuh), `log` selects log_softmax:
+//   softmax_forward_v1<T>    warp per row (rows that fit a warp's registers: 512 float, 256 double)
+//   softmax_forward_v2<T>    block per row (longer rows; the part beyond the registers is read again)
 //   softmax_backward_v1<T>   warp per row: dx = y (g - sum(g y)), or for log_softmax dx = g - exp(y) sum(g)
 //   softmax_backward_v2<T>   block per row
-// `log` selects log_softmax (forward: x - max - log(sum exp(x - max))).
 //
-// The online reduction keeps (m, s): the running maximum and the sum of exp(x - m) rescaled whenever m grows,
-// so the row is read once for both; partial (m, s) pairs merge across lanes with the same rule. NaN anywhere
-// in a row makes the row NaN, an all -inf row gives NaN, as the two-pass formula does.
+// Forward: each thread takes the max of its registered groups, then exp(x - that max) once per element (kept in
+// the registers for softmax) and their sum; groups beyond the registers join online, (max, sum) rescaled when
+// the maximum grows. The threads' (max, sum) pairs merge across the team with one exp per thread, and the
+// output is e * exp(local max - row max) / sum: one exp per element in all for a row that fits. NaN anywhere in
+// a row makes the row NaN, an all -inf row gives NaN, as the two-pass formula does.
 #include "common.cuh"
+#include "rows.cuh"
 
 template <typename T> struct MaxSum {
     T m, s;
 };
 
-template <typename T> __device__ __forceinline__ MaxSum<T> ms_merge(MaxSum<T> a, MaxSum<T> b) {
-    T m = mt_max(a.m, b.m);
-    // a side with no finite element (m = -inf) contributes nothing; exp(-inf - -inf) would be NaN
-    T sa = a.m == -mt_inf<T>() ? (T)0 : a.s * mt_exp(a.m - m);
-    T sb = b.m == -mt_inf<T>() ? (T)0 : b.s * mt_exp(b.m - m);
-    return MaxSum<T>{m, sa + sb};
-}
-
-template <typename T> __device__ __forceinline__ MaxSum<T> ms_push(MaxSum<T> a, T x) {
-    return ms_merge(a, MaxSum<T>{x, (T)1});
-}
-
-template <typename T> __device__ __forceinline__ MaxSum<T> ms_warp(MaxSum<T> v) {
+// (m, s) with the groups beyond the registers: exp once per element, a rescale when the maximum grows
+template <typename T, int W> __device__ __forceinline__ void ms_push(MaxSum<T>& a, const Group<T, W>& x) {
+    T gm = x.v[0];
     #pragma unroll
-    for (int o = MT_WARP / 2; o > 0; o >>= 1) {
-        MaxSum<T> other{__shfl_xor_sync(0xffffffffu, v.m, o), __shfl_xor_sync(0xffffffffu, v.s, o)};
-        v = ms_merge(v, other);
+    for (int i = 1; i < W; ++i) gm = mt_max(gm, x.v[i]);
+    if (!(gm <= a.m)) {
+        a.s = a.m == -mt_inf<T>() ? (T)0 : a.s * mt_exp(a.m - gm);
+        a.m = gm;
     }
-    return v;
-}
-
-template <typename T> __device__ __forceinline__ T softmax_out(T x, MaxSum<T> r, int log) {
-    return log ? x - r.m - mt_log(r.s) : mt_exp(x - r.m) / r.s;
+    if (a.m != -mt_inf<T>()) {
+        #pragma unroll
+        for (int i = 0; i < W; ++i) a.s += mt_exp(x.v[i] - a.m);
+    }
 }
 
 // ------------------------------------------------------------------------------------------ forward
-template <typename T>
-__global__ void softmax_forward_v1(const T* __restrict__ x, T* __restrict__ y, i64 rows, i64 cols, int log) {
-    int lane = threadIdx.x % MT_WARP;
-    i64 warps_per_grid = (i64)gridDim.x * (blockDim.x / MT_WARP);
-    for (i64 row = (i64)blockIdx.x * (blockDim.x / MT_WARP) + threadIdx.x / MT_WARP; row < rows;
-         row += warps_per_grid) {
+// FIT: the launcher guarantees that the row fits the registers (v1), so the reread loops are not compiled
+template <typename T, int W, bool FIT, typename Team>
+__device__ __forceinline__ void softmax_rows(const Team& team, const T* __restrict__ x, T* __restrict__ y, i64 rows,
+                                             i64 cols, int log) {
+    constexpr int K = RowCfg<T, W, Team::CACHE_DIV>::K;
+    const int r = team.rank();
+    const int P = team.size();
+    const int G = (int)(cols / W);
+    for (i64 row = team.first(); row < rows; row += team.stride()) {
         const T* xr = x + row * cols;
-        MaxSum<T> acc{-mt_inf<T>(), (T)0};
-        for (i64 j = lane; j < cols; j += MT_WARP) acc = ms_push(acc, xr[j]);
-        acc = ms_warp(acc);
         T* yr = y + row * cols;
-        for (i64 j = lane; j < cols; j += MT_WARP) yr[j] = softmax_out(xr[j], acc, log);
+        Group<T, W> c[K];
+        T mc = -mt_inf<T>();
+        #pragma unroll
+        for (int k = 0; k < K; ++k) {
+            int g = r + P * k;
+            if (g < G) {
+                c[k] = gload<T, W>(xr + (i64)g * W);
+                #pragma unroll
+                for (int i = 0; i < W; ++i) mc = mt_max(mc, c[k].v[i]);
+            }
+        }
+        // a thread whose values are all -inf (or that has none) adds nothing: exp(-inf - -inf) would be NaN
+        const bool none = mc == -mt_inf<T>();
+        T sc = 0;
+        #pragma unroll
+        for (int k = 0; k < K; ++k) {
+            if (r + P * k < G) {
+                #pragma unroll
+                for (int i = 0; i < W; ++i) {
+                    T e = none ? (T)0 : mt_exp(c[k].v[i] - mc);
+                    sc += e;
+                    if (!log) c[k].v[i] = e;
+                }
+            }
+        }
+        MaxSum<T> acc{mc, sc};
+        if constexpr (!FIT) {
+            #pragma unroll (16 / W)
+            for (int g = r + P * K; g < G; g += P) ms_push<T, W>(acc, gload<T, W>(xr + (i64)g * W));
+        }
+        T M = team.max(acc.m);
+        T S = team.sum(acc.m == -mt_inf<T>() ? (T)0 : acc.s * mt_exp(acc.m - M));
+        if (log) {
+            // (x - max) - log(sum): adding the maximum to the log first would round away the small result's digits
+            T ls = mt_log(S);
+            #pragma unroll
+            for (int k = 0; k < K; ++k) {
+                int g = r + P * k;
+                if (g < G) {
+                    Group<T, W> o;
+                    #pragma unroll
+                    for (int i = 0; i < W; ++i) o.v[i] = (c[k].v[i] - M) - ls;
+                    gstore<T, W>(yr + (i64)g * W, o);
+                }
+            }
+            if constexpr (!FIT) {
+                #pragma unroll (16 / W)
+                for (int g = r + P * K; g < G; g += P) {
+                    Group<T, W> o = gload<T, W>(xr + (i64)g * W);
+                    #pragma unroll
+                    for (int i = 0; i < W; ++i) o.v[i] = (o.v[i] - M) - ls;
+                    gstore<T, W>(yr + (i64)g * W, o);
+                }
+            }
+        } else {
+            // the registered exps are relative to this thread's max; 0 / 0 = NaN keeps an all -inf row NaN
+            T f = (none ? (T)0 : mt_exp(mc - M)) / S;
+            T inv = (T)1 / S;
+            #pragma unroll
+            for (int k = 0; k < K; ++k) {
+                int g = r + P * k;
+                if (g < G) {
+                    Group<T, W> o;
+                    #pragma unroll
+                    for (int i = 0; i < W; ++i) o.v[i] = c[k].v[i] * f;
+                    gstore<T, W>(yr + (i64)g * W, o);
+                }
+            }
+            if constexpr (!FIT) {
+                #pragma unroll (16 / W)
+                for (int g = r + P * K; g < G; g += P) {
+                    Group<T, W> o = gload<T, W>(xr + (i64)g * W);
+                    #pragma unroll
+                    for (int i = 0; i < W; ++i) o.v[i] = mt_exp(o.v[i] - M) * inv;
+                    gstore<T, W>(yr + (i64)g * W, o);
+                }
+            }
+        }
     }
 }
 
+// short rows give each lane a group or two, so the loads in flight come from the resident warps: float is
+// held to 64 registers (4 blocks of 256 threads per SM)
+template <typename T> constexpr int SM_V1_MIN_BLOCKS = sizeof(T) == 4 ? 4 : 2;
+
 template <typename T>
-__global__ void softmax_forward_v2(const T* __restrict__ x, T* __restrict__ y, i64 rows, i64 cols, int log) {
-    __shared__ T sm_m[MT_WARP];
-    __shared__ T sm_s[MT_WARP];
-    int lane = threadIdx.x % MT_WARP, warp = threadIdx.x / MT_WARP, nwarps = blockDim.x / MT_WARP;
-    for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {
-        const T* xr = x + row * cols;
-        MaxSum<T> acc{-mt_inf<T>(), (T)0};
-        for (i64 j = threadIdx.x; j < cols; j += blockDim.x) acc = ms_push(acc, xr[j]);
-        acc = ms_warp(acc);
-        if (lane == 0) {
-            sm_m[warp] = acc.m;
-            sm_s[warp] = acc.s;
-        }
-        __syncthreads();
-        MaxSum<T> part{-mt_inf<T>(), (T)0};
-        if (lane < nwarps) part = MaxSum<T>{sm_m[lane], sm_s[lane]};
-        acc = ms_warp(part);
-        __syncthreads();  // the shared slots are rewritten for the next row
-        T* yr = y + row * cols;
-        for (i64 j = threadIdx.x; j < cols; j += blockDim.x) yr[j] = softmax_out(xr[j], acc, log);
-    }
+__global__ void __launch_bounds__(256, SM_V1_MIN_BLOCKS<T>) softmax_forward_v1(const T* __restrict__ x, T* __restrict__ y, i64 rows, i64 cols, int log,
+                                   int vec) {
+    constexpr int V = 16 / sizeof(T);
+    if (vec)
+        softmax_rows<T, V, true>(WarpTeam(), x, y, rows, cols, log);
+    else
+        softmax_rows<T, 1, true>(WarpTeam(), x, y, rows, cols, log);
+}
+
+template <typename T>
+__global__ void softmax_forward_v2(const T* __restrict__ x, T* __restrict__ y, i64 rows, i64 cols, int log,
+                                   int vec) {
+    __shared__ T scratch[MT_WARP];
+    BlockTeam<T> team{scratch};
+    constexpr int V = 16 / sizeof(T);
+    if (vec)
+        softmax_rows<T, V, false>(team, x, y, rows, cols, log);
+    else
+        softmax_rows<T, 1, false>(team, x, y, rows, cols, log);
 }
 
 // ------------------------------------------------------------------------------------------ backward
-template <typename T>
-__global__ void softmax_backward_v1(const T* __restrict__ y, const T* __restrict__ g, T* __restrict__ dx, i64 rows,
-                                    i64 cols, int log) {
-    int lane = threadIdx.x % MT_WARP;
-    i64 warps_per_grid = (i64)gridDim.x * (blockDim.x / MT_WARP);
-    for (i64 row = (i64)blockIdx.x * (blockDim.x / MT_WARP) + threadIdx.x / MT_WARP; row < rows;
-         row += warps_per_grid) {
+template <typename T, int W>
+__device__ __forceinline__ Group<T, W> softmax_dx(const Group<T, W>& y, const Group<T, W>& g, T s, int log) {
+    Group<T, W> o;
+    #pragma unroll
+    for (int i = 0; i < W; ++i) o.v[i] = log ? g.v[i] - mt_exp(y.v[i]) * s : y.v[i] * (g.v[i] - s);
+    return o;
+}
+
+template <typename T, int W, typename Team>
+__device__ __forceinline__ void softmax_backward_rows(const Team& team, const T* __restrict__ y,
+                                                      const T* __restrict__ g, T* __restrict__ dx, i64 rows,
+                                                      i64 cols, int log) {
+    // two arrays share the register budget of one
+    constexpr int K = (RowCfg<T, W, Team::CACHE_DIV>::K + 1) / 2;
+    const int r = team.rank();
+    const int P = team.size();
+    const int G = (int)(cols / W);
+    for (i64 row = team.first(); row < rows; row += team.stride()) {
         const T* yr = y + row * cols;
         const T* gr = g + row * cols;
-        T s = 0;
-        for (i64 j = lane; j < cols; j += MT_WARP) s += log ? gr[j] : gr[j] * yr[j];
-        s = warp_sum(s);
         T* dr = dx + row * cols;
-        for (i64 j = lane; j < cols; j += MT_WARP) dr[j] = log ? gr[j] - mt_exp(yr[j]) * s : yr[j] * (gr[j] - s);
+        Group<T, W> cy[K], cg[K];
+        T s = 0;
+        #pragma unroll
+        for (int k = 0; k < K; ++k) {
+            int q = r + P * k;
+            if (q < G) {
+                cy[k] = gload<T, W>(yr + (i64)q * W);
+                cg[k] = gload<T, W>(gr + (i64)q * W);
+                #pragma unroll
+                for (int i = 0; i < W; ++i) s += log ? cg[k].v[i] : cg[k].v[i] * cy[k].v[i];
+            }
+        }
+        for (int q = r + P * K; q < G; q += P) {
+            Group<T, W> a = gload<T, W>(yr + (i64)q * W), b = gload<T, W>(gr + (i64)q * W);
+            #pragma unroll
+            for (int i = 0; i < W; ++i) s += log ? b.v[i] : b.v[i] * a.v[i];
+        }
+        s = team.sum(s);
+        #pragma unroll
+        for (int k = 0; k < K; ++k) {
+            int q = r + P * k;
+            if (q < G) gstore<T, W>(dr + (i64)q * W, softmax_dx<T, W>(cy[k], cg[k], s, log));
+        }
+        for (int q = r + P * K; q < G; q += P)
+            gstore<T, W>(dr + (i64)q * W, softmax_dx<T, W>(gload<T, W>(yr + (i64)q * W), gload<T, W>(gr + (i64)q * W),
+                                                           s, log));
     }
+}
+
+template <typename T>
+__global__ void softmax_backward_v1(const T* __restrict__ y, const T* __restrict__ g, T* __restrict__ dx, i64 rows,
+                                    i64 cols, int log, int vec) {
+    constexpr int V = 16 / sizeof(T);
+    if (vec)
+        softmax_backward_rows<T, V>(WarpTeam(), y, g, dx, rows, cols, log);
+    else
+        softmax_backward_rows<T, 1>(WarpTeam(), y, g, dx, rows, cols, log);
 }
 
 template <typename T>
 __global__ void softmax_backward_v2(const T* __restrict__ y, const T* __restrict__ g, T* __restrict__ dx, i64 rows,
-                                    i64 cols, int log) {
+                                    i64 cols, int log, int vec) {
     __shared__ T scratch[MT_WARP];
-    for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {
-        const T* yr = y + row * cols;
-        const T* gr = g + row * cols;
-        T s = 0;
-        for (i64 j = threadIdx.x; j < cols; j += blockDim.x) s += log ? gr[j] : gr[j] * yr[j];
-        s = block_reduce(s, SumOp(), (T)0, scratch);
-        T* dr = dx + row * cols;
-        for (i64 j = threadIdx.x; j < cols; j += blockDim.x) dr[j] = log ? gr[j] - mt_exp(yr[j]) * s : yr[j] * (gr[j] - s);
-    }
+    BlockTeam<T> team{scratch};
+    constexpr int V = 16 / sizeof(T);
+    if (vec)
+        softmax_backward_rows<T, V>(team, y, g, dx, rows, cols, log);
+    else
+        softmax_backward_rows<T, 1>(team, y, g, dx, rows, cols, log);
 }

@@ -47,7 +47,7 @@ class NNMixin(PrimitiveHost):
     # ================================================================ cross-entropy over class indices
     def cross_entropy_forward(self, x: Array, target: Array, weight: Array | None = None, ignore_index: int = -100,
                               label_smoothing: float = 0.0, *, tidx: Array | None = None, mask: Array | None = None,
-                              coef: Array | None = None) -> tuple[Array, Saved]:
+                              coef: Array | None = None, want_grad: bool = False) -> tuple[Array, Saved]:
         """Per-sample cross-entropy of logits and class-index targets, and the state its backward reads.
 
         ``x``: float logits (N, C, *spatial), classes on axis 1. ``target``: int64 (N, 1, *spatial), each entry a
@@ -56,7 +56,9 @@ class NNMixin(PrimitiveHost):
         target, the loss of a counted sample is (1 - s) w_y (-log p_y) + (s / C) sum_c w_c (-log p_c); ignored
         samples give 0. The optional hints, for a caller that has them already: ``tidx`` (target with ignored
         entries replaced by 0), ``mask`` (1 for counted entries, 0 for ignored, in the compute dtype; None when
-        all count) and ``coef`` (w_y * mask, or None when that is all ones).
+        all count) and ``coef`` (w_y * mask, or None when that is all ones). ``want_grad``: the backward will
+        run, so a backend may compute the gradient now, in the same pass over the logits (this body's saved
+        state serves the backward either way).
 
         Returns ``(loss, saved)``: loss (N, 1, *spatial) in the compute dtype (float32 for 2-byte floats).
         """

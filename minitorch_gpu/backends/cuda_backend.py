@@ -244,20 +244,28 @@ def _softmax_backward(log: bool) -> Launch:
     return launch
 
 
-# cross_entropy.cu: 2-D (rows, C) float32/float64 logits; the saved state is the per-row log-sum-exp, and the
-# backward re-reads the logits. Spatial inputs, 2-byte floats and mismatched weights use the built-in bodies.
+# cross_entropy.cu: 2-D (rows, C) float32/float64 logits. When the backward will run, the forward writes the
+# gradient of the summed losses in the same pass over the logits ("dlogits"), and the backward scales it in place
+# by the loss gradient; the per-row log-sum-exp is saved as well, for a second backward (retained graph) after the
+# first one handed "dlogits" out. Spatial inputs, 2-byte floats and mismatched weights use the built-in bodies.
 def _cross_entropy_applies(x: Array, target: Array, weight: Array | None = None, *args: Any, **kwargs: Any) -> bool:
     return x.ndim == 2 and x.dtype in _KERNEL_FLOATS and (weight is None or weight.dtype == x.dtype)
 
 
 def _cross_entropy(be: CudaBackend, kern: Launcher, x: Array, target: Array, weight: Array | None = None,
                    ignore_index: int = -100, label_smoothing: float = 0.0, *, tidx: Any = None, mask: Any = None,
-                   coef: Any = None) -> tuple[Array, dict[str, Array]] | None:
-    r = kern.cross_entropy(x, target.reshape(-1), weight, ignore_index, label_smoothing)
-    if r is None:
+                   coef: Any = None, want_grad: bool = False) -> tuple[Array, dict[str, Array]] | None:
+    t = target.reshape(-1)
+    if want_grad:
+        r = kern.cross_entropy_fused(x, t, weight, ignore_index, label_smoothing)
+        if r is None:
+            return None
+        loss, _, lse, d = r
+        return loss.reshape(target.shape), {"lse": lse, "dlogits": d}
+    r3 = kern.cross_entropy(x, t, weight, ignore_index, label_smoothing)
+    if r3 is None:
         return None
-    loss, _, lse = r
-    return loss.reshape(target.shape), {"lse": lse}
+    return r3[0].reshape(target.shape), {"lse": r3[2]}
 
 
 def _cross_entropy_backward(be: CudaBackend, kern: Launcher, gout: Array, x: Array, target: Array,
@@ -267,8 +275,12 @@ def _cross_entropy_backward(be: CudaBackend, kern: Launcher, gout: Array, x: Arr
     if lse is None:
         return None  # the forward ran the built-in: so does the backward
     g = gout.reshape(-1) if gout.ndim else gout.reshape(1)
-    return kern.cross_entropy_backward(x, target.reshape(-1), weight, lse, g, 1.0 / denom if denom else 1.0,
-                                       ignore_index, label_smoothing)
+    scale = 1.0 / denom if denom else 1.0
+    d = saved.get("dlogits")
+    if d is not None:
+        # NOTE: in place: the caller hands the saved gradient out once and drops it from ``saved`` afterwards
+        return kern.cross_entropy_scale(d, g, scale)
+    return kern.cross_entropy_backward(x, target.reshape(-1), weight, lse, g, scale, ignore_index, label_smoothing)
 
 
 def _cross_entropy_backward_builtin(be: CudaBackend, gout: Array, x: Array, target: Array, weight: Array | None,

@@ -530,7 +530,8 @@ def sim_device():
 
 
 def test_nn_cross_entropy_runs_the_kernels(sim_device, monkeypatch):
-    calls = _spy(monkeypatch, sim_device.kernels, "cross_entropy", "cross_entropy_backward")
+    # with a gradient to come the forward is the fused pass and the backward scales its gradient
+    calls = _spy(monkeypatch, sim_device.kernels, "cross_entropy", "cross_entropy_fused", "cross_entropy_scale")
     rng = np.random.default_rng(9)
     x = rng.standard_normal((11, 13)).astype(np.float32)
     t = rng.integers(0, 13, 11)
@@ -547,7 +548,12 @@ def test_nn_cross_entropy_runs_the_kernels(sim_device, monkeypatch):
             out[dev] = (loss.detach().cpu().numpy(), xm.grad.cpu().numpy())
         np.testing.assert_allclose(out["cuda"][0], out["cpu"][0], rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(out["cuda"][1], out["cpu"][1], rtol=1e-5, atol=1e-6)
-    assert calls["cross_entropy"] == [True] * 3 and calls["cross_entropy_backward"] == [True] * 3
+    assert calls["cross_entropy_fused"] == [True] * 3 and calls["cross_entropy_scale"] == [True] * 3
+    assert calls["cross_entropy"] == []
+    with mt.no_grad():
+        loss = F.cross_entropy(mt.tensor(x, device="cuda"), mt.tensor(t, device="cuda"))
+    np.testing.assert_allclose(loss.cpu().numpy(), F.cross_entropy(mt.tensor(x), mt.tensor(t)).numpy(), rtol=1e-5)
+    assert calls["cross_entropy"] == [True] and calls["cross_entropy_fused"] == [True] * 3
 
 
 def test_nn_layer_norm_runs_the_kernels(sim_device, monkeypatch):

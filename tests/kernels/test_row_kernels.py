@@ -12,6 +12,16 @@ def _tol(dt):
     return dict(rtol=2e-5, atol=2e-6) if dt == np.float32 else dict(rtol=1e-11, atol=1e-12)
 
 
+WIDTHS = [1, 3, 31, 32, 33, 96, 383, 384, 600, 1024, 1025, 4100]
+
+
+def _rows(rng, rows, n, dt, offset, scale=1.0, shift=0.0):
+    """A C-contiguous (rows, n) array whose start is ``offset`` elements past an allocation (offset 1 breaks the
+    16-byte alignment of every row, so the kernels must take their scalar path)."""
+    base = (rng.standard_normal(rows * n + offset) * scale + shift).astype(dt)
+    return base[offset:].reshape(rows, n)
+
+
 def _softmax_ref(x, log):
     x = x.astype(np.float64)
     with np.errstate(all="ignore"):
@@ -104,10 +114,92 @@ def test_cross_entropy(k, rows, C, dt, weighted, eps):
     np.testing.assert_allclose(d2, (ref_d * g_rows[:, None] * 0.5).astype(dt), **tol)
 
 
-def test_cross_entropy_target_out_of_range(k):
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("cols", WIDTHS)
+@pytest.mark.parametrize("offset", [0, 1])
+@pytest.mark.parametrize("log", [0, 1])
+def test_softmax_widths_and_misaligned_rows(k, cols, dt, offset, log):
+    rng = np.random.default_rng(cols + offset)
+    rows = 11
+    x = _rows(rng, rows, cols, dt, offset, 4.0)
+    x[2, cols // 2] = 30.0  # a maximum far from the others: the online rescale must be exact
+    x[3] += 1000.0  # log_softmax must subtract the maximum before adding the log of the sum
+    y = k.softmax(x, log, 1)
+    np.testing.assert_allclose(y, _softmax_ref(x, log).astype(dt), **_tol(dt))
+    g = _rows(rng, rows, cols, dt, offset)
+    yy = _rows(rng, rows, cols, dt, offset)
+    yy[...] = y
+    dx = k.softmax_backward(yy, g, log, 1)
+    y64, g64 = y.astype(np.float64), g.astype(np.float64)
+    want = g64 - np.exp(y64) * g64.sum(-1, keepdims=True) if log else y64 * (g64 - (g64 * y64).sum(-1, keepdims=True))
+    np.testing.assert_allclose(dx, want.astype(dt), **_tol(dt))
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("C", WIDTHS)
+@pytest.mark.parametrize("offset", [0, 1])
+@pytest.mark.parametrize("weighted,eps", [(False, 0.0), (True, 0.1)])
+def test_cross_entropy_fused(k, C, dt, offset, weighted, eps):
+    rng = np.random.default_rng(C + offset)
+    rows = 6
+    x = _rows(rng, rows, C, dt, offset, 3.0)
+    t = rng.integers(0, C, rows).astype(np.int64)
+    t[1] = -100
+    w = rng.uniform(0.5, 2.0, C).astype(dt) if weighted else None
+    loss, wsum, lse, d = k.cross_entropy_fused(x, t, w, -100, eps)
+    ref_loss, ref_w, ref_d = _ce_ref(x, t, w, -100, eps)
+    tol = _tol(dt)
+    np.testing.assert_allclose(loss, ref_loss.astype(dt), **tol)
+    np.testing.assert_allclose(wsum, ref_w.astype(dt), **tol)
+    np.testing.assert_allclose(d, ref_d.astype(dt), **tol)
+    # forward only: the same losses without a gradient
+    np.testing.assert_allclose(k.cross_entropy(x, t, w, -100, eps)[0], loss, **tol)
+    g_rows = rng.standard_normal(rows).astype(dt)
+    scaled = k.cross_entropy_scale(d, g_rows, 0.25)
+    assert scaled is d
+    np.testing.assert_allclose(d, (ref_d * g_rows[:, None] * 0.25).astype(dt), **tol)
+    d1 = k.cross_entropy_fused(x, t, w, -100, eps)[3]
+    k.cross_entropy_scale(d1, np.asarray(3.0, dt), 0.5)
+    np.testing.assert_allclose(d1, (ref_d * 1.5).astype(dt), **tol)
+
+
+def test_cross_entropy_target_out_of_range_gives_nan_without_a_sync(k):
     x = np.zeros((3, 4), np.float32)
-    with pytest.raises(IndexError, match="Target out of bounds"):
-        k.cross_entropy(x, np.array([0, 4, 1]), None, -100, 0.0)
+    loss, _, _, d = k.cross_entropy_fused(x, np.array([0, 4, 1]), None, -100, 0.0)
+    assert np.isnan(loss[1]) and np.isnan(d[1]).all()
+    np.testing.assert_allclose(loss[[0, 2]], np.log(4.0), rtol=1e-6)
+    assert np.isfinite(d[[0, 2]]).all()
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("N", WIDTHS)
+@pytest.mark.parametrize("offset", [0, 1])
+@pytest.mark.parametrize("affine", [False, True])
+def test_layer_norm_widths_and_misaligned_rows(k, N, dt, offset, affine):
+    rng = np.random.default_rng(N + offset)
+    rows = 11  # more rows than the tiny grid's warps: every warp and block loops, partials add up
+    x = _rows(rng, rows, N, dt, offset, 2.0, 1.0)
+    w = rng.standard_normal(N).astype(dt) if affine else None
+    b = rng.standard_normal(N).astype(dt) if affine else None
+    y, mean, rstd = k.layer_norm(x, w, b, 1e-5)
+    x64 = x.astype(np.float64)
+    mu = x64.mean(-1, keepdims=True)
+    rs = 1 / np.sqrt(x64.var(-1, keepdims=True) + 1e-5)
+    xhat = (x64 - mu) * rs
+    tol = dict(rtol=1e-4, atol=1e-5) if dt == np.float32 else _tol(dt)
+    np.testing.assert_allclose(y, (xhat * (w if affine else 1) + (b if affine else 0)).astype(dt), **tol)
+    dy = _rows(rng, rows, N, dt, offset)
+    dx, dw, db = k.layer_norm_backward(dy, x, w, mean, rstd, affine, affine)
+    dxhat = dy * (w if affine else 1)
+    want = rs * (dxhat - dxhat.mean(-1, keepdims=True) - xhat * (dxhat * xhat).mean(-1, keepdims=True))
+    np.testing.assert_allclose(dx, want.astype(dt), **tol)
+    if affine:
+        np.testing.assert_allclose(dw, (dy * xhat).sum(0).astype(dt), **tol)
+        np.testing.assert_allclose(db, dy.astype(np.float64).sum(0).astype(dt), **tol)
+    # only one of the parameter gradients
+    _, dw1, db1 = k.layer_norm_backward(dy, x, w, mean, rstd, False, True)
+    assert dw1 is None
+    np.testing.assert_allclose(db1, dy.astype(np.float64).sum(0).astype(dt), **tol)
 
 
 @pytest.mark.parametrize("dt", DTYPES)

@@ -398,6 +398,27 @@ def test_cross_entropy_backward_frees_saved_tensors(device):
         loss.backward()
 
 
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_cross_entropy_retained_graph_gives_the_same_gradient_twice(device, torch, reduction):
+    # on CUDA the forward computes the gradient and the first backward scales it in place: the second backward
+    # must recompute it rather than scale the handed-out buffer again
+    rng = _rng(19)
+    x = rng.standard_normal((6, 97)).astype(np.float32)
+    t = np.array([1, 0, -100, 96, 5, 50])
+    w = (rng.random(97) + 0.5).astype(np.float32)
+    g = rng.standard_normal(6).astype(np.float32) if reduction == "none" else np.float32(1.7)
+    ours, theirs = _both(torch, x, device, requires_grad=True)
+    kw = dict(weight=mt.tensor(w, device=device), label_smoothing=0.1, reduction=reduction)
+    loss = F.cross_entropy(ours, mt.tensor(t, device=device), **kw)
+    ref = torch.nn.functional.cross_entropy(theirs, torch.tensor(t), weight=torch.tensor(w), label_smoothing=0.1,
+                                            reduction=reduction)
+    (want,) = torch.autograd.grad(ref, theirs, torch.tensor(g))
+    (first,) = mt.autograd.grad(loss, ours, mt.tensor(g, device=device), retain_graph=True)
+    (second,) = mt.autograd.grad(loss, ours, mt.tensor(g, device=device))
+    assert_close(first, want.numpy(), rtol=1e-5, atol=1e-6)
+    assert_close(second, want.numpy(), rtol=1e-5, atol=1e-6)
+
+
 # ====================================================================== gradients of gradients
 
 def _class_inputs(device):

@@ -40,6 +40,7 @@ _PY_SCALARS = (int, float, bool)
 _META_CACHE_MAX = 512
 _TABLE_CACHE_MAX = 64
 _BOOL = np.dtype(np.bool_)
+CE_LONG_THREADS = 512  # cross_entropy_forward_v2's block (its __launch_bounds__)
 MODE_VEC = 1 << 4  # elementwise.cu's MODE_VEC: operands are contiguous and 16-byte aligned
 FASTDIV_MAX = (1 << 31) - 1  # common.cuh's MT_FASTDIV_MAX: the largest index its 32-bit division takes
 DROP_ADD, DROP_VEC = 1, 2  # random.cu's dropout_forward mode bits
@@ -60,6 +61,11 @@ operand)."""
 def _kernel_ops() -> dict[str, tuple[str, int]]:
     return {prim: (enum, codes(KERNEL_FILE, enum)[member.split("_", 1)[1]])
             for prim, (enum, member) in kernel_members().items()}
+
+
+@functools.cache
+def _row_cache_groups() -> int:
+    return _loader.define_int("rows.cuh", "MT_ROW_CACHE_GROUPS")
 
 
 def kernel_op(name: str) -> tuple[str, int] | None:
@@ -496,12 +502,9 @@ def gemm_plan(dt: NpDtype, nb: int, M: int, N: int, K: int, sms: int) -> tuple[b
 class _RowKernels(_MapKernels):
     """softmax / log_softmax, cross-entropy, layer norm: kernels over rows of a contiguous last dim."""
 
-    # rows up to this long get a warp each (v1); longer rows a block each (v2)
-    WARP_ROW_MAX = 1024
-
     def softmax(self, x: Array, log: bool, axis: int) -> Array | None:
         """softmax (or log_softmax) of float32/float64 ``x`` along ``axis`` (the last dim only)."""
-        if x.dtype not in _FLOATS or x.ndim == 0 or axis != x.ndim - 1:
+        if x.dtype not in _FLOATS or x.ndim == 0 or axis != x.ndim - 1 or x.shape[-1] >= 1 << 31:
             return None
         if not x.flags.c_contiguous:
             x = self.xp.ascontiguousarray(x)
@@ -510,12 +513,15 @@ class _RowKernels(_MapKernels):
         rows = x.size // cols if cols else 0
         if rows == 0 or cols == 0:
             return y
-        self._softmax_rows("softmax_forward", x.dtype, rows, cols, (x, y, _i64(rows), _i64(cols), _i32(log)))
+        vec = self._rows_aligned(cols, x.dtype, x, y)
+        self._softmax_rows("softmax_forward", x.dtype, rows, cols, vec, 1,
+                           (x, y, _i64(rows), _i64(cols), _i32(log), _i32(vec)))
         return y
 
     def softmax_backward(self, y: Array, g: Array, log: bool, axis: int) -> Array | None:
         """The gradient of softmax (or log_softmax) from its output ``y`` and the output gradient ``g``."""
-        if y.dtype not in _FLOATS or g.dtype != y.dtype or y.ndim == 0 or axis != y.ndim - 1 or g.shape != y.shape:
+        if y.dtype not in _FLOATS or g.dtype != y.dtype or y.ndim == 0 or axis != y.ndim - 1 or g.shape != y.shape \
+                or y.shape[-1] >= 1 << 31:
             return None
         xp = self.xp
         y = xp.ascontiguousarray(y)
@@ -525,53 +531,83 @@ class _RowKernels(_MapKernels):
         rows = y.size // cols if cols else 0
         if rows == 0 or cols == 0:
             return dx
-        self._softmax_rows("softmax_backward", y.dtype, rows, cols,
-                           (y, g, dx, _i64(rows), _i64(cols), _i32(log)))
+        vec = self._rows_aligned(cols, y.dtype, y, g, dx)
+        # two arrays share the registers of one
+        self._softmax_rows("softmax_backward", y.dtype, rows, cols, vec, 2,
+                           (y, g, dx, _i64(rows), _i64(cols), _i32(log), _i32(vec)))
         return dx
 
-    def _softmax_rows(self, kernel: str, dt: NpDtype, rows: int, cols: int, args: tuple[Any, ...]) -> None:
-        """Launch ``kernel``'s v1 (a warp per row) for rows up to ``WARP_ROW_MAX`` long, else its v2 (a block
-        per row)."""
-        if cols <= self.WARP_ROW_MAX:
-            per_block = THREADS // 32
-            grid = (max(1, min((rows + per_block - 1) // per_block, self.max_blocks)),)
-            version = "v1"
+    def _softmax_rows(self, kernel: str, dt: NpDtype, rows: int, cols: int, vec: bool, arrays: int,
+                      args: tuple[Any, ...]) -> None:
+        """Launch ``kernel``'s v1 (a warp per row) for rows a warp holds in registers, else its v2 (a block
+        per row); ``arrays``: how many row arrays the kernel keeps in registers."""
+        if self._row_fits(cols, dt, vec, 32, arrays):
+            self.fn("softmax.cu", f"{kernel}_v1<{_TNAME[dt]}>")(self._row_grid(rows, True), (THREADS,), args)
         else:
-            grid = (max(1, min(rows, self.max_blocks)),)
-            version = "v2"
-        self.fn("softmax.cu", f"{kernel}_{version}<{_TNAME[dt]}>")(grid, (THREADS,), args)
-
-    def _flag(self) -> Array:
-        return self.xp.zeros(1, dtype=np.int32)
+            threads = self._block_threads(cols, dt, vec, 2 * arrays)
+            self.fn("softmax.cu", f"{kernel}_v2<{_TNAME[dt]}>")(self._row_grid(rows, False), (threads,), args)
 
     def cross_entropy(self, logits: Array, target: Array, weight: Array | None, ignore_index: int,
                       label_smoothing: float) -> tuple[Array, Array, Array] | None:
         """Per-row (loss, weight, log-sum-exp relative to the row max) of 2-d float logits (rows, C) and int64
-        targets (rows,); IndexError for a target outside [0, C) that is not ``ignore_index``."""
+        targets (rows,). A target outside [0, C) that is not ``ignore_index`` gives a NaN loss: the caller checks
+        the range (reading a device flag back here would synchronise every call)."""
+        r = self._cross_entropy(logits, target, weight, ignore_index, label_smoothing, False)
+        return None if r is None else r[:3]
+
+    def cross_entropy_fused(self, logits: Array, target: Array, weight: Array | None, ignore_index: int,
+                            label_smoothing: float) -> tuple[Array, Array, Array, Array] | None:
+        """``cross_entropy`` plus the gradient of the summed per-row losses in the logits, from the same read of
+        the logits; ``cross_entropy_scale`` turns it into the gradient of any reduction."""
+        return self._cross_entropy(logits, target, weight, ignore_index, label_smoothing, True)
+
+    def _cross_entropy(self, logits: Array, target: Array, weight: Array | None, ignore_index: int,
+                       label_smoothing: float, grad: bool) -> tuple[Array, Array, Array, Array] | None:
         xp = self.xp
         dt = logits.dtype
         if dt not in _FLOATS or logits.ndim != 2 or target.dtype != np.int64 or target.shape != logits.shape[:1]:
             return None
         if weight is not None and (weight.dtype != dt or weight.shape != logits.shape[1:]):
             return None
+        if logits.shape[1] >= 1 << 31:
+            return None  # the kernels index within a row in 32 bits
         logits = xp.ascontiguousarray(logits)
         target = xp.ascontiguousarray(target)
         rows, C = logits.shape
         loss = xp.empty(rows, dtype=dt)
         wsum = xp.empty(rows, dtype=dt)
         lse = xp.empty(rows, dtype=dt)
+        d = xp.empty((rows, C), dtype=dt) if grad else loss
         if rows == 0:
-            return loss, wsum, lse
+            return loss, wsum, lse, d
         w = xp.ascontiguousarray(weight) if weight is not None else logits
-        bad = self._flag()
-        self.fn("cross_entropy.cu", f"cross_entropy_forward<{_TNAME[dt]}>")(
-            (max(1, min(rows, self.max_blocks)),), (THREADS,),
-            (logits, target, w, loss, wsum, lse, bad, _i64(rows), _i64(C), _i64(ignore_index), dt.type(label_smoothing),
-             _i32(weight is not None)))
-        if self.read_flag(bad):
-            raise IndexError(f"Target out of bounds: every target must be in [0, {C}) or equal ignore_index "
-                             f"({ignore_index})")
-        return loss, wsum, lse
+        vec = self._rows_aligned(C, dt, logits, w, *((d,) if grad else ()))
+        v1 = self._row_fits(C, dt, vec, 32, 1)
+        self.fn("cross_entropy.cu", f"cross_entropy_forward_{'v1' if v1 else 'v2'}<{_TNAME[dt]}>")(
+            self._row_grid(rows, v1), (THREADS if v1 else CE_LONG_THREADS,),
+            (logits, target, w, loss, wsum, lse, d, _i64(rows), _i64(C), _i64(ignore_index),
+             dt.type(label_smoothing), _i32(weight is not None), _i32(grad), _i32(vec)))
+        return loss, wsum, lse, d
+
+    def cross_entropy_scale(self, d: Array, gout: Array, scale: float) -> Array | None:
+        """``d`` (the fused gradient of the summed losses, C-contiguous (rows, C)) times the loss gradient, in
+        place: ``gout`` is 0-d (one gradient for every row) or one per row, times ``scale``."""
+        xp = self.xp
+        dt = d.dtype
+        if dt not in _FLOATS or d.ndim != 2 or not d.flags.c_contiguous:
+            return None
+        rows, C = d.shape
+        if rows == 0 or C == 0:
+            return d
+        gout = xp.ascontiguousarray(gout.astype(dt, copy=False)).reshape(-1)
+        if gout.size not in (1, rows):
+            return None
+        vec = self._rows_aligned(C, dt, d)
+        per = 16 // dt.itemsize if vec else 1
+        self.fn("cross_entropy.cu", f"cross_entropy_scale<{_TNAME[dt]}>")(
+            self.grid(rows * C, per), (THREADS,),
+            (d, gout, _i64(0 if gout.size == 1 else 1), dt.type(scale), _i64(rows), _i64(C), _i32(vec)))
+        return d
 
     def cross_entropy_backward(self, logits: Array, target: Array, weight: Array | None, lse: Array, gout: Array,
                                scale: float, ignore_index: int, label_smoothing: float) -> Array | None:
@@ -605,6 +641,8 @@ class _RowKernels(_MapKernels):
         for p in (weight, bias):
             if p is not None and (p.dtype != dt or p.shape != (N,)):
                 return None
+        if N >= 1 << 31:
+            return None  # the kernels index within a row in 32 bits
         x = xp.ascontiguousarray(x)
         rows = x.size // N if N else 0
         y = xp.empty(x.shape, dtype=dt)
@@ -614,10 +652,13 @@ class _RowKernels(_MapKernels):
             return y, mean, rstd
         w = xp.ascontiguousarray(weight) if weight is not None else x
         b = xp.ascontiguousarray(bias) if bias is not None else x
-        self.fn("layernorm.cu", f"layernorm_forward<{_TNAME[dt]}>")(
-            (max(1, min(rows, self.max_blocks)),), (THREADS,),
+        vec = self._rows_aligned(N, dt, x, y, w, b)
+        v1 = self._row_fits(N, dt, vec, 32, 1)
+        threads = THREADS if v1 else self._block_threads(N, dt, vec, 2)
+        self.fn("layernorm.cu", f"layernorm_forward_{'v1' if v1 else 'v2'}<{_TNAME[dt]}>")(
+            self._row_grid(rows, v1), (threads,),
             (x, w, b, y, mean, rstd, _i64(rows), _i64(N), dt.type(eps), _i32(weight is not None),
-             _i32(bias is not None)))
+             _i32(bias is not None), _i32(vec)))
         return y, mean, rstd
 
     def layer_norm_backward(self, dy: Array, x: Array, weight: Array | None, mean: Array, rstd: Array,
@@ -625,28 +666,86 @@ class _RowKernels(_MapKernels):
         """(dx, dweight or None, dbias or None) of layer norm."""
         xp = self.xp
         dt = x.dtype
-        if dt not in _FLOATS or dy.dtype != dt or dy.shape != x.shape:
+        if dt not in _FLOATS or dy.dtype != dt or dy.shape != x.shape or x.shape[-1] >= 1 << 31:
             return None
         x = xp.ascontiguousarray(x)
         dy = xp.ascontiguousarray(dy)
+        mean = xp.ascontiguousarray(mean)
+        rstd = xp.ascontiguousarray(rstd)
         N = x.shape[-1]
         rows = x.size // N if N else 0
         dx = xp.empty(x.shape, dtype=dt)
-        dw = xp.zeros(N, dtype=dt) if want_weight else None
-        db = xp.zeros(N, dtype=dt) if want_bias else None
+        want_params = want_weight or want_bias
+        dw = xp.empty(N, dtype=dt) if want_weight else None
+        db = xp.empty(N, dtype=dt) if want_bias else None
         if rows == 0 or N == 0:
+            for p in (dw, db):
+                if p is not None:
+                    p.fill(0)
             return dx, dw, db
         t = _TNAME[dt]
         w = xp.ascontiguousarray(weight) if weight is not None else x
-        self.fn("layernorm.cu", f"layernorm_backward<{t}>")(
-            (max(1, min(rows, self.max_blocks)),), (THREADS,),
-            (dy, x, w, mean, rstd, dx, _i64(rows), _i64(N), _i32(weight is not None)))
-        if want_weight or want_bias:
+        vec = self._rows_aligned(N, dt, x, dy, dx, w)
+        # the backward keeps four arrays in registers (xhat, dxhat and the two column sums)
+        v1 = self._row_fits(N, dt, vec, 32, 2)
+        threads = THREADS if v1 else self._block_threads(N, dt, vec, 4)
+        # column sums in registers need every column of a row there; wider rows sum in a second kernel
+        fused = want_params and (v1 or self._row_fits(N, dt, vec, threads, 4))
+        if fused:
+            # one partial row pair per block: few blocks, each looping over many rows; about 16 warps per SM
+            # (max_blocks is 32 per SM on a GPU) keep loads in flight without many partial rows to add up
+            rows_per_block = THREADS // 32 if v1 else 1
+            grid = (max(1, min((rows + rows_per_block - 1) // rows_per_block, self.max_blocks * 16 // threads)),)
+            partial = xp.empty((grid[0], 2, N), dtype=dt)
+            nparts = grid[0]
+        else:
+            grid = self._row_grid(rows, v1)
+            partial = dx
+        self.fn("layernorm.cu", f"layernorm_backward_{'v1' if v1 else 'v2'}<{t}>")(
+            grid, (threads,),
+            (dy, x, w, mean, rstd, dx, partial, _i64(rows), _i64(N), _i32(weight is not None), _i32(fused),
+             _i32(vec)))
+        if want_params and not fused:
+            tiles = (N + THREADS - 1) // THREADS
+            nparts = max(1, min(rows, self.max_blocks // tiles if self.max_blocks >= tiles else 1, 1024))
+            chunk = (rows + nparts - 1) // nparts
+            nparts = (rows + chunk - 1) // chunk
+            partial = xp.empty((nparts, 2, N), dtype=dt)
+            self.fn("layernorm.cu", f"layernorm_backward_partial<{t}>")(
+                (min(tiles, self.max_blocks), nparts), (THREADS,),
+                (dy, x, mean, rstd, partial, _i64(rows), _i64(N), _i64(chunk)))
+        if want_params:
+            # a block per 32 columns (blockDim.x / 32 <= 32 warps share its shared memory)
             self.fn("layernorm.cu", f"layernorm_backward_params<{t}>")(
-                self.grid(N), (THREADS,),
-                (dy, x, mean, rstd, dw if dw is not None else dx, db if db is not None else dx, _i64(rows), _i64(N),
+                (max(1, min((N + 31) // 32, self.max_blocks)),), (THREADS,),
+                (partial, _i64(nparts), _i64(N), dw if dw is not None else dx, db if db is not None else dx,
                  _i32(want_weight), _i32(want_bias)))
         return dx, dw, db
+
+    @staticmethod
+    def _row_fits(N: int, dt: NpDtype, vec: bool, threads: int, div: int) -> bool:
+        """Whether a row of ``N`` elements fits the registers of a team of ``threads`` threads that each keep
+        rows.cuh's MT_ROW_CACHE_GROUPS / ``div`` groups (16 bytes each with ``vec``, else one element)."""
+        groups = N // (16 // dt.itemsize) if vec else N
+        return groups <= threads * max(1, _row_cache_groups() // div)
+
+    @staticmethod
+    def _block_threads(N: int, dt: NpDtype, vec: bool, div: int) -> int:
+        """Threads of a block-per-row team for rows of ``N``: enough for the row to fit the registers (each
+        thread keeping MT_ROW_CACHE_GROUPS / ``div`` groups), at least 64 and at most ``THREADS`` (longer
+        rows are partly read again). Fewer threads per row mean more rows, and more loads, in flight per SM."""
+        groups = N // (16 // dt.itemsize) if vec else N
+        per = max(1, _row_cache_groups() // div)
+        need = (groups + per - 1) // per
+        return max(64, min(THREADS, (need + 31) // 32 * 32))
+
+    def _rows_aligned(self, N: int, dt: NpDtype, *arrays: Array) -> bool:
+        """Whether rows of ``N`` elements of every array start on 16 bytes (rows.cuh's 128-bit groups)."""
+        return N % (16 // dt.itemsize) == 0 and self._aligned(*arrays)
+
+    def _row_grid(self, rows: int, warp_per_row: bool) -> tuple[int]:
+        per_block = THREADS // 32 if warp_per_row else 1
+        return (max(1, min((rows + per_block - 1) // per_block, self.max_blocks)),)
 
     def matmul(self, a: Array, b: Array, bias: Array | None = None) -> Array | None:
         """``a @ b`` (+ ``bias`` per output column) for float32/float64 operands with NumPy's matmul rules for

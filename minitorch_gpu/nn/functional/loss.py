@@ -717,7 +717,8 @@ class CrossEntropyLossBackward0(Op):
         self.reduction = reduction
         be = x._be
         loss, saved = be.cross_entropy_forward(_classes_view(x, ct), ct.target, ct.wd, ct.ignore_index, ls,
-                                               tidx=ct.tidx, mask=ct.mask, coef=ct.coef)
+                                               tidx=ct.tidx, mask=ct.mask, coef=ct.coef,
+                                               want_grad=bool(self.needs_input_grad[0]))
         if reduction == "mean":
             _denominator(be, ct)
         if self.needs_input_grad[0]:
@@ -740,6 +741,12 @@ class CrossEntropyLossBackward0(Op):
             if self.reduction == "none":
                 gd = gd.reshape(ct.row_shape)
             saved = dict(zip(self.saved_names, map(_data_of, arrays)))
+            if getattr(self, "_dlogits_used", False):
+                saved.pop("dlogits", None)
+            elif "dlogits" in saved:
+                # the backend scales a gradient the forward computed in place and hands it out: a second
+                # backward through a retained graph must not use it again
+                self._dlogits_used = True
             dl = be.cross_entropy_backward(gd, _classes_view(x, ct), ct.target, ct.wd, ct.ignore_index, self.ls,
                                            saved, ct.denom if self.reduction == "mean" else None, tidx=ct.tidx,
                                            mask=ct.mask)
