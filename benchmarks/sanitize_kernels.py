@@ -75,7 +75,7 @@ def checks(be: Any) -> list[tuple[str, Callable[[], None]]]:
             close(out, c0 + 0.25 * (a - c0))
 
     def softmax() -> None:
-        for dt, cols in ((F32, 1), (F32, 31), (F32, 1025), (F64, 1500), (F64, 33)):
+        for dt, cols in ((F32, 1), (F32, 31), (F32, 1025), (F32, 6000), (F64, 1500), (F64, 33), (F64, 5000)):
             x = rng.standard_normal((7, cols)).astype(dt)
             e = np.exp(x - x.max(1, keepdims=True))
             want = e / e.sum(1, keepdims=True)
@@ -88,7 +88,7 @@ def checks(be: Any) -> list[tuple[str, Callable[[], None]]]:
         k.softmax(dev(xt).T, False, 1)  # a transposed input: the launcher copies it first
 
     def cross_entropy() -> None:
-        for dt, rows, C in ((F32, 1, 3), (F32, 17, 97), (F64, 5, 1300)):
+        for dt, rows, C in ((F32, 1, 3), (F32, 17, 97), (F32, 3, 5000), (F64, 5, 1300), (F64, 9, 96)):
             x = rng.standard_normal((rows, C)).astype(dt)
             t = rng.integers(0, C, rows).astype(np.int64)
             t[0] = -100
@@ -99,9 +99,16 @@ def checks(be: Any) -> list[tuple[str, Callable[[], None]]]:
             d = k.cross_entropy_backward(dev(x), dev(t), None, lse, dev(np.ones(1, dt)), 1.0 / rows, -100, 0.1)
             assert host(d).shape == x.shape and np.isfinite(host(d)).all()
             assert host(loss)[0] == 0.0 and float(host(wsum)[0]) == 0.0
+            # the fused pass (loss and dlogits together) and the scale by the loss gradient
+            fl, _, flse, fd = k.cross_entropy_fused(dev(x), dev(t), None, -100, 0.1)
+            close(flse, ref_lse, 1e-4)
+            close(fl, host(loss), 1e-4)
+            scaled = k.cross_entropy_scale(fd, dev(np.ones((), dt)), 1.0 / rows)
+            close(scaled, host(d), 1e-4)
 
     def layer_norm() -> None:
-        for dt, rows, N in ((F32, 1, 1), (F32, 13, 33), (F64, 3, 1029)):
+        for dt, rows, N in ((F32, 1, 1), (F32, 13, 33), (F32, 5, 2000), (F32, 3, 9000), (F64, 3, 1029),
+                            (F64, 4, 40), (F64, 2, 9000)):
             x = rng.standard_normal((rows, N)).astype(dt)
             w = rng.standard_normal(N).astype(dt)
             b = rng.standard_normal(N).astype(dt)
