@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-SWIZZLES = (0, 8, 16)
+SWIZZLES = (0, 8)
 TOL = 1e-4
 
 

@@ -1,27 +1,32 @@
 // matmul.cu: batched C = A @ B (+ bias) for float (SGEMM) and double (DGEMM).
 //
-// Kernels:
+// Kernels (all instantiations of one template, mm_tiled):
 //   matmul_forward_v2      128 x 128 output tiles, K steps of 8, 256 threads each accumulating an 8 x 8
-//                          register block (two 4 x 4 quadrants 64 rows / 64 columns apart, so every fragment read
-//                          is one 128-bit shared load and a warp's B reads cover all 32 banks once). float only:
-//                          64 float accumulators fit the 128 registers that two blocks per SM allow.
+//                          register block (two 4 x 4 quadrants 64 rows / 64 columns apart, threads as a 16 x 16
+//                          grid). float only: 64 float accumulators fit the 128 registers that two blocks per SM allow.
+//   sgemm_warp_*           SGEMM variants with warp tiling (a warp owns a 64 x 32 or 32 x 64 piece of the tile, its
+//                          threads 8 x 8 each as 2 x 2 sub-blocks of 4 x 4): 128 x 128 tiles with K steps of 8, 16,
+//                          or 8 through a 3-stage cp.async ring; 128 x 64 and 64 x 128 tiles of 128 threads with K
+//                          steps of 16, two or three stages. Every one takes a block swizzle (`swz`) for L2 reuse.
 //   matmul_forward<T>      64 x 64 tiles, K steps of 16, 4 x 4 per thread: four times the blocks, for
 //                          problems too small or skinny to fill the GPU with 128 x 128 tiles, and for double.
 //   matmul_splitk_reduce<T> sums the split-K partial products in a fixed order (+ bias): deterministic, no atomics.
+// `python -m benchmarks.sgemm_variants` times them all against cuBLAS; launch.SGEMM_CHOICE picks one per class
+// of product.
 //
 // Replaces v1 (64 x 64 tiles, 4 x 4 per thread, scalar shared reads, no double buffering: 0.30x cuBLAS).
-// Both shared tiles are k-major (As[k][m], Bs[k][n]) with 4 elements of padding per row, and double
-// buffered: the copies of step k + 1 (cp.async on sm_80+, see common.cuh) are issued right after the one barrier
-// of step k and run behind its math. An operand whose contiguous dim is the tile's row (A column-major, B row-major)
-// is copied 16 bytes at a time (`vec` bit 0 for A, bit 1 for B; the launcher proves every row of every batch entry
-// 16-byte aligned). Any other layout — the transposed operand of every x @ W.T, a row-major A, misaligned views —
+// Both shared tiles are k-major (As[k][m], Bs[k][n]) with 4 elements of padding per row, in a ring of STAGES
+// buffers: the copies of step k + STAGES - 1 (cp.async on sm_80+, see common.cuh) are issued right after the one
+// barrier of step k and run behind the math of the steps before them. An operand whose contiguous dim is the
+// tile's row (A column-major, B row-major) is copied 16 bytes at a time (`vec` bit 0 for A, bit 1 for B; the
+// launcher proves every row of every batch entry 16-byte aligned). Any other layout — the transposed operand of every x @ W.T, a row-major A, misaligned views —
 // is copied one element at a time, consecutive threads walking the operand's contiguous dim (coalesced global
 // reads) and, thanks to the padding, 32 distinct banks on the transposing shared stores. Split-K: blockIdx.z runs
 // over batch x splits; split s reduces k in [s * kchunk, (s + 1) * kchunk) into its own slice of a workspace.
 // `vec` bit 2: C rows are 16-byte aligned and N a multiple of the pack, so the epilogue stores 128 bits.
 //
-// The launcher (backends/cuda/launch.py, `gemm_plan`) picks the kernel, the split count and the grid; it uses
-// cuBLAS instead when mt.backends.cuda.matmul.allow_tf32 asks for TF32 on a GPU.
+// The launcher (backends/cuda/launch.py, `gemm_plan`) picks the kernel, the swizzle, the split count and the grid;
+// it uses cuBLAS instead when mt.backends.cuda.matmul.allow_tf32 asks for TF32 on a GPU.
 #include "common.cuh"
 
 #define MM_THREADS 256
@@ -318,6 +323,15 @@ extern "C" __global__ void __launch_bounds__(128, 4) sgemm_warp_128x64_k16(MM_TI
 }
 extern "C" __global__ void __launch_bounds__(128, 4) sgemm_warp_64x128_k16(MM_TILED_ARGS(float)) {
     mm_tiled<float, 64, 128, 16, 8, 128, MM_WARP, 2, 2>(MM_TILED_PASS);
+}
+
+// three stages fit the static 48 KB only with half the tile (38 KB); at four blocks per SM (128 registers) the
+// deeper ring spills on sm_90, so three blocks of up to 168 registers
+extern "C" __global__ void __launch_bounds__(128, 3) sgemm_warp_128x64_k16_s3(MM_TILED_ARGS(float)) {
+    mm_tiled<float, 128, 64, 16, 8, 128, MM_WARP, 3, 2>(MM_TILED_PASS);
+}
+extern "C" __global__ void __launch_bounds__(128, 3) sgemm_warp_64x128_k16_s3(MM_TILED_ARGS(float)) {
+    mm_tiled<float, 64, 128, 16, 8, 128, MM_WARP, 3, 2>(MM_TILED_PASS);
 }
 
 template <typename T>
