@@ -19,9 +19,10 @@
 // buffers: the copies of step k + STAGES - 1 (cp.async on sm_80+, see common.cuh) are issued right after the one
 // barrier of step k and run behind the math of the steps before them. An operand whose contiguous dim is the
 // tile's row (A column-major, B row-major) is copied 16 bytes at a time (`vec` bit 0 for A, bit 1 for B; the
-// launcher proves every row of every batch entry 16-byte aligned). Any other layout — the transposed operand of every x @ W.T, a row-major A, misaligned views —
-// is copied one element at a time, consecutive threads walking the operand's contiguous dim (coalesced global
-// reads) and, thanks to the padding, 32 distinct banks on the transposing shared stores. Split-K: blockIdx.z runs
+// launcher proves every row of every batch entry 16-byte aligned). Any other layout — the transposed operand of
+// every x @ W.T, a row-major A, misaligned views — is copied one element at a time, consecutive threads walking
+// the operand's contiguous dim (coalesced global reads) and, thanks to the padding, distinct banks on most of the
+// transposing shared stores. Split-K: blockIdx.z runs
 // over batch x splits; split s reduces k in [s * kchunk, (s + 1) * kchunk) into its own slice of a workspace.
 // `vec` bit 2: C rows are 16-byte aligned and N a multiple of the pack, so the epilogue stores 128 bits.
 //
