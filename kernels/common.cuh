@@ -209,6 +209,13 @@ __device__ __forceinline__ void mt_cp_async_wait_all() {
     asm volatile("cp.async.wait_all;\n" ::: "memory");
 #endif
 }
+// waits until at most N of this thread's committed groups are still in flight (a pipeline of N + 2 stages keeps
+// the newest N copying while it reads the oldest); other threads' copies need a __syncthreads() after it
+template <int N> __device__ __forceinline__ void mt_cp_async_wait_group() {
+#ifdef MT_CP_ASYNC
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
 
 // ------------------------------------------------------------------------------------------ reductions
 struct SumOp {

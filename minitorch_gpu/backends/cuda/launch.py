@@ -17,7 +17,7 @@ import collections
 import functools
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, cast
+from typing import Any, Literal, NamedTuple, cast
 
 import numpy as np
 
@@ -29,7 +29,7 @@ from . import loader as _loader
 from .fused_step import FusedStep, fused_group_sizes, group_scalar_count
 from .loader import enum_codes as codes
 
-__all__ = ["Launcher", "THREADS", "gemm_plan"]
+__all__ = ["Launcher", "THREADS", "gemm_plan", "gemm_class", "GemmKernel", "GemmPlan", "SGEMM_KERNELS", "SGEMM_CHOICE"]
 
 THREADS = 256
 F32 = np.dtype(np.float32)
@@ -473,30 +473,83 @@ def _dense(a: Array) -> bool:
 
 
 # ---------------------------------------------------------------------- row-wise kernels and GEMM
-# split-K: a split gets at least this many k; the 128 x 128 kernel is worth a split only from _BIG_SPLIT_K on
+# split-K: a split gets at least this many k; the 128 x 128 kernels are worth a split only from _BIG_SPLIT_K on
 _SPLIT_MIN_K = 512
 _BIG_SPLIT_K = 2048
 
 
-def gemm_plan(dt: NpDtype, nb: int, M: int, N: int, K: int, sms: int) -> tuple[bool, int]:
-    """(128 x 128 tiles?, split-K count) of matmul.cu for ``nb`` products (M x K) @ (K x N) on ``sms`` SMs.
+class GemmKernel(NamedTuple):
+    """A GEMM entry point of matmul.cu and the shape it was compiled for (the launcher sizes grids and split-K
+    chunks from these, so they must match the kernel's template arguments)."""
+    entry: str
+    bm: int
+    bn: int
+    bk: int
+    threads: int
+    per_sm: int  # blocks of it that its launch bounds let one SM hold
 
-    128 x 128 tiles (float only) while they give every SM a block; else 64 x 64 tiles, four times as many; and
-    when even those leave SMs idle and K is long (a weight gradient g.T @ x with K = batch x tokens), K is split
-    so that up to two blocks run per SM in one wave, each on its own slice of a workspace that a second pass sums in order.
+
+SGEMM_KERNELS: dict[str, GemmKernel] = {
+    "v2": GemmKernel("matmul_forward_v2", 128, 128, 8, 256, 2),
+    "warp_k8": GemmKernel("sgemm_warp_128x128_k8", 128, 128, 8, 256, 2),
+    "warp_k16": GemmKernel("sgemm_warp_128x128_k16", 128, 128, 16, 256, 2),
+    "warp_k8_s3": GemmKernel("sgemm_warp_128x128_k8_s3", 128, 128, 8, 256, 2),
+    "warp_128x64": GemmKernel("sgemm_warp_128x64_k16", 128, 64, 16, 128, 4),
+    "warp_64x128": GemmKernel("sgemm_warp_64x128_k16", 64, 128, 16, 128, 4),
+    "warp_128x64_s3": GemmKernel("sgemm_warp_128x64_k16_s3", 128, 64, 16, 128, 3),
+    "warp_64x128_s3": GemmKernel("sgemm_warp_64x128_k16_s3", 64, 128, 16, 128, 3),
+    "tile64": GemmKernel("matmul_forward<float>", 64, 64, 16, 256, 2),
+}
+_DGEMM = GemmKernel("matmul_forward<double>", 64, 64, 16, 256, 2)
+
+# THE table to edit after `python -m benchmarks.sgemm_variants` on a GPU: per class of float32 product (see
+# gemm_class), (an SGEMM_KERNELS name, L2 swizzle: bands of that many tile rows, 0 for none). The script prints
+# its winners in this form. Set from its H100 run of 2026-11-26 (ratios to cuBLAS; v2, the previous choice, in
+# brackets); the swizzle moved no case by more than 0.01, so it stays off.
+SGEMM_CHOICE: dict[str, tuple[str, int]] = {
+    "large": ("warp_64x128", 0),  # 0.73-0.75 [0.67-0.69]: 4096^3, 2048^3, 8192 x 8192 x 1024
+    "short_k": ("warp_k16", 0),   # 0.66, 0.89 with bias vs cuBLAS + add [0.66, 0.85]: x @ W.T, K = C = 384
+    "narrow": ("warp_k16", 0),    # 0.75 [0.70]: g @ W, N = C = 384
+    "splitk": ("warp_k16", 0),    # 0.77 [0.72]: g.T @ x, 1536 x 384 over K = 16384, K split across blocks
+    "small": ("tile64", 0),       # fewer 128 x 128 tiles than SMs, K short: 64 x 64 tiles, four times the blocks
+}
+
+
+class GemmPlan(NamedTuple):
+    kernel: GemmKernel
+    swizzle: int
+    splits: int
+
+
+def gemm_class(dt: NpDtype, nb: int, M: int, N: int, K: int, sms: int) -> str:
+    """The SGEMM_CHOICE row of ``nb`` float32 products (M x K) @ (K x N) on ``sms`` SMs."""
+    if nb * -(-M // 128) * -(-N // 128) < sms:
+        return "splitk" if dt == F32 and K >= _BIG_SPLIT_K else "small"
+    if min(M, N) <= 512:
+        return "narrow"
+    return "short_k" if K <= 512 else "large"
+
+
+def gemm_plan(dt: NpDtype, nb: int, M: int, N: int, K: int, sms: int,
+              variant: tuple[str, int] | None = None) -> GemmPlan:
+    """(kernel, swizzle, split-K count) of matmul.cu for ``nb`` products (M x K) @ (K x N) on ``sms`` SMs.
+
+    float32 takes its kernel from SGEMM_CHOICE by gemm_class, or ``variant`` ((SGEMM_KERNELS name, swizzle): the
+    benchmark and the tests force each one); float64 always runs the 64 x 64 tiles. When the tiles leave SMs idle
+    and K is long (a weight gradient g.T @ x with K = batch x tokens), K is split so that the blocks fill one
+    wave at most, each on its own slice of a workspace that a second pass sums in order.
     """
-    def blocks(tile: int) -> int:
-        return nb * -(-M // tile) * -(-N // tile)
-
-    if dt == F32 and blocks(128) >= sms:
-        return True, 1
-    big = dt == F32 and K >= _BIG_SPLIT_K
-    tiles = blocks(128 if big else 64)
+    if dt == F32:
+        name, swizzle = variant or SGEMM_CHOICE[gemm_class(dt, nb, M, N, K, sms)]
+        kern = SGEMM_KERNELS[name]
+    else:
+        kern, swizzle = _DGEMM, 0
+    tiles = nb * -(-M // kern.bm) * -(-N // kern.bn)
     splits = 1
     if tiles < sms and K >= 2 * _SPLIT_MIN_K:
-        # at most two resident blocks per SM: one more block than that starts a second, nearly empty wave
-        splits = max(1, min(2 * sms // tiles, K // _SPLIT_MIN_K, 64))
-    return big, splits
+        # one block more than the SMs hold at once starts a second, nearly empty wave
+        splits = max(1, min(kern.per_sm * sms // tiles, K // _SPLIT_MIN_K, 64))
+    return GemmPlan(kern, swizzle, splits)
 
 
 class _RowKernels(_MapKernels):
@@ -747,9 +800,11 @@ class _RowKernels(_MapKernels):
         per_block = THREADS // 32 if warp_per_row else 1
         return (max(1, min((rows + per_block - 1) // per_block, self.max_blocks)),)
 
-    def matmul(self, a: Array, b: Array, bias: Array | None = None) -> Array | None:
+    def matmul(self, a: Array, b: Array, bias: Array | None = None,
+               variant: tuple[str, int] | None = None) -> Array | None:
         """``a @ b`` (+ ``bias`` per output column) for float32/float64 operands with NumPy's matmul rules for
-        1-d operands and broadcast batch dims; transposed (strided) operands are read in place."""
+        1-d operands and broadcast batch dims; transposed (strided) operands are read in place. ``variant``
+        forces a float32 kernel and swizzle (see gemm_plan) instead of the SGEMM_CHOICE table's."""
         xp = self.xp
         dt = a.dtype
         if dt not in _FLOATS or b.dtype != dt or a.ndim == 0 or b.ndim == 0:
@@ -773,7 +828,7 @@ class _RowKernels(_MapKernels):
             if K == 0:
                 out[...] = 0 if bias is None else bias
             else:
-                self._gemm(a2, b2, out, bias, batch_shape, M, N, K)
+                self._gemm(a2, b2, out, bias, batch_shape, M, N, K, variant)
         if a_vec:
             out = out[..., 0, :]
         if b_vec:
@@ -781,7 +836,7 @@ class _RowKernels(_MapKernels):
         return out
 
     def _gemm(self, a: Array, b: Array, out: Array, bias: Array | None, batch_shape: Shape, M: int, N: int,
-              K: int) -> None:
+              K: int, variant: tuple[str, int] | None = None) -> None:
         item = a.itemsize
         sAm, sAk = (s // item for s in a.strides[-2:])
         sBk, sBn = (s // item for s in b.strides[-2:])
@@ -804,22 +859,22 @@ class _RowKernels(_MapKernels):
             vec |= 2
         if N % S == 0:  # the output (and the split-K workspace) is fresh and dense: rows aligned when N is
             vec |= 4
-        big, splits = gemm_plan(a.dtype, nb, M, N, K, self.sms)
-        tile, bk = (128, 8) if big else (64, 16)
+        kern, swizzle, splits = gemm_plan(a.dtype, nb, M, N, K, self.sms, variant)
+        bk = kern.bk
         kchunk = -(-(-(-K // splits)) // bk) * bk  # a whole number of k steps per split
         splits = -(-K // kchunk)
         target = out if splits == 1 else self.xp.empty((splits,) + out.shape, dtype=out.dtype)
         has_bias = bias is not None
-        mt, ntiles = -(-M // tile), -(-N // tile)
+        mt, ntiles = -(-M // kern.bm), -(-N // kern.bn)
         gx = min(ntiles, self.max_blocks)
         gy = min(mt, max(1, self.max_blocks // gx), 65535)
         gz = min(nb * splits, max(1, self.max_blocks // (gx * gy)), 65535)
-        kernel = "matmul_forward_v2" if big else f"matmul_forward<{_TNAME[a.dtype]}>"
-        self.fn("matmul.cu", kernel)(
-            (gx, gy, gz), (THREADS,),
+        # the kernel swizzles only a grid of exactly one block per tile (else its grid-stride loops walk the rest)
+        self.fn("matmul.cu", kern.entry)(
+            (gx, gy, gz), (kern.threads,),
             (a, b, target, bias if has_bias else out, offs, _i64(nb), _i32(splits), _i64(kchunk), _i64(nb * M * N),
              _i64(M), _i64(N), _i64(K), _i64(sAm), _i64(sAk), _i64(sBk), _i64(sBn), _i32(has_bias and splits == 1),
-             _i32(vec)))
+             _i32(vec), _i32(swizzle)))
         if splits > 1:
             total = nb * M * N
             self.fn("matmul.cu", f"matmul_splitk_reduce<{_TNAME[a.dtype]}>")(
