@@ -131,6 +131,16 @@ def checks(be: Any) -> list[tuple[str, Callable[[], None]]]:
                 _matmul()
         finally:
             k.sms = sms
+        # every float32 variant of the plan table, with and without the L2 block swizzle
+        from minitorch_gpu.backends.cuda.launch import SGEMM_KERNELS
+        for M, K, N in ((130, 40, 129), (64, 33, 257)):
+            a = rng.standard_normal((M, K)).astype(F32)
+            b = rng.standard_normal((K, N)).astype(F32)
+            bias = rng.standard_normal(N).astype(F32)
+            for name in SGEMM_KERNELS:
+                for swizzle in (0, 2):
+                    close(k.matmul(dev(a), dev(b.T.copy()).T, dev(bias), variant=(name, swizzle)), a @ b + bias,
+                          1e-3)
 
     def _matmul() -> None:
         for dt, tol in ((F32, 1e-3), (F64, 1e-9)):
