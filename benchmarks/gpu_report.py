@@ -369,8 +369,12 @@ def environment(device: str) -> dict[str, Any]:
     env: dict[str, Any] = {"device": device, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
         timespec="seconds"), "python": sys.version.split()[0]}
     try:
-        env["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                       cwd=ROOT, timeout=30).stdout.strip() or None
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                cwd=ROOT, timeout=30).stdout.strip() or None
+        # a copied working tree often carries an older .git: say so rather than name a commit it is not
+        dirty = commit and subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                                          capture_output=True, text=True, cwd=ROOT, timeout=30).stdout.strip()
+        env["commit"] = f"{commit} plus uncommitted changes" if dirty else commit
     except (OSError, subprocess.TimeoutExpired):
         env["commit"] = None
     pin = re.search(r'"torch==([^"]+)"', _read(os.path.join(ROOT, "pyproject.toml")))
