@@ -55,7 +55,7 @@ class IndexMixin(PrimitiveHost):
     def index_range(self, idx: Array) -> tuple[int, int]:
         """(min, max) of a non-empty integer array as Python ints, in one device-to-host transfer."""
         xp = self.xp
-        if xp is _np:
+        if xp is _np and not self.reads_wait:
             return int(idx.min()), int(idx.max())
         mm = self.to_numpy(xp.stack([idx.min(), idx.max()]))
         return int(mm[0]), int(mm[1])

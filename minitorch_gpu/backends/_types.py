@@ -45,6 +45,7 @@ class PrimitiveHost:
 
     xp: Any  # the array module, numpy or cupy (no stubs for the latter)
     name: str
+    reads_wait: bool  # reading an array on the host waits for a device (see Backend)
 
     if TYPE_CHECKING:
         # arrays in and out (base.py)

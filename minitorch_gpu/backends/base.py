@@ -49,6 +49,10 @@ class Backend(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, LinalgMixin
             return self.xp.array(obj, dtype=np_dtype, copy=True)
         return self.xp.asarray(obj, dtype=np_dtype)
 
+    # whether reading an array on the host waits for a device (a GPU, or the simulator standing for one): such
+    # reads go through ``to_numpy``, where the sync debug mode and the counting mode see them
+    reads_wait = False
+
     # the simulated GPU counts the memory its tensors hold (``mt.cuda.memory_allocated``); see
     # ``backends/cuda/memory.py``
     counts_memory = False

@@ -438,6 +438,7 @@ class CudaBackend(Backend):
     the built-in body of ``Backend`` when it declines."""
 
     name = "cuda"
+    reads_wait = True
     kernels: Launcher | None = None
     index: int
     device: Any

@@ -30,7 +30,8 @@ __all__ = ["LaunchCounter", "KernelStats", "CallStats"]
 
 # backend methods that move no data and launch nothing (metadata, allocation, probes)
 _NOT_COUNTED = frozenset({"np_dtype", "supports", "strides", "is_contiguous", "data_ptr", "shares_memory",
-                          "synchronize", "empty", "kernels", "xp", "index", "device", "name", "host_memory"})
+                          "synchronize", "empty", "kernels", "xp", "index", "device", "name", "host_memory",
+                          "count_memory", "writable", "defer_check", "checks", "reads_wait", "counts_memory"})
 # backend methods that copy device memory to the host
 _TO_HOST = frozenset({"to_numpy"})
 _FROM_HOST = frozenset({"asarray"})
