@@ -2,8 +2,8 @@
 CPU simulator (no GPU needed, nothing timed).
 
 Run ``python -m benchmarks.kernel_count`` (the full GPU config: 6 layers, 6 heads, width 384, context 256, batch
-64, vocab 96; slow on the simulator) or ``--quick``: the same model at five small (batch, context) points, (2, T0), (4, T0), (2, 2·T0),
-(4, 2·T0), (2, 4·T0), each per-kernel count fitted exactly to ``a + e·T + b·B·T + d·T² + c·B·T²`` and evaluated
+64, vocab 96; slow on the simulator) or ``--quick``: the same model at five small (batch, context) points,
+(2, T0), (4, T0), (2, 2·T0), (4, 2·T0), (2, 4·T0), each per-kernel count fitted exactly to ``a + e·T + b·B·T + d·T² + c·B·T²`` and evaluated
 at the full batch and context, then checked at (4, 4·T0), a point the fit did not see. Most of a step scales
 with the tokens B·T (elementwise maps, layer norms, matmul activations, embeddings); the attention scores with
 B·T² (B·H·T·T); the causal mask with T²; the position-embedding rows read with T; the parameter-sized work

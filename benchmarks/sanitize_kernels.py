@@ -245,7 +245,8 @@ def checks(be: Any) -> list[tuple[str, Callable[[], None]]]:
             close(out, want, 1e-4)
 
     return [("elementwise.cu", elementwise), ("softmax.cu", softmax), ("cross_entropy.cu", cross_entropy),
-            ("layernorm.cu", layer_norm), ("matmul.cu", matmul), ("optim.cu", optimizers), ("multi_tensor.cu", multi_tensor),
+            ("layernorm.cu", layer_norm), ("matmul.cu", matmul), ("optim.cu", optimizers),
+            ("multi_tensor.cu", multi_tensor),
             ("attention.cu", attention), ("random.cu", random),
             ("embedding.cu", embedding)]
 

@@ -35,7 +35,8 @@ def test_without_a_gpu_it_says_so_and_exits_0(tmp_path):
 
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest">
-<testcase classname="tests.test_tensor" name="test_repr[cuda]"><failure message="AssertionError: repr differs&#10;second line">tb</failure></testcase>
+<testcase classname="tests.test_tensor" name="test_repr[cuda]">\
+<failure message="AssertionError: repr differs&#10;second line">tb</failure></testcase>
 <testcase classname="tests.test_tensor" name="test_repr[cuda-float64]"><failure message="x">tb</failure></testcase>
 <testcase classname="tests.test_tensor" name="test_add[cuda]"><error message="RuntimeError: boom">tb</error></testcase>
 <testcase classname="tests.test_tensor" name="test_ok[cuda]"/>

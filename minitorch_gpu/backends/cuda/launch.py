@@ -918,7 +918,8 @@ class _StepKernels(_MapKernels):
         self._mt_tables: collections.OrderedDict[tuple[Any, ...], tuple[Array, int, int, int]] = \
             collections.OrderedDict()
 
-    def tensor_table(self, roles: Sequence[Sequence[Array] | None], sizes: Sequence[int]) -> tuple[Array, int, int, int]:
+    def tensor_table(self, roles: Sequence[Sequence[Array] | None],
+                     sizes: Sequence[int]) -> tuple[Array, int, int, int]:
         """(device table, tensors, chunks, chunk) of multi_tensor.cuh for arrays by role (``roles[0]`` present,
         None for a role the kernel does not read), cached by the arrays' addresses and sizes: an optimizer
         passes the same parameters and states every step, so steady state uploads nothing, and a new address

@@ -28,8 +28,9 @@ class Dropout(_DropoutNd):
 
     def dropout_add(self, x, y):
         """``x + self(y)``: the residual connection around a sublayer this module drops out, in one pass on CUDA
-        (``functional.dropout.dropout_add``) when calling the module would do nothing else (no hooks, no overridden forward,
-        not in place). A minitorch_gpu extension, used by the transformer layers and the GPT block."""
+        (``functional.dropout.dropout_add``) when calling the module would do nothing else (no hooks, no
+        overridden forward, not in place). A minitorch_gpu extension, used by the transformer layers and the GPT
+        block."""
         if self.inplace or type(self).forward is not Dropout.forward or self._has_call_hooks():
             return x + self(y)
         return dropout_add(x, y, self.p, self.training)
