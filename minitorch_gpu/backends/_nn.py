@@ -113,7 +113,7 @@ class NNMixin(PrimitiveHost):
         return loss, {"e": e, "se": se, "flat": flat}
 
     def cross_entropy_backward(self, gout: Array, x: Array, target: Array, weight: Array | None, ignore_index: int,
-                               label_smoothing: float, saved: Saved, denom: float | None = None, *,
+                               label_smoothing: float, saved: Saved, denom: float | Array | None = None, *,
                                tidx: Array | None = None, mask: Array | None = None) -> Array:
         """The gradient of the logits (x's shape, compute dtype) from ``cross_entropy_forward``'s ``saved``.
 
@@ -126,7 +126,7 @@ class NNMixin(PrimitiveHost):
         if tidx is None:
             tidx, mask = self._ce_targets(target, ignore_index, cdt)
         gr = gout if gout.dtype == cdt else gout.astype(cdt)
-        if denom:
+        if denom is not None and not (isinstance(denom, (int, float)) and denom == 0):
             gr = self.binary("div", gr, denom)
         a, at_target, smooth = self.cross_entropy_coefficients(wd, tidx, mask, label_smoothing, x.shape)
         # p = e / se: the division folds into the per-sample scale

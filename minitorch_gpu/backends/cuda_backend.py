@@ -270,12 +270,17 @@ def _cross_entropy(be: CudaBackend, kern: Launcher, x: Array, target: Array, wei
 
 def _cross_entropy_backward(be: CudaBackend, kern: Launcher, gout: Array, x: Array, target: Array,
                             weight: Array | None, ignore_index: int, label_smoothing: float, saved: dict[str, Array],
-                            denom: float | None = None, *, tidx: Any = None, mask: Any = None) -> Array | None:
+                            denom: float | Array | None = None, *, tidx: Any = None, mask: Any = None) -> Array | None:
     lse = saved.get("lse")
     if lse is None:
         return None  # the forward ran the built-in: so does the backward
     g = gout.reshape(-1) if gout.ndim else gout.reshape(1)
-    scale = 1.0 / denom if denom else 1.0
+    scale = 1.0
+    if isinstance(denom, (int, float)):
+        scale = 1.0 / denom if denom else 1.0
+    elif denom is not None:
+        # a 0-d device denominator (never read back): folded into the loss gradient
+        g = be.binary("div", g, denom.astype(g.dtype, copy=False))
     d = saved.get("dlogits")
     if d is not None:
         # NOTE: in place: the caller hands the saved gradient out once and drops it from ``saved`` afterwards
@@ -285,7 +290,7 @@ def _cross_entropy_backward(be: CudaBackend, kern: Launcher, gout: Array, x: Arr
 
 def _cross_entropy_backward_builtin(be: CudaBackend, gout: Array, x: Array, target: Array, weight: Array | None,
                                     ignore_index: int, label_smoothing: float, saved: dict[str, Array],
-                                    denom: float | None = None, *, tidx: Any = None, mask: Any = None) -> Array:
+                                    denom: float | Array | None = None, *, tidx: Any = None, mask: Any = None) -> Array:
     if saved.get("lse") is not None:
         # the kernel's saved state is its own: the built-in backward needs the built-in forward's, computed again
         _, saved = _builtin("cross_entropy_forward")(be, x, target, weight, ignore_index, label_smoothing,

@@ -14,6 +14,8 @@ the (smoothed, weighted) one-hot target, directly (the backend's ``cross_entropy
 import operator
 import warnings
 
+import numpy as _np
+
 from ... import _dtype
 from ...autograd.node import Op
 from ...autograd.grad_mode import _state
@@ -578,6 +580,8 @@ def _class_targets(input, target, weight, ignore_index, kernel):
     t = t.reshape(row_shape)
     ct.target = t
     ct.ignore_index = ignore_index
+    if be.reads_wait:
+        return _device_class_targets(be, ct, t, weight, ignore_index, c)
     mask = None
     n = t.size
     n_valid = n
@@ -611,10 +615,47 @@ def _class_targets(input, target, weight, ignore_index, kernel):
     return ct
 
 
+def _device_class_targets(be, ct, t, weight, ignore_index, c):
+    """``_class_targets``' tail on a GPU, without waiting for it: the ignored samples are masked whether there
+    are any or not, the range check is read at the next synchronisation, and the 'mean' denominator stays a
+    0-d device array."""
+    keep = be.binary("ne", t, ignore_index)
+    t = be.where(keep, t, 0)
+    be.check_index_range(t, c, _target_error)
+    # until the check is read, a bad target must not send a gather outside the row
+    t = be.clamp(t, 0, c - 1)
+    mask = keep.astype(ct.cdt)
+    ct.tidx = t
+    ct.mask = mask
+    if weight is None:
+        ct.wd = None
+        ct.coef = mask
+    else:
+        wd = weight._data
+        ct.wd = wd if wd.dtype == ct.cdt else wd.astype(ct.cdt)
+        ct.coef = be.binary("mul", be.take(ct.wd, t), mask)
+    ct.denom = be.sum(ct.coef)
+    return ct
+
+
+def _target_error(bad):
+    return IndexError(f"Target {bad} is out of bounds.")
+
+
 def _denominator(be, ct):
+    """The 'mean' denominator: a float on the CPU, a 0-d array on a GPU (never read back there)."""
     if ct.denom is None:
         ct.denom = float(be.to_numpy(be.sum(ct.coef)))
     return ct.denom
+
+
+def _grad_denominator(be, ct):
+    """What the gradient of a 'mean' divides by: None when nothing is counted (the gradient is zero there)."""
+    denom = ct.denom
+    if isinstance(denom, float):
+        return denom or None
+    # on the device: a zero count divides by 1 instead (every sample is masked, so the gradient is 0 anyway)
+    return be.where(be.binary("eq", denom, 0), 1.0, denom)
 
 
 def _reduce_rows(be, loss, ct, reduction):
@@ -625,9 +666,13 @@ def _reduce_rows(be, loss, ct, reduction):
     if reduction == "sum":
         return s
     denom = _denominator(be, ct)
-    if denom == 0:
-        return be.full((), float("nan"), s.dtype)
-    return be.binary("div", s, denom)
+    if isinstance(denom, float):
+        if denom == 0:
+            return be.full((), float("nan"), s.dtype)
+        return be.binary("div", s, denom)
+    # nothing counted: the masked sum is 0 and 0 / 0 is the NaN PyTorch gives
+    with _np.errstate(invalid="ignore", divide="ignore"):
+        return be.binary("div", s, denom.astype(s.dtype, copy=False))
 
 
 def _row_grad(g, ct, reduction):
@@ -635,8 +680,10 @@ def _row_grad(g, ct, reduction):
     if reduction == "none":
         return g.reshape(ct.row_shape)
     if reduction == "mean":
-        denom = ct.denom
-        return g / denom if denom else g
+        denom = _grad_denominator(g._be, ct)
+        if denom is None:
+            return g
+        return g / (denom if isinstance(denom, float) else Tensor._make(denom.astype(g._data.dtype), g._be))
     return g
 
 
@@ -748,7 +795,8 @@ class CrossEntropyLossBackward0(Op):
                 # backward through a retained graph must not use it again
                 self._dlogits_used = True
             dl = be.cross_entropy_backward(gd, _classes_view(x, ct), ct.target, ct.wd, ct.ignore_index, self.ls,
-                                           saved, ct.denom if self.reduction == "mean" else None, tidx=ct.tidx,
+                                           saved, _grad_denominator(be, ct) if self.reduction == "mean" else None,
+                                           tidx=ct.tidx,
                                            mask=ct.mask)
             return (Tensor._make(_finish(be, dl.reshape(self.in_shape), ct.npd), be),)
         # create_graph: the same formula in Tensor ops, differentiable again through softmax

@@ -97,3 +97,45 @@ def test_embedding_step_runs_without_synchronising(device, sync_mode):
         loss.item()
     sync_mode("default")
     assert np.isfinite(loss.item())
+
+
+def test_gpt_training_step_runs_without_synchronising(device, sync_mode):
+    if device == "cpu":
+        pytest.skip("no device to wait for")
+    from minitorch_gpu.models.gpt import GPT, GPTConfig
+    mt.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=17, block_size=8, n_layer=1, n_head=2, n_embd=16, dropout=0.1)).to(device)
+    opt = mt.optim.AdamW(model.parameters(), lr=1e-3, fused=True)
+    x = mt.randint(0, 17, (2, 8), device=device)
+    y = mt.randint(0, 17, (2, 8), device=device)
+    sync_mode("error")
+    for _ in range(2):
+        # embedding, attention with dropout, layer norm, cross-entropy, clipping and fused AdamW
+        _, loss = model(x, y)
+        opt.zero_grad()
+        loss.backward()
+        mt.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+    with pytest.raises(RuntimeError, match="called a synchronizing CUDA operation"):
+        loss.item()
+    sync_mode("default")
+    assert np.isfinite(loss.item())
+
+
+def test_cross_entropy_target_check_waits_for_the_next_synchronisation(device):
+    x = mt.randn(3, 5, device=device)
+    t = mt.tensor([0, 7, -100], device=device)
+    if device == "cpu":
+        with pytest.raises(IndexError, match="Target 7 is out of bounds."):
+            F.cross_entropy(x, t)
+        return
+    loss = F.cross_entropy(x, t)       # queued, not read
+    with pytest.raises(IndexError, match="Target 7 is out of bounds."):
+        loss.item()
+    ok = F.cross_entropy(x, mt.tensor([0, 4, -100], device=device))
+    assert np.isfinite(ok.item())
+    # every target ignored: 'mean' is NaN, as in PyTorch, and the gradient is zero
+    xr = mt.randn(2, 5, device=device, requires_grad=True)
+    empty = F.cross_entropy(xr, mt.tensor([-100, -100], device=device))
+    empty.backward()
+    assert np.isnan(empty.item()) and not xr.grad.abs().sum().item()
