@@ -12,27 +12,13 @@ import os
 from collections import OrderedDict
 from typing import Any
 
-from .. import _device
 from ..backends.cuda import device as _probe
 from ..backends.cuda import memory as _memory
+from .properties import device_index as _index
 
 __all__ = ["memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
            "reset_peak_memory_stats", "reset_max_memory_allocated", "reset_max_memory_cached", "empty_cache",
            "memory_stats", "memory_summary", "mem_get_info", "memory_cached", "max_memory_cached"]
-
-
-def _index(device: Any = None) -> int:
-    if device is None:
-        return _probe.current_device()
-    if isinstance(device, int):
-        idx = device
-    else:
-        d = _device.device(device)
-        if d.type != "cuda":
-            raise ValueError(f"Expected a cuda device, but got: {d}")
-        idx = _probe.current_device() if d.index is None else d.index
-    _probe.check_device(idx)
-    return idx
 
 
 def _pool() -> Any:

@@ -38,7 +38,9 @@ class _CudaDeviceProperties:
 _cache: dict[tuple[bool, int], _CudaDeviceProperties] = {}
 
 
-def _index(device: Any) -> int:
+def device_index(device: Any) -> int:
+    """The index of an existing CUDA device given as None (the current one), an int, a string or a device;
+    ValueError for a device of another type, RuntimeError for one that does not exist."""
     if device is None:
         idx = _probe.current_device()
     elif isinstance(device, int):
@@ -54,7 +56,7 @@ def _index(device: Any) -> int:
 
 def get_device_properties(device: Any = None) -> _CudaDeviceProperties:
     """The properties of a GPU (the current one if None)."""
-    idx = _index(device)
+    idx = device_index(device)
     key = (_probe.is_simulated(), idx)
     props = _cache.get(key)
     if props is None:
