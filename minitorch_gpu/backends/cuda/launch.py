@@ -1012,16 +1012,23 @@ class _StepKernels(_MapKernels):
             sizes.append(x.size)
         return sizes
 
-    def multi_norm(self, xs: Sequence[Array], ord: float, per_tensor: bool) -> Array | None:
-        """The ``ord``-norm of all of ``xs`` together at [0] and, with ``per_tensor``, of each at [1 + i], as one
-        device array, in two launches; None for what the kernels do not take (other dtypes, strided arrays,
-        ord <= 0, a max over an empty tensor)."""
+    def _float_list(self, xs: Sequence[Array]) -> tuple[NpDtype, list[int]] | None:
+        """(dtype, element counts) of a non-empty list of C-contiguous float32/float64 arrays of one dtype (what
+        the multi-tensor kernels take), else None."""
         if not xs or xs[0].dtype not in _FLOATS:
             return None
         dt = xs[0].dtype
         sizes = self._contiguous_list(xs, dt)
-        if sizes is None:
+        return None if sizes is None else (dt, sizes)
+
+    def multi_norm(self, xs: Sequence[Array], ord: float, per_tensor: bool) -> Array | None:
+        """The ``ord``-norm of all of ``xs`` together at [0] and, with ``per_tensor``, of each at [1 + i], as one
+        device array, in two launches; None for what the kernels do not take (other dtypes, strided arrays,
+        ord <= 0, a max over an empty tensor)."""
+        fl = self._float_list(xs)
+        if fl is None:
             return None
+        dt, sizes = fl
         ord = float(ord)
         kinds = codes("multi_tensor.cu", "NormKind")
         if ord == 2.0:
@@ -1056,13 +1063,13 @@ class _StepKernels(_MapKernels):
     def clip_scale(self, xs: Sequence[Array], total: Array, max_norm: float) -> Literal[True] | None:
         """x *= min(max_norm / (total + 1e-6), 1) in place for every array, the coefficient computed on the
         device from the 1-element ``total`` of the arrays' dtype (no host sync); None when unsupported."""
-        if not xs or xs[0].dtype not in _FLOATS:
+        fl = self._float_list(xs)
+        if fl is None:
             return None
-        dt = xs[0].dtype
+        dt, sizes = fl
         if type(total) is not self.xp.ndarray or total.dtype != dt or total.size != 1:
             return None
-        sizes = self._contiguous_list(xs, dt)
-        if sizes is None or not all(writable(x) for x in xs):
+        if not all(writable(x) for x in xs):
             return None
         table, n, n_chunks, chunk = self.tensor_table([xs], sizes)
         if n_chunks:
@@ -1077,12 +1084,10 @@ class _StepKernels(_MapKernels):
         """``name`` (lerp, addcmul, addcdiv, clamp) over lists in one launch: out = lerp(x, y, w),
         x + v * y (*|/) z, or clamp(x, -v, v), into x (``inplace``) or new arrays. ``values`` is one number or
         one per tensor. None when a list does not fit (mixed dtypes or shapes, strided arrays, overlaps)."""
-        if not xs or xs[0].dtype not in _FLOATS:
+        fl = self._float_list(xs)
+        if fl is None:
             return None
-        dt = xs[0].dtype
-        sizes = self._contiguous_list(xs, dt)
-        if sizes is None:
-            return None
+        dt, sizes = fl
         xp = self.xp
         others = [r for r in (ys, zs) if r is not None]
         for r in others:
