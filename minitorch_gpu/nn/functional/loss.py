@@ -611,14 +611,14 @@ def _class_targets(input, target, weight, ignore_index, kernel):
         if mask is not None:
             coef = be.binary("mul", coef, mask, out=coef)
         ct.coef = coef
-        ct.denom = None  # the sum of coef, read on first use (it costs a device sync)
+        ct.denom = None  # the sum of coef, on first use (on the CPU read back as a float)
     return ct
 
 
 def _device_class_targets(be, ct, t, weight, ignore_index, c):
     """``_class_targets``' tail on a GPU, without waiting for it: the ignored samples are masked whether there
-    are any or not, the range check is read at the next synchronisation, and the 'mean' denominator stays a
-    0-d device array."""
+    are any or not, the range check is read at the next synchronisation, and the 'mean' denominator (summed by
+    ``_denominator`` when a mean needs it) stays a 0-d device array."""
     keep = be.binary("ne", t, ignore_index)
     t = be.where(keep, t, 0)
     be.check_index_range(t, c, _target_error)
@@ -634,7 +634,7 @@ def _device_class_targets(be, ct, t, weight, ignore_index, c):
         wd = weight._data
         ct.wd = wd if wd.dtype == ct.cdt else wd.astype(ct.cdt)
         ct.coef = be.binary("mul", be.take(ct.wd, t), mask)
-    ct.denom = be.sum(ct.coef)
+    ct.denom = None  # 'mean' only: summed on first use, and left on the device
     return ct
 
 
@@ -645,7 +645,8 @@ def _target_error(bad):
 def _denominator(be, ct):
     """The 'mean' denominator: a float on the CPU, a 0-d array on a GPU (never read back there)."""
     if ct.denom is None:
-        ct.denom = float(be.to_numpy(be.sum(ct.coef)))
+        d = be.sum(ct.coef)
+        ct.denom = d if be.reads_wait else float(be.to_numpy(d))
     return ct.denom
 
 
