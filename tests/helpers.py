@@ -1,5 +1,6 @@
 """Assertions shared by the tests (importable as ``helpers``)."""
 import numpy as np
+import pytest
 
 import minitorch_gpu as mt
 
@@ -25,3 +26,20 @@ def unordered_writes(device):
     """Whether parallel writes to one element land in an undefined order: a real GPU (the simulator runs blocks
     one after another, so it keeps the CPU's last-write-wins)."""
     return device == "cuda" and mt.cuda.is_available() and not mt.cuda.is_simulated()
+
+
+def kernel_launches(monkeypatch, backend):
+    """A list that receives (file, kernel) for every kernel ``backend`` (a CUDA backend) launches from now on:
+    every launcher asks ``Launcher.fn`` for its kernel right before launching it."""
+    kernels = backend.kernels
+    if kernels is None:
+        pytest.skip("kernels are switched off (MINITORCH_GPU_KERNELS=0)")
+    calls = []
+    real = kernels.fn
+
+    def fn(fname, kernel):
+        calls.append((fname, kernel))
+        return real(fname, kernel)
+
+    monkeypatch.setattr(kernels, "fn", fn)
+    return calls

@@ -589,6 +589,7 @@ class SimBackend(CudaBackend):
 
     def __init__(self, index: int) -> None:
         self._init_cuda(index, np, _sim_launcher())
+        self._memory_stats = _memory.stats_for(index)
 
     def asarray(self, obj: Any, np_dtype: Any = None, copy: bool = False) -> Array:
         if copy or isinstance(obj, np.ndarray):
@@ -601,7 +602,7 @@ class SimBackend(CudaBackend):
     counts_memory = True
 
     def count_memory(self, arr: Array) -> None:
-        _memory.track_sim_array(arr, self.index)
+        _memory.track_sim_array(arr, self._memory_stats)
 
     def index_select(self, x: Array, dim: int, index: Array) -> Array:
         # a GPU gather wraps an index outside the table (CuPy's ``take``) and its range check is read at the
@@ -619,8 +620,17 @@ def _sim_launcher() -> Launcher:
     """The simulator's Launcher, one per process: tests switch the simulator on and off around every test, and
     the loaded modules and strided metadata stay valid across backends."""
     # a few blocks: the simulator runs them on a small worker pool, grid-stride loops do the rest
-    return Launcher(np, sim.SimModule, lambda a: a.__array_interface__["data"][0], max_blocks=8,
-                    upload=np.ascontiguousarray)
+    return Launcher(np, sim.SimModule, _sim_ptr, max_blocks=8, upload=np.ascontiguousarray, aligned=_sim_aligned)
+
+
+def _sim_ptr(a: Array) -> int:
+    return int(a.__array_interface__["data"][0])
+
+
+def _sim_aligned(a: Array) -> bool:
+    # NOTE: an array that owns its memory got it from NumPy's allocator (malloc underneath), whose blocks are
+    # 16-byte aligned on every 64-bit platform NumPy supports; reading the address costs a dict per call
+    return a.base is None or _sim_ptr(a) % 16 == 0
 
 
 def make_cuda_backend(index: int) -> CudaBackend:

@@ -5,17 +5,8 @@ import json
 import numpy as np
 import pytest
 
-import minitorch_gpu as mt
 from benchmarks import kernel_count as kc
-from minitorch_gpu.backends import get_backend
 from minitorch_gpu.backends.cuda.counting import LaunchCounter
-
-
-@pytest.fixture
-def sim():
-    prev = mt.cuda.use_simulator(True)
-    yield get_backend("cuda")
-    mt.cuda.use_simulator(prev)
 
 
 def test_one_binary_launch_counts_its_bytes_and_detach_restores(sim):

@@ -359,8 +359,10 @@ def test_binary_rows_leave_what_exceeds_31_bits_to_the_general_kernel(k, monkeyp
     b = np.arange(8.0)
     used = _kernels_used(k, monkeypatch)
     monkeypatch.setattr(launch, "FASTDIV_MAX", 19)  # stands for 2**31 - 1: 5 rows x 4 packs of 2 > 19
+    k.clear_plans()
     _check(k.binary("add", x, b), x + b, np.float64)
     monkeypatch.setattr(launch, "FASTDIV_MAX", 20)
+    k.clear_plans()  # the plan of this signature was made under the other limit
     _check(k.binary("add", x, b), x + b, np.float64)
     assert used == ["binary_strided_forward", "binary_rows_forward"]
 
@@ -380,3 +382,31 @@ def test_binary_broadcast_on_every_axis_subset(k, dt, bmask):
         for y in (b, _offset_view(b, 3), b[..., ::-1]):
             _check(k.binary("sub", x, y), x - y, dt)
             _check(k.binary("sub", y, x), y - x, dt)
+
+
+def test_one_plan_per_signature_with_alignment_decided_per_call(k):
+    """Launch plans are cached by operand shapes and strides; whether the 128-bit path may run depends on the
+    pointers too, so two views with one signature but different alignment share the plan and both come out
+    right (one through the vector path, one through the scalar path)."""
+    k.clear_plans()
+    x = np.arange(1, 1 + 2 * 1031, dtype=np.float32)
+    aligned, shifted = x[:1031], x[1:1032]  # same shape and strides, addresses 4 bytes apart
+    assert k.aligned(aligned) and not k.aligned(shifted)
+    _check(k.binary("mul", aligned, aligned), aligned * aligned, np.float32)
+    plans = len(k._plans)
+    _check(k.binary("mul", shifted, shifted), shifted * shifted, np.float32)
+    _check(k.binary("mul", aligned, 2.0), aligned * 2, np.float32)  # a scalar operand: another signature
+    assert len(k._plans) == plans + 1
+    # a plan depends on the grid cap: changing the cap forgets the plans made under the old one
+    saved = k.max_blocks
+    k.max_blocks = saved + 1
+    assert not k._plans
+    k.max_blocks = saved
+
+
+def test_sim_alignment_shortcut_agrees_with_the_address(k):
+    # the simulator's ``aligned`` skips reading the address of arrays that own their memory
+    for n in (1, 3, 17, 1031):
+        for dt in (np.float32, np.float64, np.int8):
+            for a in (np.empty(n, dt), np.ones((n, 2), dt).T.copy(), np.arange(n + 1, dtype=dt)[1:]):
+                assert k.aligned(a) == (k.ptr(a) % 16 == 0)

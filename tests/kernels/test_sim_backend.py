@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 import pytest
-from helpers import assert_close, to_np
+from helpers import assert_close, kernel_launches, to_np
 
 import minitorch_gpu as mt
 from minitorch_gpu.backends.cuda_backend import SimBackend
@@ -79,21 +79,9 @@ def test_kernel_switch(monkeypatch):
     assert SimBackend(0).kernels is not None
 
 
-def _spy(monkeypatch, be):
-    calls = []
-    orig = be.kernels.loader.function
-
-    def function(fname, kernel):
-        calls.append((fname, kernel))
-        return orig(fname, kernel)
-
-    monkeypatch.setattr(be.kernels.loader, "function", function)
-    return calls
-
-
 def test_ops_reach_the_kernels(sim, monkeypatch):
     x = mt.randn(5, 7, device="cuda")
-    calls = _spy(monkeypatch, x._be)
+    calls = kernel_launches(monkeypatch, x._be)
     w = mt.randn(7, 3, device="cuda", requires_grad=True)
     y = (x @ w).relu() * 2 + 1
     loss = mt.softmax(y, dim=-1).sum() + mt.log_softmax(y, dim=1).mean()
@@ -114,7 +102,7 @@ def test_linear_and_addmm_add_the_bias_in_the_gemm(sim, monkeypatch):
     rng = np.random.default_rng(1)
     x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((2, 5, 7), (3, 7), (3,)))
     xt, wt, bt = (mt.tensor(v, device="cuda") for v in (x, w, b))
-    calls = _spy(monkeypatch, xt._be)
+    calls = kernel_launches(monkeypatch, xt._be)
     y = mt.nn.functional.linear(xt, wt, bt)
     z = mt.addmm(bt, xt[0], wt.t())
     # one launch each: the GEMM, with no elementwise add after it

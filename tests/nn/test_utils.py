@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import minitorch_gpu as mt
-from helpers import assert_close, to_np
+from helpers import assert_close, kernel_launches, to_np
 from minitorch_gpu.nn import utils
 
 SHAPES = [(3, 4), (5,), (2, 3, 2), ()]
@@ -169,27 +169,6 @@ def test_clip_grad_value_matches_torch(clip_value, device, torch):
     _same_grads(single_o, single_t)
 
 
-def _count_launches(monkeypatch, tensor):
-    """A list that records the name of every kernel launched on ``tensor``'s CUDA backend from now on (the launcher
-    looks every kernel up through its loader right before launching it)."""
-    kernels = tensor._be.kernels
-    if kernels is None:
-        pytest.skip("kernels are switched off (MINITORCH_GPU_KERNELS=0)")
-    launches = []
-    loader = kernels.loader
-    real = loader.function
-
-    def function(fname, kernel):
-        fn = real(fname, kernel)
-
-        def launch(*args, **kwargs):
-            launches.append(kernel)
-            return fn(*args, **kwargs)
-        return launch
-    monkeypatch.setattr(loader, "function", function)
-    return launches
-
-
 GPT_SHAPES = [(50, 16), (8, 16)] + [(16,), (16,), (16, 48), (48,), (16, 16), (16,), (16,), (16,), (16, 64), (64,),
                                     (64, 16), (16,)] * 6 + [(16,), (16,), (0,)]  # 77 tensors, one of them empty
 
@@ -200,14 +179,14 @@ def test_clip_grad_norm_is_three_launches_without_host_sync(norm_type, device, t
         pytest.skip("kernel launches are a CUDA matter")
     shapes = GPT_SHAPES if norm_type != math.inf else GPT_SHAPES[:-1]  # no max over an empty tensor
     ours, theirs = _pair(torch, device, shapes=shapes)
-    launches = _count_launches(monkeypatch, ours[0])
+    calls = kernel_launches(monkeypatch, ours[0]._be)
 
     def no_sync(*args):
         raise AssertionError("clip_grad_norm_ read a device value back to the host")
     monkeypatch.setattr(mt.Tensor, "item", no_sync)
     monkeypatch.setattr(ours[0]._be, "to_numpy", no_sync)
     total = utils.clip_grad_norm_(ours, 0.5, norm_type)
-    assert launches == ["multi_norm_partial<float>", "multi_norm_finish<float>", "multi_clip_scale<float>"]
+    assert [k for _, k in calls] == ["multi_norm_partial<float>", "multi_norm_finish<float>", "multi_clip_scale<float>"]
     monkeypatch.undo()
     assert total.device == ours[0].device and total.shape == ()
     assert_close(total, torch.nn.utils.clip_grad_norm_(theirs, 0.5, norm_type).numpy(), rtol=1e-6)
@@ -239,7 +218,7 @@ def test_foreach_ops_are_one_launch_per_list(op, device, torch, monkeypatch):
     txs, tys = [p.detach() for p in theirs], [p.grad for p in theirs]
     zs = [y.abs() + 1 for y in ys]
     tzs = [y.abs() + 1 for y in tys]
-    launches = _count_launches(monkeypatch, xs[0])
+    calls = kernel_launches(monkeypatch, xs[0]._be)
     if op == "lerp":
         _foreach._foreach_lerp_(xs, ys, 0.3)
         torch._foreach_lerp_(txs, tys, 0.3)
@@ -249,7 +228,7 @@ def test_foreach_ops_are_one_launch_per_list(op, device, torch, monkeypatch):
     else:
         _foreach._foreach_addcdiv_(xs, ys, zs, [0.1 * i for i in range(len(xs))])
         torch._foreach_addcdiv_(txs, tys, tzs, [0.1 * i for i in range(len(xs))])
-    assert launches == ["foreach_ternary<float>"]
+    assert [k for _, k in calls] == ["foreach_ternary<float>"]
     for a, b in zip(xs, txs):
         # PyTorch multiplies value * y * z in another order: one float32 rounding apart, absolute after cancellation
         assert_close(a, b.numpy(), rtol=1e-6, atol=1e-6)

@@ -38,6 +38,9 @@ _FLOATS = (F32, F64)
 _TNAME = {F32: "float", F64: "double"}
 _PY_SCALARS = (int, float, bool)
 _META_CACHE_MAX = 512
+_PLAN_CACHE_MAX = 4096
+_BLOCK = (256,)
+_F32_MAX = float(np.finfo(np.float32).max)
 _TABLE_CACHE_MAX = 64
 _BOOL = np.dtype(np.bool_)
 CE_LONG_THREADS = 512  # cross_entropy_forward_v2's block (its __launch_bounds__)
@@ -118,6 +121,37 @@ def collapse(shape: Shape, strides_list: Sequence[Strides]) -> tuple[Shape, list
     return tuple(out_shape), [tuple(s) for s in out_strides]
 
 
+_PLAN_EMPTY, _PLAN_CONTIG, _PLAN_ROWS, _PLAN_STRIDED = range(4)
+
+
+class _MapPlan:
+    """How the map kernels walk one operand signature (kernel names, shapes, strides, which items are scalars):
+    ``kind`` says which kernel runs, the rest are its launch arguments, typed once. Filled by
+    ``_MapKernels._map_plan``."""
+
+    __slots__ = ("kind", "shape", "like", "fill", "n", "grid", "grid_vec", "vec", "nd", "meta", "vec_strides",
+                 "align", "rows_vec", "rows_scalar")
+
+    kind: int
+    shape: Shape
+    like: bool  # a new output copies the layout of operand ``fill`` (a dense permuted input) instead of C order
+    fill: int  # the first array operand: it also fills the pointer slots of scalar operands (never read)
+    n: np.int64
+    grid: tuple[int]
+    grid_vec: tuple[int]
+    vec: bool
+    nd: np.int32
+    meta: Array
+    vec_strides: bool
+    align: tuple[int, ...]
+    rows_vec: tuple[Any, ...] | None
+    rows_scalar: tuple[Any, ...] | None
+
+
+_DECLINED = _MapPlan()
+"""The plan of a signature the map kernels do not take."""
+
+
 def _embedding_range_error(flag: np.ndarray[Any, Any]) -> IndexError | None:
     """embedding_backward's flag: set when an index lay outside the table (the CPU's message)."""
     return IndexError("index out of range in self") if flag[0] else None
@@ -127,26 +161,63 @@ class _MapKernels:
     """Launch plumbing (kernel lookup, grids, strided metadata) and the elementwise maps of elementwise.cu."""
 
     def __init__(self, xp: Any, module_cls: Any, ptr: Callable[[Array], int], max_blocks: int,
-                 upload: Callable[[np.ndarray[Any, Any]], Array] | None = None, sms: int = 1) -> None:
+                 upload: Callable[[np.ndarray[Any, Any]], Array] | None = None, sms: int = 1,
+                 aligned: Callable[[Array], bool] | None = None) -> None:
         self.xp = xp
-        self.sms = sms  # streaming multiprocessors: how many blocks fill the device once (GEMM tile choice)
+        self._sms = sms
         self.loader = _loader.KernelLoader(module_cls)
         self.ptr = ptr
-        self.max_blocks = max_blocks
+        self._max_blocks = max_blocks
         # host int64 array -> device array (CuPy: an H2D copy; NumPy: the array itself)
         self.upload = upload or xp.asarray
         self._meta: dict[tuple[Any, ...], Array] = {}
+        self._plans: dict[tuple[Any, ...], _MapPlan] = {}
+        self._map_ops: dict[tuple[Any, ...], _MapOp | None] = {}
+        self._gemm_plans: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+        self._fns: dict[tuple[str, str], Any] = {}
+        # whether an array's address is a multiple of 16 (128-bit loads): the runtime may know cheaper than ptr
+        self.aligned: Callable[[Array], bool] = aligned or (lambda a: ptr(a) % 16 == 0)
         # the owning backend replaces this with its own queue, read at its synchronisations
         self.checks = DeferredChecks(getattr(xp, "asnumpy", np.asarray), xp.concatenate)
         # counting mode (``counting.LaunchCounter``): sees every launch and every flag read; None otherwise
         self.observer: Any = None
 
     # ------------------------------------------------------------------ plumbing
+    @property
+    def sms(self) -> int:
+        """Streaming multiprocessors: how many blocks fill the device once (the GEMM tile choice)."""
+        return self._sms
+
+    @sms.setter
+    def sms(self, value: int) -> None:
+        self._sms = value
+        self.clear_plans()  # GEMM plans were chosen for the old count
+
+    @property
+    def max_blocks(self) -> int:
+        """The grid cap: grid-stride loops cover what more blocks would."""
+        return self._max_blocks
+
+    @max_blocks.setter
+    def max_blocks(self, value: int) -> None:
+        self._max_blocks = value
+        self.clear_plans()  # their grids were capped at the old value
+
+    def clear_plans(self) -> None:
+        """Forget every cached launch plan (they are rebuilt on the next call): for code that changes what a plan
+        was derived from, such as a kernel-choice table or a size limit."""
+        self._plans.clear()
+        self._map_ops.clear()
+        self._gemm_plans.clear()
+
     def fn(self, fname: str, kernel: str) -> Any:
         """The callable kernel ``kernel`` of ``kernels/<fname>``."""
-        f = self.loader.function(fname, kernel)
         if self.observer is not None:
-            return self.observer.kernel(fname, kernel, f)
+            return self.observer.kernel(fname, kernel, self.loader.function(fname, kernel))
+        key = (fname, kernel)
+        f = self._fns.get(key)
+        if f is None:
+            f = self._fns[key] = self.loader.function(fname, kernel)
         return f
 
     def read_flag(self, flag: Array) -> bool:
@@ -180,7 +251,8 @@ class _MapKernels:
         return m
 
     def _aligned(self, *arrays: Array | None) -> bool:
-        return all(a is None or self.ptr(a) % 16 == 0 for a in arrays)
+        aligned = self.aligned
+        return all(a is None or aligned(a) for a in arrays)
 
     @staticmethod
     def _estrides(a: Array, shape: Shape) -> Strides:
@@ -285,129 +357,192 @@ class _MapKernels:
         return [fill if a is None else a for a in arrays]
 
     # ------------------------------------------------------------------ elementwise
-    def _map(self, kernel_contig: str | None, kernel_strided: str, items: Sequence[Operand], out: Array | None,
-             out_dt: NpDtype, dt: NpDtype, tail_args: TailArgs, vec_ok: bool,
-             kernel_rows: str | None = None) -> Array | None:
-        """The common driver of the map kernels: operands -> layout -> output -> launch. ``items`` are arrays or
-        Python scalars; returns the output or None (unsupported case)."""
-        got = self._operands(items, dt)
-        if got is None:
+    def _map(self, op: _MapOp, items: Sequence[Operand], out: Array | None) -> Array | None:
+        """The common driver of the map kernels: operands -> plan -> output -> launch. ``items`` are arrays or
+        Python scalars; returns the output or None (unsupported case).
+
+        NOTE: this runs on every elementwise op, so everything that the operands' shapes and strides decide is
+        worked out once per signature (``_map_plan``) and the per-call work is the key, the allocation, the
+        alignment of the pointers (the one thing shapes and strides do not fix) and the launch."""
+        nd_type = self.xp.ndarray
+        dt = op.dt
+        zero = op.zero
+        arrays: list[Array | None] = []
+        scalars: list[Any] = []
+        key: list[Any] = [op]
+        mode = 0
+        for k, v in enumerate(items):
+            if isinstance(v, nd_type):
+                if v.dtype != dt:
+                    return None
+                arrays.append(v)
+                scalars.append(zero)
+                key.append(v.shape)
+                key.append(v.strides)
+            elif type(v) in _PY_SCALARS:
+                if -_F32_MAX <= v <= _F32_MAX:
+                    scalars.append(dt.type(v))
+                else:  # out of float32's range: inf as the cast gives it, without NumPy's overflow warning
+                    with np.errstate(over="ignore"):
+                        scalars.append(dt.type(v))
+                arrays.append(None)
+                mode |= 1 << k
+                key.append(None)
+            else:
+                return None
+        if out is not None:
+            if out.dtype != op.out_dt or self._overlaps(out, arrays):
+                return None
+            key.append(out.shape)
+            key.append(out.strides)
+        tkey = tuple(key)
+        plan = self._plans.get(tkey)
+        if plan is None:
+            plan = self._map_plan(arrays, out, dt, op.vec_ok, op.contig is not None, op.rows is not None)
+            if len(self._plans) >= _PLAN_CACHE_MAX:
+                self._plans.clear()
+            self._plans[tkey] = plan
+        if plan is _DECLINED:
             return None
-        arrays, scalars, mode = got
-        if out is not None and (out.dtype != out_dt or self._overlaps(out, arrays)):
-            return None
-        lay = self._layout(arrays, out)
-        if lay is None:
-            return None
-        shape, like, contig, nd, meta, rows = lay
-        out = self._out(out, shape, out_dt, like)
-        n = math.prod(shape)
-        if n == 0:
+        if out is None:
+            out = self.xp.empty_like(arrays[plan.fill], dtype=op.out_dt) if plan.like else \
+                self.xp.empty(plan.shape, dtype=op.out_dt)
+        kind = plan.kind
+        if kind == _PLAN_EMPTY:
             return out
-        ptrs = self._strided_arrays(arrays, out)
-        if rows is not None and kernel_rows is not None and \
-                self._rows(kernel_rows, rows, meta, arrays, out, ptrs, tail_args(scalars, mode), dt, mode):
-            return out
-        if contig and kernel_contig is not None:
-            vec = vec_ok and self._aligned(*arrays, out)
-            per = 16 // dt.itemsize if vec else 1
+        if mode:  # a scalar's pointer slot holds an array (never read): a kernel pointer must be a real allocation
+            fill = arrays[plan.fill]
+            ptrs = [a if a is not None else fill for a in arrays]
+        else:
+            ptrs = arrays
+        aligned = self.aligned
+        if kind == _PLAN_ROWS:
+            vec = plan.vec_strides and aligned(out)
             if vec:
-                mode |= MODE_VEC
-            self.fn("elementwise.cu", kernel_contig)(
-                self.grid(n, per), (THREADS,), (_i64(n), *ptrs, out, *tail_args(scalars, mode)))
+                for i in plan.align:
+                    if not aligned(ptrs[i]):
+                        vec = False
+                        break
+            rv = plan.rows_vec if vec else plan.rows_scalar
+            if rv is not None:
+                n_rows, cols, nd, grid, magic, shift = rv
+                if vec:
+                    mode |= MODE_VEC
+                # the row kernels take the whole mode as the map's last argument (a unary map's is a vector flag)
+                tail = op.tail(scalars, mode)[:-1] + (_I32[mode],)
+                self.fn("elementwise.cu", op.rows)(  # type: ignore[arg-type]
+                    grid, _BLOCK, (n_rows, cols, nd, plan.meta, *ptrs, out, *tail, magic, shift))
+                return out
+        elif kind == _PLAN_CONTIG:
+            grid = plan.grid
+            if plan.vec and aligned(out):
+                for a in arrays:
+                    if a is not None and not aligned(a):
+                        break
+                else:
+                    grid = plan.grid_vec
+                    mode |= MODE_VEC
+            self.fn("elementwise.cu", op.contig)(  # type: ignore[arg-type]
+                grid, _BLOCK, (plan.n, *ptrs, out, *op.tail(scalars, mode)))
             return out
-        if contig:
-            nd, meta = 0, self._empty_meta()
-        self.fn("elementwise.cu", kernel_strided)(
-            self.grid(n), (THREADS,), (_i64(n), _i32(nd), meta, *ptrs, out, *tail_args(scalars, mode)))
+        self.fn("elementwise.cu", op.strided)(
+            plan.grid, _BLOCK, (plan.n, plan.nd, plan.meta, *ptrs, out, *op.tail(scalars, mode)))
         return out
 
-    def _rows(self, kernel: str, rows: Collapsed, meta: Array, arrays: Sequence[Array | None], out: Array,
-              ptrs: Sequence[Array], tail: tuple[Any, ...], dt: NpDtype, mode: int) -> bool:
-        """Launch row kernel ``kernel`` over the collapsed walk ``rows`` (its last dim contiguous or constant in
-        every operand); ``tail`` are the map's trailing arguments, whose last is the mode. False (nothing
-        launched) when the work items do not fit the kernel's 31-bit index math."""
+    def _map_plan(self, arrays: Sequence[Array | None], out: Array | None, dt: NpDtype, vec_ok: bool,
+                  has_contig: bool, has_rows: bool) -> _MapPlan:
+        """The plan of one operand signature (``_map``'s cache entry), or ``_DECLINED`` when the kernels do not
+        take it (mismatched shapes, a zero-stride output, more than 8 dims after collapsing)."""
+        lay = self._layout(arrays, out)
+        if lay is None:
+            return _DECLINED
+        shape, like, contig, nd, meta, rows = lay
+        plan = _MapPlan()
+        plan.shape = shape
+        plan.like = like is not None
+        plan.fill = next(i for i, a in enumerate(arrays) if a is not None)
+        n = math.prod(shape)
+        plan.n = _i64(n)
+        if n == 0:
+            plan.kind = _PLAN_EMPTY
+            return plan
+        plan.grid = self.grid(n)
+        if rows is not None and has_rows:
+            plan.kind = _PLAN_ROWS
+            plan.meta = meta
+            self._rows_plan(plan, rows, arrays, dt)
+            # rows that overflow the 31-bit index math take the strided walk
+            plan.nd = _i32(nd)
+        elif contig and has_contig:
+            plan.kind = _PLAN_CONTIG
+            plan.vec = vec_ok
+            plan.grid_vec = self.grid(n, 16 // dt.itemsize)
+        else:
+            plan.kind = _PLAN_STRIDED
+            plan.nd, plan.meta = (_i32(0), self._empty_meta()) if contig else (_i32(nd), meta)
+        return plan
+
+    def _rows_plan(self, plan: _MapPlan, rows: Collapsed, arrays: Sequence[Array | None], dt: NpDtype) -> None:
+        """The row kernels' part of ``plan``: their arguments for 128-bit packs and for single elements (None
+        when the work items do not fit the kernel's 31-bit index math), and which operands must be 16-byte
+        aligned for the packs."""
         cshape, cstrides = rows
         n_rows, cols = math.prod(cshape[:-1]), cshape[-1]
         S = 16 // dt.itemsize
         # 128-bit packs need every packed row start 16-byte aligned: the base pointers and every outer stride of
         # the operands read along the row (a row-constant operand is read one element at a time)
-        along = [out] + [a for a in arrays if a is not None]
-        strides = [cstrides[0]] + [st for a, st in zip(arrays, cstrides[1:]) if a is not None]
-        vec = all(st[-1] == 0 or (self.ptr(a) % 16 == 0 and all(x % S == 0 for x in st[:-1]))
-                  for a, st in zip(along, strides))
-        per = S if vec else 1
-        cpr = (cols + per - 1) // per
-        if n_rows * cpr > FASTDIV_MAX:
-            return False
-        magic, shift = fastdiv_constants(cpr)
-        tail = tail[:-1] + (_i32(mode | MODE_VEC if vec else mode),)
-        self.fn("elementwise.cu", kernel)(
-            self.grid(n_rows * cpr), (THREADS,),
-            (_i64(n_rows), _i64(cols), _i32(len(cshape)), meta, *ptrs, out, *tail, np.uint32(magic),
-             np.uint32(shift)))
-        return True
+        slots = [i for i, a in enumerate(arrays) if a is not None]
+        strides = [cstrides[0]] + [cstrides[1 + i] for i in slots]
+        plan.vec_strides = all(st[-1] == 0 or all(x % S == 0 for x in st[:-1]) for st in strides)
+        plan.align = tuple(i for i, st in zip(slots, strides[1:]) if st[-1] != 0)
+
+        def args(per: int) -> tuple[Any, ...] | None:
+            cpr = (cols + per - 1) // per
+            if n_rows * cpr > FASTDIV_MAX:
+                return None
+            magic, shift = fastdiv_constants(cpr)
+            return (_i64(n_rows), _i64(cols), _i32(len(cshape)), self.grid(n_rows * cpr), np.uint32(magic),
+                    np.uint32(shift))
+
+        plan.rows_vec = args(S) if plan.vec_strides else None
+        plan.rows_scalar = args(1)
 
     def _empty_meta(self) -> Array:
         return self.meta((0,), ())
 
+    def _map_op(self, key: tuple[Any, ...], build: Callable[[], _MapOp | None]) -> _MapOp | None:
+        """The map op cached under ``key`` (built on first use; None: the kernels lack it)."""
+        try:
+            return self._map_ops[key]
+        except KeyError:
+            op = self._map_ops[key] = build()
+            return op
+
     def unary(self, name: str, x: Array, out: Array | None = None, p0: float = 0.0, p1: float = 0.0) -> Array | None:
         """``name`` (an UnaryOp or PredicateOp of elementwise.cu) of a float32/float64 array."""
         dt = x.dtype
-        if dt not in _FLOATS:
-            return None
-        t = _TNAME[dt]
-        kop = kernel_op(name)
-        if kop is None:
-            return None
-        enum, op = kop
-        if enum == "PredicateOp":
-            return self._map(None, f"predicate_forward<{t}>", (x,), out, _BOOL, dt,
-                             lambda s, m: (_i32(op),), False)
-        if enum != "UnaryOp":
-            return None
-        s0, s1 = dt.type(p0), dt.type(p1)
-        return self._map(f"unary_forward<{t}>", f"unary_strided_forward<{t}>", (x,), out, dt, dt,
-                         lambda s, m: _unary_tail(op, s0, s1, m), True, f"unary_rows_forward<{t}>")
+        op = self._map_op(("unary", name, dt, p0, p1), lambda: _unary_op(name, dt, p0, p1))
+        return None if op is None else self._map(op, (x,), out)
 
     def binary(self, name: str, a: Operand, b: Operand, out: Array | None = None) -> Array | None:
         """``a <name> b`` (a BinaryOp or CompareOp of elementwise.cu); either side may be a Python scalar."""
-        xp = self.xp
-        arr = a if isinstance(a, xp.ndarray) else b
-        if not isinstance(arr, xp.ndarray):
+        nd_type = self.xp.ndarray
+        arr = a if isinstance(a, nd_type) else b
+        if not isinstance(arr, nd_type):
             return None
         dt = arr.dtype
-        if dt not in _FLOATS:
-            return None
-        t = _TNAME[dt]
-        kop = kernel_op(name)
-        if kop is None:
-            return None
-        enum, op = kop
-        if enum == "CompareOp":
-            return self._map(None, f"compare_forward<{t}>", (a, b), out, _BOOL, dt,
-                             lambda s, m: (_i32(op), s[0], s[1], _i32(m)), False)
-        if enum != "BinaryOp":
-            return None
-        return self._map(f"binary_forward<{t}>", f"binary_strided_forward<{t}>", (a, b), out, dt, dt,
-                         lambda s, m: (_i32(op), s[0], s[1], _i32(m)), True, f"binary_rows_forward<{t}>")
+        op = self._map_op(("binary", name, dt), lambda: _binary_op(name, dt))
+        return None if op is None else self._map(op, (a, b), out)
 
     def ternary(self, name: str, a: Array, b: Operand, c: Operand, alpha: float = 1.0,
                 out: Array | None = None) -> Array | None:
         """clamp(a, b, c), lerp(a, b, c), addcmul / addcdiv ``a + alpha * b (*|/) c``; b and c may be Python
         scalars (a missing clamp bound is passed as -inf / inf)."""
-        xp = self.xp
-        if not isinstance(a, xp.ndarray) or a.dtype not in _FLOATS:
+        if not isinstance(a, self.xp.ndarray):
             return None
         dt = a.dtype
-        kop = kernel_op(name)
-        if kop is None or kop[0] != "TernaryOp":
-            return None
-        op = kop[1]
-        with np.errstate(over="ignore"):
-            al = dt.type(alpha)
-        return self._map(None, f"ternary_forward<{_TNAME[dt]}>", (a, b, c), out, dt, dt,
-                         lambda s, m: (_i32(op), s[0], s[1], s[2], al, _i32(m)), False)
+        op = self._map_op(("ternary", name, dt, alpha), lambda: _ternary_op(name, dt, alpha))
+        return None if op is None else self._map(op, (a, b, c), out)
 
     def where(self, cond: Array, a: Operand, b: Operand) -> Array | None:
         """``cond ? a : b`` for a bool array ``cond`` and float32/float64 ``a``, ``b`` (arrays or scalars)."""
@@ -447,8 +582,73 @@ def fastdiv_constants(d: int) -> tuple[int, int]:
     return ((1 << 32) * ((1 << shift) - d)) // d + 1, shift
 
 
-def _unary_tail(op: int, s0: Any, s1: Any, mode: int) -> tuple[Any, ...]:
-    return (_i32(op), s0, s1, _i32(1 if mode & MODE_VEC else 0))
+class _MapOp:
+    """One map of elementwise.cu for one dtype: its kernels (contiguous, strided, by rows; None where the file
+    has none), result dtype, whether it has a 128-bit path, and ``tail(scalars, mode)``, its trailing
+    arguments (op code and scalars, typed once here).
+
+    NOTE: a plain class, hashed by identity: it leads every plan key, and a tuple would hash all its fields on
+    every call."""
+
+    __slots__ = ("contig", "strided", "rows", "dt", "out_dt", "vec_ok", "tail", "zero")
+
+    def __init__(self, contig: str | None, strided: str, rows: str | None, dt: NpDtype, out_dt: NpDtype,
+                 vec_ok: bool, tail: TailArgs) -> None:
+        self.contig, self.strided, self.rows = contig, strided, rows
+        self.dt, self.out_dt, self.vec_ok, self.tail = dt, out_dt, vec_ok, tail
+        self.zero = dt.type(0)  # the typed placeholder standing for an array operand among the scalars
+
+
+# typed int32 for the small codes passed on every launch (op codes and mode bits): no NumPy scalar per call
+_I32 = tuple(np.int32(i) for i in range(256))
+
+
+def _elementwise_code(name: str, dt: NpDtype, enums: tuple[str, ...]) -> tuple[str, np.int32] | None:
+    """(enum, typed op code) of ``name`` when elementwise.cu has it in one of ``enums`` for dtype ``dt``."""
+    kop = kernel_op(name)
+    if dt not in _FLOATS or kop is None or kop[0] not in enums:
+        return None
+    return kop[0], _I32[kop[1]]
+
+
+def _unary_op(name: str, dt: NpDtype, p0: float, p1: float) -> _MapOp | None:
+    got = _elementwise_code(name, dt, ("UnaryOp", "PredicateOp"))
+    if got is None:
+        return None
+    enum, code = got
+    t = _TNAME[dt]
+    if enum == "PredicateOp":
+        return _MapOp(None, f"predicate_forward<{t}>", None, dt, _BOOL, False, lambda s, m: (code,))
+    s0, s1 = dt.type(p0), dt.type(p1)
+    one, zero = _I32[1], _I32[0]
+    return _MapOp(f"unary_forward<{t}>", f"unary_strided_forward<{t}>", f"unary_rows_forward<{t}>", dt, dt, True,
+                  lambda s, m: (code, s0, s1, one if m & MODE_VEC else zero))
+
+
+def _binary_op(name: str, dt: NpDtype) -> _MapOp | None:
+    got = _elementwise_code(name, dt, ("BinaryOp", "CompareOp"))
+    if got is None:
+        return None
+    enum, code = got
+    t = _TNAME[dt]
+
+    def tail(s: list[Any], m: int) -> tuple[Any, ...]:
+        return (code, s[0], s[1], _I32[m])
+    if enum == "CompareOp":
+        return _MapOp(None, f"compare_forward<{t}>", None, dt, _BOOL, False, tail)
+    return _MapOp(f"binary_forward<{t}>", f"binary_strided_forward<{t}>", f"binary_rows_forward<{t}>", dt, dt, True,
+                  tail)
+
+
+def _ternary_op(name: str, dt: NpDtype, alpha: float) -> _MapOp | None:
+    got = _elementwise_code(name, dt, ("TernaryOp",))
+    if got is None:
+        return None
+    code = got[1]
+    with np.errstate(over="ignore"):
+        al = dt.type(alpha)
+    return _MapOp(None, f"ternary_forward<{_TNAME[dt]}>", None, dt, dt, False,
+                  lambda s, m: (code, s[0], s[1], s[2], al, _I32[m]))
 
 
 def _c_strides(shape: Shape) -> Strides:
@@ -837,6 +1037,32 @@ class _RowKernels(_MapKernels):
 
     def _gemm(self, a: Array, b: Array, out: Array, bias: Array | None, batch_shape: Shape, M: int, N: int,
               K: int, variant: tuple[str, int] | None = None) -> None:
+        has_bias = bias is not None
+        key = (a.dtype, a.shape, a.strides, b.shape, b.strides, has_bias, variant)
+        plan = self._gemm_plans.get(key)
+        if plan is None:
+            plan = self._gemm_plan(a, b, batch_shape, M, N, K, has_bias, variant)
+            if len(self._gemm_plans) >= _PLAN_CACHE_MAX:
+                self._gemm_plans.clear()
+            self._gemm_plans[key] = plan
+        entry, grid, block, offs, args, vec, a_pack, b_pack, swizzle, reduce = plan
+        # the one thing a plan cannot fix: whether this call's operands start on 16 bytes
+        if a_pack and self.aligned(a):
+            vec |= 1
+        if b_pack and self.aligned(b):
+            vec |= 2
+        target = out if reduce is None else self.xp.empty(reduce[0], dtype=out.dtype)
+        fill = bias if has_bias else out
+        self.fn("matmul.cu", entry)(grid, block, (a, b, target, fill, offs, *args, _I32[vec], swizzle))
+        if reduce is not None:
+            _, kernel, rgrid, rargs = reduce
+            self.fn("matmul.cu", kernel)(rgrid, _BLOCK, (target, out, fill, *rargs))
+
+    def _gemm_plan(self, a: Array, b: Array, batch_shape: Shape, M: int, N: int, K: int, has_bias: bool,
+                   variant: tuple[str, int] | None) -> tuple[Any, ...]:
+        """Everything about one GEMM signature (dtype, shapes and strides of both operands, bias or not) that its
+        launches repeat: kernel, grid, batch offset table, typed sizes and strides, split-K's workspace and
+        reduction, and the 16-byte copy bits that the layout alone decides. ``_gemm`` adds the pointer checks."""
         item = a.itemsize
         sAm, sAk = (s // item for s in a.strides[-2:])
         sBk, sBn = (s // item for s in b.strides[-2:])
@@ -852,34 +1078,27 @@ class _RowKernels(_MapKernels):
         # contiguous dim copies whole packs
         a_batch_ok = all(s % S == 0 for s, n in zip(sa, batch_shape) if n > 1)
         b_batch_ok = all(s % S == 0 for s, n in zip(sb, batch_shape) if n > 1)
-        vec = 0
-        if sAm == 1 and M % S == 0 and sAk % S == 0 and a_batch_ok and self.ptr(a) % 16 == 0:
-            vec |= 1
-        if sBn == 1 and N % S == 0 and sBk % S == 0 and b_batch_ok and self.ptr(b) % 16 == 0:
-            vec |= 2
-        if N % S == 0:  # the output (and the split-K workspace) is fresh and dense: rows aligned when N is
-            vec |= 4
+        a_pack = sAm == 1 and M % S == 0 and sAk % S == 0 and a_batch_ok
+        b_pack = sBn == 1 and N % S == 0 and sBk % S == 0 and b_batch_ok
+        # the output (and the split-K workspace) is fresh and dense: rows aligned when N is
+        vec = 4 if N % S == 0 else 0
         kern, swizzle, splits = gemm_plan(a.dtype, nb, M, N, K, self.sms, variant)
         bk = kern.bk
         kchunk = -(-(-(-K // splits)) // bk) * bk  # a whole number of k steps per split
         splits = -(-K // kchunk)
-        target = out if splits == 1 else self.xp.empty((splits,) + out.shape, dtype=out.dtype)
-        has_bias = bias is not None
         mt, ntiles = -(-M // kern.bm), -(-N // kern.bn)
         gx = min(ntiles, self.max_blocks)
         gy = min(mt, max(1, self.max_blocks // gx), 65535)
         gz = min(nb * splits, max(1, self.max_blocks // (gx * gy)), 65535)
         # the kernel swizzles only a grid of exactly one block per tile (else its grid-stride loops walk the rest)
-        self.fn("matmul.cu", kern.entry)(
-            (gx, gy, gz), (kern.threads,),
-            (a, b, target, bias if has_bias else out, offs, _i64(nb), _i32(splits), _i64(kchunk), _i64(nb * M * N),
-             _i64(M), _i64(N), _i64(K), _i64(sAm), _i64(sAk), _i64(sBk), _i64(sBn), _i32(has_bias and splits == 1),
-             _i32(vec), _i32(swizzle)))
+        args = (_i64(nb), _i32(splits), _i64(kchunk), _i64(nb * M * N), _i64(M), _i64(N), _i64(K), _i64(sAm),
+                _i64(sAk), _i64(sBk), _i64(sBn), _i32(has_bias and splits == 1))
+        reduce = None
         if splits > 1:
             total = nb * M * N
-            self.fn("matmul.cu", f"matmul_splitk_reduce<{_TNAME[a.dtype]}>")(
-                self.grid(total), (THREADS,),
-                (target, out, bias if has_bias else out, _i64(total), _i64(N), _i32(splits), _i32(has_bias)))
+            reduce = ((splits,) + batch_shape + (M, N), f"matmul_splitk_reduce<{_TNAME[a.dtype]}>", self.grid(total),
+                      (_i64(total), _i64(N), _i32(splits), _i32(has_bias)))
+        return (kern.entry, (gx, gy, gz), (kern.threads,), offs, args, vec, a_pack, b_pack, _i32(swizzle), reduce)
 
     def _batch_offsets(self, batch_shape: Shape, sa: Strides, sb: Strides, sc: Strides) -> Array:
         """Device int64 table [off_a, off_b, off_c] per batch entry (row-major over ``batch_shape``)."""

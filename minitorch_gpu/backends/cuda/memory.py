@@ -85,26 +85,45 @@ def install_cupy_hook(cupy: Any) -> None:
     _hooks.append(hook)
 
 
-_live: set[int] = set()
+class _Owner(weakref.ref):  # type: ignore[type-arg]
+    """A weak reference to a counted owner of simulated device memory that remembers what to release.
+
+    NOTE: a ``weakref.ref`` subclass with slots rather than ``weakref.finalize``: every simulated op result
+    passes through ``track_sim_array``, and ``finalize`` costs several times more per call."""
+
+    __slots__ = ("key", "nbytes", "stats")
+    key: int
+    nbytes: int
+    stats: MemoryStats
 
 
-def _release(key: int, nbytes: int, stats: MemoryStats) -> None:
-    _live.discard(key)
-    stats.free(nbytes)
+_live: dict[int, _Owner] = {}
 
 
-def track_sim_array(arr: Any, index: int = 0) -> None:
-    """Count the memory under a simulated-device array once (its owner: the root of its ``base`` chain)."""
+def _collected(ref: _Owner) -> None:
+    if _live.get(ref.key) is ref:
+        del _live[ref.key]
+    ref.stats.free(ref.nbytes)
+
+
+def track_sim_array(arr: Any, stats: MemoryStats) -> None:
+    """Count the memory under a simulated-device array once (its owner: the root of its ``base`` chain) in
+    ``stats``, until the owner is collected."""
     root = arr
-    while getattr(root, "base", None) is not None:
-        root = root.base
+    base = arr.base
+    while base is not None:
+        root = base
+        base = getattr(root, "base", None)
     key = id(root)
-    if key in _live or not hasattr(root, "nbytes"):
+    if key in _live:
         return
     try:
-        stats = stats_for(index)
-        weakref.finalize(root, _release, key, int(root.nbytes), stats)
-    except TypeError:  # not weak-referenceable (a bytes buffer under a frombuffer array): host-owned
-        return
-    _live.add(key)
-    stats.alloc(int(root.nbytes))
+        nbytes = int(root.nbytes)
+        ref = _Owner(root, _collected)
+    except (TypeError, AttributeError):  # not weak-referenceable (a bytes buffer under a frombuffer array), or
+        return                           # not an array: host-owned, not device memory
+    ref.key = key
+    ref.nbytes = nbytes
+    ref.stats = stats
+    _live[key] = ref
+    stats.alloc(nbytes)
