@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-__all__ = ["enabled", "OP", "FUNCTION", "BACKWARD", "MODULE", "Subscriber", "subscribe", "unsubscribe", "push",
+__all__ = ["enabled", "OP", "FUNCTION", "BACKWARD", "MODULE", "USER", "Subscriber", "subscribe", "unsubscribe", "push",
            "pop"]
 
 # what a range is around (subscribers name it from this and the name they get)
@@ -22,6 +22,7 @@ OP = 0          # a built-in op's forward: ``Op.apply``, named by the op's node 
 FUNCTION = 1    # a custom ``autograd.Function``'s forward, named by the Function class
 BACKWARD = 2    # the engine running one node's backward, named by ``node.name()``
 MODULE = 3      # ``Module.__call__``, named by the module's class
+USER = 4        # a range the user marks (``profiler.record_function``), named by the user
 
 enabled = False
 _subscribers: tuple[Subscriber, ...] = ()

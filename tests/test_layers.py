@@ -20,7 +20,7 @@ LAYERS = [
     {"autograd"},
     {"ops"},
     {"cuda", "optim"},
-    {"distributed"},
+    {"distributed", "profiler"},
     {"nn", "utils.data"},
     {"models", "serialization"},
     {"train"},

@@ -339,14 +339,16 @@ class Op(Node):
         else:
             node.next_functions = tuple([NO_EDGE if t is None else edge_of(t) for t in inputs])
         if _op_range.enabled:  # NVTX ranges, the profiler: the one hook check of the hot path
+            # the result's Tensor is made inside the range: the simulated device counts its memory there
             _op_range.push(_op_range.OP, cls.__name__, inputs)
             try:
                 out = node.forward(*inputs, **params)
+                result = _make(out, inputs[0]._be)
             finally:
                 _op_range.pop()
         else:
             out = node.forward(*inputs, **params)
-        result = _make(out, inputs[0]._be)
+            result = _make(out, inputs[0]._be)
         if not recording or out.dtype.kind not in "fV":
             return result
         saved = node._saved

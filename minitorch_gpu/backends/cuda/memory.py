@@ -12,7 +12,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-__all__ = ["MemoryStats", "stats_for", "install_cupy_hook", "track_sim_array"]
+__all__ = ["MemoryStats", "stats_for", "install_cupy_hook", "track_sim_array", "track_owner"]
 
 
 class MemoryStats:
@@ -88,23 +88,28 @@ def install_cupy_hook(cupy: Any) -> None:
 _live: set[int] = set()
 
 
-def _release(key: int, nbytes: int, stats: MemoryStats) -> None:
-    _live.discard(key)
+def _release(key: int, nbytes: int, stats: MemoryStats, live: set[int]) -> None:
+    live.discard(key)
     stats.free(nbytes)
 
 
-def track_sim_array(arr: Any, index: int = 0) -> None:
-    """Count the memory under a simulated-device array once (its owner: the root of its ``base`` chain)."""
+def track_owner(arr: Any, stats: MemoryStats, live: set[int]) -> None:
+    """Count the memory under ``arr`` once in ``stats`` (its owner: the root of its ``base`` chain; ``live``
+    holds the owners counted and not yet collected), and release it when the owner is collected."""
     root = arr
     while getattr(root, "base", None) is not None:
         root = root.base
     key = id(root)
-    if key in _live or not hasattr(root, "nbytes"):
+    if key in live or not hasattr(root, "nbytes"):
         return
     try:
-        stats = stats_for(index)
-        weakref.finalize(root, _release, key, int(root.nbytes), stats)
+        weakref.finalize(root, _release, key, int(root.nbytes), stats, live)
     except TypeError:  # not weak-referenceable (a bytes buffer under a frombuffer array): host-owned
         return
-    _live.add(key)
+    live.add(key)
     stats.alloc(int(root.nbytes))
+
+
+def track_sim_array(arr: Any, index: int = 0) -> None:
+    """Count the memory under a simulated-device array once (its owner: the root of its ``base`` chain)."""
+    track_owner(arr, stats_for(index), _live)
