@@ -78,7 +78,9 @@ class FunctionEvent(_Totals):
                  input_shapes: list[list[int]] | None = None, stack: list[str] | None = None,
                  category: str = "cpu_op", use_device: str | None = None) -> None:
         self.id = id
-        self.name = name
+        # the table sums every step's range under one name; the trace keeps each step's own (PyTorch's rule)
+        self.trace_name = name
+        self.name = "ProfilerStep*" if name.startswith("ProfilerStep#") else name
         self.thread = thread
         self.time_range = Interval(start_us, end_us)
         self.device_type = device_type
@@ -277,6 +279,11 @@ class EventList(list):  # type: ignore[type-arg]
             if avg is None:
                 avg = groups[key] = FunctionEventAvg()
             avg.add(e)
+        for avg in groups.values():
+            # shapes and stacks name a row only when it is grouped by them (PyTorch's rule)
+            avg.stack = (avg.stack or [])[:group_by_stack_n]
+            if not group_by_input_shapes:
+                avg.input_shapes = []
         return self._like(groups.values())
 
     def total_average(self) -> FunctionEventAvg:
@@ -522,7 +529,7 @@ def chrome_trace(events: Iterable[FunctionEvent], base_ns: int, meta: dict[str, 
     for e in events:
         by_id[e.id] = e
     for e in events:
-        ev: dict[str, Any] = {"ph": "X", "cat": e.category, "name": e.name, "ts": e.time_range.start,
+        ev: dict[str, Any] = {"ph": "X", "cat": e.category, "name": e.trace_name, "ts": e.time_range.start,
                               "dur": e.time_range.elapsed_us()}
         if e.device_type is DeviceType.CPU:
             threads.add(e.thread)

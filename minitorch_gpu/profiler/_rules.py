@@ -31,6 +31,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from ..backends.cuda.loader import enum_codes
+
 __all__ = ["op_name", "kernel_flops", "builtin_flops", "op_flops", "device_peaks", "PEAKS"]
 
 _SUFFIX = re.compile(r"Backwards?\d*$")
@@ -54,7 +56,6 @@ _PER_ELEMENT = {
     ("cross_entropy.cu", "forward"): 5, ("cross_entropy.cu", "backward"): 4,
     ("layernorm.cu", "forward"): 8, ("layernorm.cu", "backward"): 10,
 }
-_ATTN_CAUSAL = 1  # attention.cu's AF_causal bit of ``flags``
 _ATTN_PRODUCTS = {"forward": 2, "dkv": 4, "dq": 3}
 
 
@@ -83,7 +84,8 @@ def kernel_flops(file: str, name: str, args: Sequence[Any]) -> int:
                     return 0
                 BH, _, L, S, D, _, flags = ints[:7]
                 flops = 2 * products * BH * L * S * D
-                return flops // 2 if flags & (1 << _ATTN_CAUSAL) else flops
+                causal = 1 << enum_codes("attention.cu", "AttnFlag")["causal"]  # the kernel's own bit
+                return flops // 2 if flags & causal else flops
         return 0
     for (f, part), per in _PER_ELEMENT.items():
         if f == file and part in stem:
