@@ -2,6 +2,8 @@
 
 Port a script with ``import minitorch_gpu as torch``.
 """
+import sys as _sys
+
 from . import _dtype
 from ._device import device, get_default_device, set_default_device
 from ._dtype import (bfloat16, bool, double, dtype, float, float16, float32, float64, get_default_dtype, half,
@@ -50,5 +52,11 @@ def can_cast(from_, to):
 
 from . import nn, optim  # noqa: E402
 from . import distributed  # noqa: E402
+from . import profiler  # noqa: E402
+from .profiler import legacy as _autograd_profiler  # noqa: E402
+
+# ``torch.autograd.profiler``: autograd sits below the profiler, so the namespace hangs it there
+autograd.profiler = _autograd_profiler  # type: ignore[attr-defined]
+_sys.modules[__name__ + ".autograd.profiler"] = _autograd_profiler
 from .utils import data as _data  # noqa: E402,F401  (makes mt.utils.data resolve, as torch.utils.data does)
 from .serialization import *  # noqa: E402,F401,F403

@@ -15,6 +15,7 @@ import warnings
 from collections.abc import Callable, Container, Sequence
 from typing import Any
 
+from .. import _op_range
 from ..tensor import Tensor
 from . import anomaly
 from . import function as _function
@@ -299,7 +300,10 @@ def _execute(root_nodes: list[Node], deps: dict[Node, int], buffers: dict[Node, 
             if accumulate and (captures is None or node in captures):
                 if hooked:
                     grads = _node_pre_hooks(node, grads)
-                node._run(grads)
+                if _op_range.enabled:
+                    _run_in_range(node, grads)
+                else:
+                    node._run(grads)
                 if hooked:
                     _post_hooks(node, (), grads)
             continue
@@ -311,7 +315,7 @@ def _execute(root_nodes: list[Node], deps: dict[Node, int], buffers: dict[Node, 
         nexts = node.next_functions
         if grads[0] is not None if len(grads) == 1 else any(g is not None for g in grads):
             try:
-                outs = node._run(grads)
+                outs = node._run(grads) if not _op_range.enabled else _run_in_range(node, grads)
                 if outs.__class__ is not tuple:
                     outs = tuple(outs) if isinstance(outs, list) else (outs,)
                 if check_nan:
@@ -352,6 +356,15 @@ def _execute(root_nodes: list[Node], deps: dict[Node, int], buffers: dict[Node, 
             else:
                 del deps[nxt]
                 _heappush(heap, (-nxt._seq_nr, nxt))
+
+
+def _run_in_range(node: Node, grads: list[Tensor | None]) -> Any:
+    """``node._run`` inside an op range (NVTX, the profiler), as PyTorch's engine records each node it runs."""
+    _op_range.push(_op_range.BACKWARD, node.name())
+    try:
+        return node._run(grads)
+    finally:
+        _op_range.pop()
 
 
 def _warn_forward_trace(node: Node) -> None:

@@ -7,6 +7,7 @@ The graph machinery they build on (Node, edges, version counters, the built-in `
 import functools
 from typing import Any
 
+from .. import _op_range
 from .._dtype import from_numpy_dtype
 from .._mode import _state
 from .._shapes import is_expandable_to
@@ -168,6 +169,9 @@ class Function(metaclass=_FunctionMeta):
         ctx.needs_input_grad = needs
         recording = any(needs)
         _state.grad = False
+        ranged = _op_range.enabled
+        if ranged:
+            _op_range.push(_op_range.FUNCTION, cls.__name__, tensor_args)
         try:
             if cls._uses_setup:
                 outputs = cls.forward(*args, **kwargs)
@@ -176,6 +180,8 @@ class Function(metaclass=_FunctionMeta):
                 outputs = cls.forward(ctx, *args, **kwargs)
         finally:
             _state.grad = grad_on
+            if ranged:
+                _op_range.pop()
         is_tuple = isinstance(outputs, tuple)
         outs = outputs if is_tuple else (outputs,)
         dirty = ctx._dirty

@@ -20,8 +20,8 @@ from typing import Any, ClassVar, cast
 from ..backends._types import Array
 
 from .._dtype import _BY_NP
+from .. import _op_range
 from .._mode import _state
-from ..backends.cuda import nvtx as _nvtx
 from ..tensor import Tensor, VersionCounter, _new_tensor
 from ..utils.hooks import RemovableHandle
 from . import anomaly
@@ -338,12 +338,17 @@ class Op(Node):
             node.next_functions = (NO_EDGE if a is None else edge_of(a), NO_EDGE if b is None else edge_of(b))
         else:
             node.next_functions = tuple([NO_EDGE if t is None else edge_of(t) for t in inputs])
-        if _nvtx.enabled:
-            with _nvtx.range(cls.__name__):
+        if _op_range.enabled:  # NVTX ranges, the profiler: the one hook check of the hot path
+            # the result's Tensor is made inside the range: the simulated device counts its memory there
+            _op_range.push(_op_range.OP, cls.__name__, inputs)
+            try:
                 out = node.forward(*inputs, **params)
+                result = _make(out, inputs[0]._be)
+            finally:
+                _op_range.pop()
         else:
             out = node.forward(*inputs, **params)
-        result = _make(out, inputs[0]._be)
+            result = _make(out, inputs[0]._be)
         if not recording or out.dtype.kind not in "fV":
             return result
         saved = node._saved

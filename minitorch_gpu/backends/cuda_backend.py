@@ -602,7 +602,7 @@ class SimBackend(CudaBackend):
     counts_memory = True
 
     def count_memory(self, arr: Array) -> None:
-        _memory.track_sim_array(arr, self._memory_stats)
+        _memory.track_owner(arr, self._memory_stats)
 
     def index_select(self, x: Array, dim: int, index: Array) -> Array:
         # a GPU gather wraps an index outside the table (CuPy's ``take``) and its range check is read at the

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..autograd.function import Function
-from ..backends.cuda import nvtx as _nvtx
+from .. import _op_range
 from ..autograd.grad_mode import _state, no_grad
 from ..tensor import Tensor
 from ..utils.hooks import RemovableHandle
@@ -998,13 +998,20 @@ class Module:
         if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
                 or self._backward_pre_hooks or _global_forward_pre_hooks or _global_forward_hooks
                 or _global_backward_hooks or _global_backward_pre_hooks):
-            if _nvtx.enabled:
-                with _nvtx.range(type(self).__name__):
-                    return self.forward(*args, **kwargs)
+            if _op_range.enabled:
+                return self._forward_in_range(args, kwargs)
             return self.forward(*args, **kwargs)
         return self._call_with_hooks(args, kwargs)
 
     _call_impl = __call__
+
+    def _forward_in_range(self, args, kwargs):
+        """``forward`` inside an op range (NVTX, the profiler's ``with_modules``)."""
+        _op_range.push(_op_range.MODULE, type(self).__name__)
+        try:
+            return self.forward(*args, **kwargs)
+        finally:
+            _op_range.pop()
 
     def _call_with_hooks(self, args, kwargs):
         state = {"result": None, "args": args, "kwargs": kwargs}
@@ -1044,9 +1051,8 @@ class Module:
             bw = _BackwardHook(self, full, pre)
             args = bw.setup_input_hook(args)
 
-        if _nvtx.enabled:
-            with _nvtx.range(type(self).__name__):
-                result = self.forward(*args, **kwargs)
+        if _op_range.enabled:
+            result = self._forward_in_range(args, kwargs)
         else:
             result = self.forward(*args, **kwargs)
         state["result"] = result

@@ -49,3 +49,22 @@ def test_enable_without_the_package(monkeypatch):
     monkeypatch.setitem(sys.modules, "nvtx", None)  # import nvtx raises ImportError
     monkeypatch.setattr(nvtx, "_lib", None)
     assert nvtx.enable(True) is False and nvtx.enabled is False
+
+
+def test_ops_backward_nodes_and_modules_get_ranges_through_the_op_range_switch(fake_nvtx):
+    import minitorch_gpu as mt
+    from minitorch_gpu import _op_range
+
+    x = mt.ones(2, 3, requires_grad=True)
+    lin = mt.nn.Linear(3, 2)
+    assert _op_range.enabled is False
+    lin(x).sum().backward()
+    assert fake_nvtx == []
+    nvtx.enable(True)
+    assert _op_range.enabled is True
+    lin(x).sum().backward()
+    pushed = [e[1] for e in fake_nvtx if e[0] == "push"]
+    assert pushed[0] == "Linear" and "SumBackward0" in pushed and "AccumulateGrad" in pushed
+    assert len(pushed) == sum(e[0] == "pop" for e in fake_nvtx)
+    nvtx.enable(False)
+    assert _op_range.enabled is False

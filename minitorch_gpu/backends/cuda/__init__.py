@@ -8,7 +8,7 @@ Layers, lowest first (each module imports only those above it in this list):
 * ``device``     the GPU probe: CuPy or the simulator as device "cuda", device count, the current device;
 * ``sim/``       the CPU simulator that runs the same kernels (g++, fibers);
 * ``nvrtc``      NVRTC through ctypes, for compiling without a driver (CI's compile gate);
-* ``nvtx``       NVTX ranges around ops and module calls (public as ``mt.cuda.nvtx``; autograd and nn call it);
+* ``nvtx``       NVTX ranges around ops and module calls (public as ``mt.cuda.nvtx``; a subscriber of ``_op_range``);
 * ``checks``     device-side checks read at the next synchronisation, and the sync debug mode;
 * ``launch``     ``Launcher``: grid sizes, argument packing and pointer tables, shared by GPU and simulator.
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-__all__ = ["MemoryStats", "stats_for", "install_cupy_hook", "track_sim_array"]
+__all__ = ["MemoryStats", "Owner", "stats_for", "install_cupy_hook", "track_owner"]
 
 
 class MemoryStats:
@@ -85,45 +85,50 @@ def install_cupy_hook(cupy: Any) -> None:
     _hooks.append(hook)
 
 
-class _Owner(weakref.ref):  # type: ignore[type-arg]
+class Owner(weakref.ref):  # type: ignore[type-arg]
     """A weak reference to a counted owner of simulated device memory that remembers what to release.
 
     NOTE: a ``weakref.ref`` subclass with slots rather than ``weakref.finalize``: every simulated op result
-    passes through ``track_sim_array``, and ``finalize`` costs several times more per call."""
+    passes through ``track_owner``, and ``finalize`` costs several times more per call."""
 
-    __slots__ = ("key", "nbytes", "stats")
+    __slots__ = ("key", "nbytes", "stats", "live")
     key: int
     nbytes: int
     stats: MemoryStats
+    live: dict[int, Owner]
 
 
-_live: dict[int, _Owner] = {}
+_live: dict[int, Owner] = {}
+"""The simulated device's counted owners by ``id``, until collected."""
 
 
-def _collected(ref: _Owner) -> None:
-    if _live.get(ref.key) is ref:
-        del _live[ref.key]
+def _collected(ref: Owner) -> None:
+    live = ref.live
+    if live.get(ref.key) is ref:
+        del live[ref.key]
     ref.stats.free(ref.nbytes)
 
 
-def track_sim_array(arr: Any, stats: MemoryStats) -> None:
-    """Count the memory under a simulated-device array once (its owner: the root of its ``base`` chain) in
-    ``stats``, until the owner is collected."""
+def track_owner(arr: Any, stats: MemoryStats, live: dict[int, Owner] = _live) -> None:
+    """Count the memory under ``arr`` once in ``stats`` (its owner: the root of its ``base`` chain; ``live``
+    holds the owners counted and not yet collected, by default the simulated device's), and release it when the
+    owner is collected."""
     root = arr
     base = arr.base
     while base is not None:
         root = base
         base = getattr(root, "base", None)
     key = id(root)
-    if key in _live:
+    if key in live:
         return
     try:
         nbytes = int(root.nbytes)
-        ref = _Owner(root, _collected)
+        ref = Owner(root, _collected)
     except (TypeError, AttributeError):  # not weak-referenceable (a bytes buffer under a frombuffer array), or
         return                           # not an array: host-owned, not device memory
     ref.key = key
     ref.nbytes = nbytes
     ref.stats = stats
-    _live[key] = ref
+    ref.live = live
+    live[key] = ref
     stats.alloc(nbytes)

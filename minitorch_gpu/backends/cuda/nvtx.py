@@ -1,10 +1,12 @@
 """NVTX ranges for Nsight Systems: every op and every module forward as a named range when
 ``MINITORCH_GPU_NVTX=1``.
 
-The hook points are two calls, ``range_push(name)`` / ``range_pop()`` or the ``range(name)`` context manager,
-placed in ``Op.apply`` (the op's node name, e.g. ``AddBackward0``) and ``Module.__call__`` (the module's class
-name). With the switch off (the default) or without the ``nvtx`` package (the ``nvtx`` extra) ``enabled`` is
-False and the callers skip the calls entirely, so the cost is one module-global read per op.
+Ops, backward nodes and module calls reach it through the op-range switch (``minitorch_gpu/_op_range.py``),
+which the profiler shares: ``enable`` subscribes this module there, and each op's range is named by its node
+class (``AddBackward0``), each backward node by ``node.name()``, each module call by the module's class. With
+the switch off (the default) or without the ``nvtx`` package (the ``nvtx`` extra) ``enabled`` is False and
+nothing is subscribed, so the cost is the switch's one module-global read per op. ``range_push`` /
+``range_pop`` and the ``range(name)`` context manager mark ranges of one's own.
 
 It lives with the CUDA runtime, below autograd and nn which call it; ``mt.cuda.nvtx`` is this module.
 
@@ -17,7 +19,10 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
+from collections.abc import Sequence
 from typing import Any
+
+from ... import _op_range
 
 __all__ = ["enabled", "enable", "range_push", "range_pop", "range"]
 
@@ -42,7 +47,24 @@ def enable(on: bool = True) -> bool:
         enabled = _lib is not None
     else:
         enabled = False
+    if enabled:
+        _op_range.subscribe(_OP_RANGES)
+    else:
+        _op_range.unsubscribe(_OP_RANGES)
     return enabled
+
+
+class _OpRanges:
+    """The op-range switch's NVTX subscriber: every op, backward node and module call as a range."""
+
+    def push(self, kind: int, name: str, inputs: Sequence[Any]) -> None:
+        _lib.push_range(message=name, domain=_DOMAIN)
+
+    def pop(self) -> None:
+        _lib.pop_range(domain=_DOMAIN)
+
+
+_OP_RANGES = _OpRanges()
 
 
 def range_push(name: str) -> None:
