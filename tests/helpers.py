@@ -25,3 +25,16 @@ def unordered_writes(device):
     """Whether parallel writes to one element land in an undefined order: a real GPU (the simulator runs blocks
     one after another, so it keeps the CPU's last-write-wins)."""
     return device == "cuda" and mt.cuda.is_available() and not mt.cuda.is_simulated()
+
+
+def backward_like_torch(ours, theirs, device, torch, rng, tol):
+    """Check each of our output tensors against PyTorch's, then backpropagate one random weighting of all of them on
+    both sides (``rng``: a NumPy Generator), so that the callers can compare the gradients."""
+    loss_m = loss_t = 0
+    for om, ot in zip(ours, theirs):
+        assert_close(om, ot.detach().numpy(), **tol)
+        g = rng.standard_normal(tuple(ot.shape)).astype(to_np(om).dtype)
+        loss_m = loss_m + (om * mt.tensor(g, device=device)).sum()
+        loss_t = loss_t + (ot * torch.tensor(g)).sum()
+    loss_m.backward()
+    loss_t.backward()

@@ -12,14 +12,17 @@ so a sequence holds per step only what the layer keeps anyway (the projections a
 """
 from __future__ import annotations
 
+from ._elementwise import _exp_limit
 from ._types import Array, PrimitiveHost
 
 
 class RNNMixin(PrimitiveHost):
     def _sigmoid_(self, v: Array) -> None:
-        """v = 1 / (1 + exp(-v)) in place (exp may overflow to inf for very negative v: the result is then 0)."""
+        """v = 1 / (1 + exp(-v)) in place, the exponent clamped below overflow (as the ``sigmoid`` primitive) so
+        that very negative v gives 0 without a warning."""
         xp = self.xp
         xp.negative(v, out=v)
+        xp.minimum(v, _exp_limit(v.dtype), out=v)
         xp.exp(v, out=v)
         v += 1
         xp.reciprocal(v, out=v)
