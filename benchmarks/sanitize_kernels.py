@@ -4,7 +4,8 @@ workload ``compute-sanitizer`` (memcheck, racecheck) runs over in ``python -m be
 The test suite is too slow for the sanitizer (about 50x slower under it) and has few ``cuda``-parametrised
 kernel tests; this script is seconds long on a GPU and covers each kernel file's entry points: odd sizes (tails
 of the 128-bit paths), a 4-byte offset that breaks 16-byte alignment, transposed and broadcast operands, rows
-below and above the warp-per-row limit, batched GEMM with misaligned batch offsets, all five fused optimizers.
+below and above the warp-per-row limit, batched GEMM with misaligned batch offsets, all five fused optimizers,
+the LSTM and GRU cells forward and backward.
 
 ``python -m benchmarks.sanitize_kernels`` runs on the GPU (says so and exits 0 without one); ``--sim`` runs the
 same launches on the CPU simulator (the test suite checks the script that way). Exit 1 if a check fails.
@@ -19,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from minitorch_gpu.backends import get_backend
 from minitorch_gpu.backends._random import dropout_threshold
 
 F32, F64 = np.float32, np.float64
@@ -244,11 +246,35 @@ def checks(be: Any) -> list[tuple[str, Callable[[], None]]]:
             np.add.at(want, idx, g)
             close(out, want, 1e-4)
 
+    def rnn() -> None:
+        # the CPU backend's bodies are the reference; gi is a row block of a taller array, as a layer passes it
+        ref = get_backend("cpu")
+        for dt, tol in ((F32, 1e-5), (F64, 1e-12)):
+            for B, H in ((1, 1), (3, 33), (17, 70)):
+                hs = [rng.standard_normal((B, H)).astype(dt) for _ in range(3)]
+                for gates in (4, 3):
+                    tall = rng.standard_normal((B + 2, gates * H)).astype(dt)
+                    gi, gh = tall[1:B + 1], rng.standard_normal((B, gates * H)).astype(dt)
+                    dgi, dgh = dev(tall)[1:B + 1], dev(gh)
+                    if gates == 4:
+                        want: Any = ref.lstm_cell_forward(gi, gh, hs[0])
+                        got: Any = be.lstm_cell_forward(dgi, dgh, dev(hs[0]))
+                        for dh, dc in ((hs[1], hs[2]), (None, hs[2]), (hs[1], None)):
+                            want += ref.lstm_cell_backward(dh, dc, gi, gh, hs[0])
+                            got += be.lstm_cell_backward(None if dh is None else dev(dh),
+                                                         None if dc is None else dev(dc), dgi, dgh, dev(hs[0]))
+                    else:
+                        want = (ref.gru_cell_forward(gi, gh, hs[0]), *ref.gru_cell_backward(hs[1], gi, gh, hs[0]))
+                        got = (be.gru_cell_forward(dgi, dgh, dev(hs[0])),
+                               *be.gru_cell_backward(dev(hs[1]), dgi, dgh, dev(hs[0])))
+                    for g_, w_ in zip(got, want):
+                        close(g_, w_, tol)
+
     return [("elementwise.cu", elementwise), ("softmax.cu", softmax), ("cross_entropy.cu", cross_entropy),
             ("layernorm.cu", layer_norm), ("matmul.cu", matmul), ("optim.cu", optimizers),
             ("multi_tensor.cu", multi_tensor),
             ("attention.cu", attention), ("random.cu", random),
-            ("embedding.cu", embedding)]
+            ("embedding.cu", embedding), ("rnn.cu", rnn)]
 
 
 def run(be: Any, only: list[str] | None = None) -> int:
@@ -273,7 +299,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", nargs="+", default=None, help="kernel files to check (substrings)")
     args = p.parse_args(argv)
     import minitorch_gpu as mt
-    from minitorch_gpu.backends import get_backend
     if args.sim:
         mt.cuda.use_simulator(True)
     elif mt.cuda.is_simulated() or not mt.cuda.is_available():

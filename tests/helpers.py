@@ -43,3 +43,16 @@ def kernel_launches(monkeypatch, backend):
 
     monkeypatch.setattr(kernels, "fn", fn)
     return calls
+
+
+def backward_like_torch(ours, theirs, device, torch, rng, tol):
+    """Check each of our output tensors against PyTorch's, then backpropagate one random weighting of all of them on
+    both sides (``rng``: a NumPy Generator), so that the callers can compare the gradients."""
+    loss_m = loss_t = 0
+    for om, ot in zip(ours, theirs):
+        assert_close(om, ot.detach().numpy(), **tol)
+        g = rng.standard_normal(tuple(ot.shape)).astype(to_np(om).dtype)
+        loss_m = loss_m + (om * mt.tensor(g, device=device)).sum()
+        loss_t = loss_t + (ot * torch.tensor(g)).sum()
+    loss_m.backward()
+    loss_t.backward()

@@ -37,6 +37,7 @@ from .base import Backend
 from .cuda import device as _probe
 from .cuda import memory as _memory
 from .cuda import matmul as _matmul_flags
+from .cuda import launch_rnn as _rnn
 from .cuda import sim
 from .cuda.fused_step import FusedStep
 from .cuda.launch import Launcher
@@ -61,7 +62,8 @@ Primitive = Literal[
     "softmax_forward", "log_softmax_forward", "softmax_backward", "log_softmax_backward",
     "cross_entropy_forward", "cross_entropy_backward", "layer_norm_forward", "layer_norm_backward",
     "matmul", "_fused_step", "philox4x32_10", "rand_uniform", "rand_normal", "rand_int", "rand_dropout", "add_at",
-    "attention_forward", "attention_backward"]
+    "attention_forward", "attention_backward",
+    "lstm_cell_forward", "lstm_cell_backward", "gru_cell_forward", "gru_cell_backward"]
 """The primitives of ``Backend`` that the CUDA kernels serve."""
 
 Launch = Callable[..., Any]
@@ -434,6 +436,11 @@ ROUTES: dict[Primitive, Route] = {
     # attention.cu: causal / float / bool masks, dropout regenerated from (seed, offset), head dims up to 128
     "attention_forward": Route(method="attention_forward"),
     "attention_backward": Route(method="attention_backward"),
+    # rnn.cu: one launch per LSTM / GRU step (backends/cuda/launch_rnn.py)
+    "lstm_cell_forward": Route(_rnn.lstm_cell_forward),
+    "lstm_cell_backward": Route(_rnn.lstm_cell_backward),
+    "gru_cell_forward": Route(_rnn.gru_cell_forward),
+    "gru_cell_backward": Route(_rnn.gru_cell_backward),
 }
 """Per primitive, how the kernels serve it (see ``Route``)."""
 

@@ -1,4 +1,5 @@
-"""``mt.nn.utils``: gradient clipping and parameter/vector conversion."""
+"""``mt.nn.utils``: gradient clipping, parameter/vector conversion and ``rnn`` (packed sequences)."""
+from . import rnn
 from .clip_grad import clip_grad_norm, clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_, get_total_norm
 from .convert_parameters import parameters_to_vector, vector_to_parameters
 
