@@ -36,6 +36,11 @@ def is_floating_point(t):
     return t.dtype.is_floating_point
 
 
+def is_complex(t):
+    """Whether ``t`` has a complex dtype: always False here, where every dtype is real."""
+    return t.is_complex()
+
+
 def numel(t):
     return t.numel()
 
@@ -48,7 +53,11 @@ def can_cast(from_, to):
     return _dtype.can_cast(from_, to)
 
 
-from . import nn, optim  # noqa: E402
+from . import compiler, jit, nn, optim  # noqa: E402
+from .optim import _foreach  # noqa: E402
+# PyTorch's list operations live in its top-level namespace (``torch._foreach_add_``), where code written against
+# its optimizer internals looks for them
+globals().update({_name: getattr(_foreach, _name) for _name in _foreach.TORCH_NAMESPACE})
 from . import distributed  # noqa: E402
 from .utils import data as _data  # noqa: E402,F401  (makes mt.utils.data resolve, as torch.utils.data does)
 from .serialization import *  # noqa: E402,F401,F403

@@ -14,7 +14,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1] / PKG
 
 # bottom to top: a unit may import its own layer's units and those below, never one above
 LAYERS = [
-    {"_mode", "_shapes", "_dtype", "_device", "_native", "utils.hooks"},
+    {"_mode", "_shapes", "_dtype", "_device", "_native", "utils.hooks", "jit", "compiler"},
     {"backends"},
     {"tensor", "_tensor_str"},
     {"autograd"},

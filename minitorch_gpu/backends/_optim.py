@@ -52,8 +52,10 @@ _pool_lock = threading.Lock()
 # below this many elements in a group, handing pieces to threads costs more than it saves
 _PARALLEL_MIN_ELEMENTS = 1 << 20
 
-_UNARY = {"neg": "negative", "sqrt": "sqrt", "sign": "sign"}
-_BINARY = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide", "maximum": "maximum"}
+_UNARY = {"neg": "negative", "sqrt": "sqrt", "sign": "sign", "abs": "absolute", "reciprocal": "reciprocal",
+          "exp": "exp", "log": "log"}
+_BINARY = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide", "maximum": "maximum",
+           "minimum": "minimum", "pow": "power"}
 
 
 def _default_threads() -> int:
@@ -114,7 +116,8 @@ class OptimMixin:
 
     # ------------------------------------------------------------------ foreach: one op over a list
     def foreach_unary(self, name: str, xs: Arrays, inplace: bool = False) -> Arrays:
-        """``name`` (neg, sqrt or sign) applied to every array, in place or into new arrays."""
+        """``name`` (a key of ``_UNARY``: neg, sqrt, sign, abs, ...) applied to every array, in place or into new
+        arrays."""
         fn = getattr(self.xp, _UNARY[name])
         return [fn(x, out=x if inplace else self.xp.empty_like(x)) for x in xs]
 
