@@ -58,6 +58,12 @@ _BINARY = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide", 
            "minimum": "minimum", "pow": "power"}
 
 
+# PyTorch's list operations give IEEE results (x / 0 is inf, 0 / 0 NaN, sqrt(-1) NaN) without a word; so do these
+# (NumPy would warn; CuPy never does)
+def _ieee() -> Any:
+    return np.errstate(divide="ignore", invalid="ignore", over="ignore")
+
+
 def _default_threads() -> int:
     env = os.environ.get("MINITORCH_GPU_OPTIM_THREADS")
     if env:
@@ -119,22 +125,25 @@ class OptimMixin:
         """``name`` (a key of ``_UNARY``: neg, sqrt, sign, abs, ...) applied to every array, in place or into new
         arrays."""
         fn = getattr(self.xp, _UNARY[name])
-        return [fn(x, out=x if inplace else self.xp.empty_like(x)) for x in xs]
+        with _ieee():
+            return [fn(x, out=x if inplace else self.xp.empty_like(x)) for x in xs]
 
     def foreach_scalar(self, name: str, xs: Arrays, scalars: Scalars, inplace: bool = False) -> Arrays:
         """``x <name> s`` for every array; ``scalars`` is one number or one per array."""
         fn = getattr(self.xp, _BINARY[name])
         ss = _per_tensor(scalars, len(xs))
-        return [fn(x, s, out=x if inplace else self.xp.empty_like(x)) for x, s in zip(xs, ss)]
+        with _ieee():
+            return [fn(x, s, out=x if inplace else self.xp.empty_like(x)) for x, s in zip(xs, ss)]
 
     def foreach_list(self, name: str, xs: Arrays, ys: Arrays, alpha: float = 1, inplace: bool = False) -> Arrays:
         """``x <name> alpha * y`` pairwise (``alpha`` is meant for add and sub)."""
         fn = getattr(self.xp, _BINARY[name])
         out = []
-        for x, y in zip(xs, ys):
-            if alpha != 1:
-                y = self.xp.multiply(y, alpha)
-            out.append(fn(x, y, out=x if inplace else self.xp.empty_like(x)))
+        with _ieee():
+            for x, y in zip(xs, ys):
+                if alpha != 1:
+                    y = self.xp.multiply(y, alpha)
+                out.append(fn(x, y, out=x if inplace else self.xp.empty_like(x)))
         return out
 
     def foreach_lerp(self, xs: Arrays, ys: Arrays, weight: float, inplace: bool = True) -> Arrays:
