@@ -7,6 +7,7 @@ signature updates them: ``_single_tensor_<name>`` (the reference: a loop of in-p
 primitive per device and dtype).
 """
 import functools
+import math
 import warnings
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable
@@ -17,6 +18,7 @@ from typing import Any, TypeAlias
 from .. import _dtype
 from ..autograd.grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
 from ..tensor import Tensor
+from ..utils._foreach_utils import _get_fused_kernels_supported_devices, _group_tensors_by_device_and_dtype
 from ..utils.hooks import RemovableHandle
 from . import _foreach as F
 
@@ -38,7 +40,7 @@ _global_optimizer_post_hooks: OrderedDict[int, _StepHook] = OrderedDict()
 
 # the devices with a fused primitive: one kernel launch per group on a GPU, one compiled pass on the CPU (each
 # falling back to the backend's array-module body for what the compiled code does not take)
-_FUSED_DEVICES = ["cpu", "cuda"]
+_FUSED_DEVICES = _get_fused_kernels_supported_devices()
 
 
 class _RequiredParameter:
@@ -126,26 +128,6 @@ def _device_dtype_check_for_fused(p, cuda_unsupported=False):
     if not (p.device.type in devices and p.is_floating_point()):
         raise RuntimeError("`fused=True` requires all the params to be floating point Tensors of supported devices: "
                            f"{devices} but {p.dtype} and {p.device.type}")
-
-
-def _group_tensors_by_device_and_dtype(tensorlistlist, with_indices=False):
-    """Split parallel lists by the (device, dtype) of the first list's tensors.
-
-    Returns ``{(device, dtype): (lists, indices)}``; entries of the other lists may be None (a state that
-    does not exist yet) and stay aligned with their tensor.
-    """
-    groups = {}
-    first = tensorlistlist[0]
-    for i, t in enumerate(first):
-        key = (t.device, t.dtype)
-        entry = groups.get(key)
-        if entry is None:
-            entry = groups[key] = ([[] for _ in tensorlistlist], [])
-        lists, idx = entry
-        for lst, src in zip(lists, tensorlistlist):
-            lst.append(src[i] if len(src) > i else None)
-        idx.append(i)
-    return groups
 
 
 def register_optimizer_step_pre_hook(hook):
@@ -587,6 +569,12 @@ def _check_fused_foreach(fused, foreach, differentiable):
 # optimizer written against PyTorch's internals (a copy of one of its files, a research optimizer built the same
 # way) runs unchanged with ``torch`` bound to this package. Eager execution is all there is here: nothing is ever
 # compiled, scripted or captured in a graph, which fixes what the compile-related helpers do.
+
+def _dispatch_sqrt(x):
+    """The square root of a number or a tensor (PyTorch 2.x before 2.5 takes the bias corrections' roots with
+    it)."""
+    return x.sqrt() if isinstance(x, Tensor) else math.sqrt(x)
+
 
 def _stack_if_compiling(x):
     """PyTorch stacks per-tensor step sizes into one tensor under ``torch.compile``; eager code keeps the list."""

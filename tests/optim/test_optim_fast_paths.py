@@ -226,5 +226,7 @@ def test_unfused_strided_float64_and_mixed_dtypes(device, name, kwargs):
             opt.step()
         assert pa.dtype is mt.float32 and pb.dtype is mt.float64
         results.append((to_np(pa), to_np(pb)))
-    np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-6)
-    np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-12)
+    # absolute tolerances too: ASGD's foreach path folds the decay into the step (one rounding less), which
+    # shows as a relative difference wherever a value passes near zero
+    np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-12, atol=1e-15)

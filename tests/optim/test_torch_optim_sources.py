@@ -24,7 +24,11 @@ def _load_torch_optim_module(torch, name, monkeypatch):
     module.__file__ = str(path)
     module.__package__ = "minitorch_gpu.optim"  # ``from .optimizer import ...`` resolves to ours
     with monkeypatch.context() as m:
-        m.setitem(sys.modules, "torch", mt)  # ``import torch`` / ``from torch import Tensor`` resolve to us
+        # ``import torch``, ``from torch import Tensor`` and ``from torch.utils._foreach_utils import ...`` resolve
+        # to us: every loaded module of the package is also registered under its torch name
+        for name, mod in list(sys.modules.items()):
+            if name == "minitorch_gpu" or name.startswith("minitorch_gpu."):
+                m.setitem(sys.modules, "torch" + name[len("minitorch_gpu"):], mod)
         exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), module.__dict__)
     return module
 
@@ -127,3 +131,22 @@ def test_optimizer_helpers_exist_where_pytorchs_files_import_them(torch):
                 wanted.update(alias.name for alias in node.names)
     missing = sorted(n for n in wanted if not hasattr(optimizer, n))
     assert not missing
+
+
+def test_names_older_pytorch_2_releases_import_exist():
+    """PyTorch 2.1-2.4's optimizer files import a few names that 2.13's no longer do; they exist here too."""
+    from minitorch_gpu.optim import optimizer
+
+    for name in ("_dispatch_sqrt", "_get_value", "_stack_if_compiling", "_default_to_fused_or_foreach",
+                 "_view_as_real", "_get_scalar_dtype", "_capturable_doc", "_differentiable_doc", "_foreach_doc",
+                 "_fused_doc", "_maximize_doc", "ParamsT", "_use_grad_for_differentiable"):
+        assert hasattr(optimizer, name), name
+    assert mt._utils.is_compiling() is False
+    assert mt.utils._foreach_utils._get_fused_kernels_supported_devices() == ["cpu", "cuda"]
+    assert optimizer._dispatch_sqrt(2.25) == 1.5 and optimizer._dispatch_sqrt(mt.tensor(6.25)).item() == 2.5
+    a, b = mt.zeros(2), mt.zeros(2, dtype=mt.float64)
+    groups = mt.utils._foreach_utils._group_tensors_by_device_and_dtype([[a, b, a], [1, 2, 3]], with_indices=True)
+    assert [(k[1], v[0][1], v[1]) for k, v in groups.items()] == [(mt.float32, [1, 3], [0, 2]),
+                                                                  (mt.float64, [2], [1])]
+    # the older optimizers call the health check by its old name
+    assert mt.optim.Optimizer._cuda_graph_capture_health_check is mt.optim.Optimizer._accelerator_graph_capture_health_check
