@@ -38,6 +38,11 @@ def is_floating_point(t):
     return t.dtype.is_floating_point
 
 
+def is_complex(t):
+    """Whether ``t`` has a complex dtype: always False here, where every dtype is real."""
+    return t.is_complex()
+
+
 def numel(t):
     return t.numel()
 
@@ -50,7 +55,11 @@ def can_cast(from_, to):
     return _dtype.can_cast(from_, to)
 
 
-from . import nn, optim  # noqa: E402
+from . import _utils, compiler, jit, nn, optim  # noqa: E402
+from .optim import _foreach  # noqa: E402
+# PyTorch's list operations live in its top-level namespace (``torch._foreach_add_``), where code written against
+# its optimizer internals looks for them
+globals().update({_name: getattr(_foreach, _name) for _name in _foreach.TORCH_NAMESPACE})
 from . import distributed  # noqa: E402
 from . import profiler  # noqa: E402
 from .profiler import legacy as _autograd_profiler  # noqa: E402

@@ -177,6 +177,10 @@ class Tensor:
     def is_complex(self):
         return False
 
+    @property
+    def is_sparse(self):
+        return False  # every tensor here is strided (dense)
+
     def element_size(self):
         return self._data.itemsize
 

@@ -36,6 +36,9 @@ def test_dtype_and_device(device, torch):
     b = _t(np.ones(2, dtype=bool), device)
     assert f.dtype is mt.float32 and d.dtype is mt.float64 and i.dtype is mt.int64 and b.dtype is mt.bool
     assert f.is_floating_point() and not i.is_floating_point()
+    # every dtype is real and every tensor dense (strided), as a real PyTorch tensor of these dtypes
+    assert not f.is_complex() and not mt.is_complex(f) and not f.is_sparse
+    assert f.is_sparse == torch.ones(2).is_sparse and mt.is_complex(d) == torch.is_complex(torch.ones(2))
     assert f.element_size() == 4 and d.element_size() == 8
     assert d.nbytes == torch.ones(2, dtype=torch.float64).nbytes
     # a tensor's device carries an index ("cuda:0"), and as in PyTorch device("cuda") != device("cuda:0")

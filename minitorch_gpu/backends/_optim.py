@@ -52,8 +52,16 @@ _pool_lock = threading.Lock()
 # below this many elements in a group, handing pieces to threads costs more than it saves
 _PARALLEL_MIN_ELEMENTS = 1 << 20
 
-_UNARY = {"neg": "negative", "sqrt": "sqrt", "sign": "sign"}
-_BINARY = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide", "maximum": "maximum"}
+_UNARY = {"neg": "negative", "sqrt": "sqrt", "sign": "sign", "abs": "absolute", "reciprocal": "reciprocal",
+          "exp": "exp", "log": "log"}
+_BINARY = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide", "maximum": "maximum",
+           "minimum": "minimum", "pow": "power"}
+
+
+# PyTorch's list operations give IEEE results (x / 0 is inf, 0 / 0 NaN, sqrt(-1) NaN) without a word; so do these
+# (NumPy would warn; CuPy never does)
+def _ieee() -> Any:
+    return np.errstate(divide="ignore", invalid="ignore", over="ignore")
 
 
 def _default_threads() -> int:
@@ -114,24 +122,28 @@ class OptimMixin:
 
     # ------------------------------------------------------------------ foreach: one op over a list
     def foreach_unary(self, name: str, xs: Arrays, inplace: bool = False) -> Arrays:
-        """``name`` (neg, sqrt or sign) applied to every array, in place or into new arrays."""
+        """``name`` (a key of ``_UNARY``: neg, sqrt, sign, abs, ...) applied to every array, in place or into new
+        arrays."""
         fn = getattr(self.xp, _UNARY[name])
-        return [fn(x, out=x if inplace else self.xp.empty_like(x)) for x in xs]
+        with _ieee():
+            return [fn(x, out=x if inplace else self.xp.empty_like(x)) for x in xs]
 
     def foreach_scalar(self, name: str, xs: Arrays, scalars: Scalars, inplace: bool = False) -> Arrays:
         """``x <name> s`` for every array; ``scalars`` is one number or one per array."""
         fn = getattr(self.xp, _BINARY[name])
         ss = _per_tensor(scalars, len(xs))
-        return [fn(x, s, out=x if inplace else self.xp.empty_like(x)) for x, s in zip(xs, ss)]
+        with _ieee():
+            return [fn(x, s, out=x if inplace else self.xp.empty_like(x)) for x, s in zip(xs, ss)]
 
     def foreach_list(self, name: str, xs: Arrays, ys: Arrays, alpha: float = 1, inplace: bool = False) -> Arrays:
         """``x <name> alpha * y`` pairwise (``alpha`` is meant for add and sub)."""
         fn = getattr(self.xp, _BINARY[name])
         out = []
-        for x, y in zip(xs, ys):
-            if alpha != 1:
-                y = self.xp.multiply(y, alpha)
-            out.append(fn(x, y, out=x if inplace else self.xp.empty_like(x)))
+        with _ieee():
+            for x, y in zip(xs, ys):
+                if alpha != 1:
+                    y = self.xp.multiply(y, alpha)
+                out.append(fn(x, y, out=x if inplace else self.xp.empty_like(x)))
         return out
 
     def foreach_lerp(self, xs: Arrays, ys: Arrays, weight: float, inplace: bool = True) -> Arrays:

@@ -8,10 +8,17 @@ the per-tensor in-place ops do. None of this records autograd history: the forea
 from ..autograd.function import bump_version
 from ..tensor import Tensor
 
-__all__ = ["_foreach_neg", "_foreach_sqrt", "_foreach_sqrt_", "_foreach_sign", "_foreach_add", "_foreach_add_",
-           "_foreach_mul", "_foreach_mul_", "_foreach_div_", "_foreach_maximum_", "_foreach_lerp_",
-           "_foreach_addcmul", "_foreach_addcmul_", "_foreach_addcdiv_", "_foreach_clone", "_foreach_norm",
+__all__ = ["_foreach_neg", "_foreach_neg_", "_foreach_sqrt", "_foreach_sqrt_", "_foreach_sign", "_foreach_sign_",
+           "_foreach_abs", "_foreach_abs_", "_foreach_reciprocal", "_foreach_reciprocal_", "_foreach_exp",
+           "_foreach_exp_", "_foreach_log", "_foreach_log_", "_foreach_add", "_foreach_add_", "_foreach_sub",
+           "_foreach_sub_", "_foreach_mul", "_foreach_mul_", "_foreach_div", "_foreach_div_", "_foreach_maximum",
+           "_foreach_maximum_", "_foreach_minimum", "_foreach_minimum_", "_foreach_pow", "_foreach_pow_",
+           "_foreach_lerp", "_foreach_lerp_", "_foreach_addcmul", "_foreach_addcmul_", "_foreach_addcdiv",
+           "_foreach_addcdiv_", "_foreach_copy_", "_foreach_zero_", "_foreach_clone", "_foreach_norm",
            "_foreach_clamp_", "_total_norm", "_foreach_clip_"]
+
+TORCH_NAMESPACE = [n for n in __all__ if n.startswith("_foreach_") and n != "_foreach_clip_"]
+"""The functions PyTorch exposes as ``torch._foreach_*`` (the package namespace re-exports these)."""
 
 
 def _arrays(ts):
@@ -44,6 +51,10 @@ def _foreach_neg(ts):
     return _unary("neg", ts, False)
 
 
+def _foreach_neg_(ts):
+    return _unary("neg", ts, True)
+
+
 def _foreach_sqrt(ts):
     return _unary("sqrt", ts, False)
 
@@ -54,6 +65,42 @@ def _foreach_sqrt_(ts):
 
 def _foreach_sign(ts):
     return _unary("sign", ts, False)
+
+
+def _foreach_sign_(ts):
+    return _unary("sign", ts, True)
+
+
+def _foreach_abs(ts):
+    return _unary("abs", ts, False)
+
+
+def _foreach_abs_(ts):
+    return _unary("abs", ts, True)
+
+
+def _foreach_reciprocal(ts):
+    return _unary("reciprocal", ts, False)
+
+
+def _foreach_reciprocal_(ts):
+    return _unary("reciprocal", ts, True)
+
+
+def _foreach_exp(ts):
+    return _unary("exp", ts, False)
+
+
+def _foreach_exp_(ts):
+    return _unary("exp", ts, True)
+
+
+def _foreach_log(ts):
+    return _unary("log", ts, False)
+
+
+def _foreach_log_(ts):
+    return _unary("log", ts, True)
 
 
 def _binary(name, ts, other, alpha, inplace):
@@ -80,6 +127,14 @@ def _foreach_add_(ts, other, alpha=1):
     return _binary("add", ts, other, alpha, True)
 
 
+def _foreach_sub(ts, other, alpha=1):
+    return _binary("sub", ts, other, alpha, False)
+
+
+def _foreach_sub_(ts, other, alpha=1):
+    return _binary("sub", ts, other, alpha, True)
+
+
 def _foreach_mul(ts, other):
     return _binary("mul", ts, other, 1, False)
 
@@ -88,12 +143,44 @@ def _foreach_mul_(ts, other):
     return _binary("mul", ts, other, 1, True)
 
 
+def _foreach_div(ts, other):
+    return _binary("div", ts, other, 1, False)
+
+
 def _foreach_div_(ts, other):
     return _binary("div", ts, other, 1, True)
 
 
+def _foreach_maximum(ts, others):
+    return _binary("maximum", ts, others, 1, False)
+
+
 def _foreach_maximum_(ts, others):
     return _binary("maximum", ts, others, 1, True)
+
+
+def _foreach_minimum(ts, others):
+    return _binary("minimum", ts, others, 1, False)
+
+
+def _foreach_minimum_(ts, others):
+    return _binary("minimum", ts, others, 1, True)
+
+
+def _foreach_pow(ts, exponent):
+    """Every tensor to the power ``exponent`` (a number, one per tensor, or a list of tensors); or, with a number
+    first, that number to the power of every tensor of the list (PyTorch's ``_foreach_pow(scalar, tensors)``)."""
+    if not _is_list(ts):
+        return [ts ** e for e in exponent]
+    return _binary("pow", ts, exponent, 1, False)
+
+
+def _foreach_pow_(ts, exponent):
+    return _binary("pow", ts, exponent, 1, True)
+
+
+def _foreach_lerp(ts, ends, weight):
+    return _foreach_lerp_(_foreach_clone(ts), ends, weight)
 
 
 def _foreach_lerp_(ts, ends, weight):
@@ -121,11 +208,31 @@ def _foreach_addcmul_(ts, t1, t2, value=1):
     return _bump(ts)
 
 
+def _foreach_addcdiv(ts, t1, t2, value=1):
+    if not ts:
+        return []
+    out = ts[0]._be.foreach_addcdiv(_arrays(ts), _arrays(t1), _arrays(t2), _values(value), inplace=False)
+    return _wrap(out, ts)
+
+
 def _foreach_addcdiv_(ts, t1, t2, value=1):
     if not ts:
         return ts
     ts[0]._be.foreach_addcdiv(_arrays(ts), _arrays(t1), _arrays(t2), _values(value), inplace=True)
     return _bump(ts)
+
+
+def _foreach_copy_(ts, src, non_blocking=False):
+    """Copy ``src[i]`` into ``ts[i]`` (casting dtype and device, broadcasting as ``Tensor.copy_`` does)."""
+    for t, s in zip(ts, src):
+        t.copy_(s, non_blocking=non_blocking)
+    return ts
+
+
+def _foreach_zero_(ts):
+    for t in ts:
+        t.zero_()
+    return ts
 
 
 def _foreach_clone(ts):

@@ -7,6 +7,7 @@ signature updates them: ``_single_tensor_<name>`` (the reference: a loop of in-p
 primitive per device and dtype).
 """
 import functools
+import math
 import warnings
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable
@@ -17,7 +18,9 @@ from typing import Any, TypeAlias
 from .. import _dtype
 from ..autograd.grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
 from ..tensor import Tensor
+from ..utils._foreach_utils import _get_fused_kernels_supported_devices, _group_tensors_by_device_and_dtype
 from ..utils.hooks import RemovableHandle
+from . import _foreach as F
 
 __all__ = ["Optimizer", "ParamsT", "StateDict", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook",
            "required"]
@@ -25,6 +28,10 @@ __all__ = ["Optimizer", "ParamsT", "StateDict", "register_optimizer_step_pre_hoo
 ParamsT: TypeAlias = Iterable[Tensor] | Iterable[tuple[str, Tensor]] | Iterable[dict[str, Any]]
 """What an optimizer takes: tensors, ``(name, tensor)`` pairs, or parameter groups (dicts with ``"params"``)."""
 StateDict: TypeAlias = dict[str, Any]
+DeviceDict: TypeAlias = dict[Any, Tensor]
+"""Tensors keyed by device (PyTorch's optimizers keep one copy of a tensor hyperparameter per device)."""
+DeviceDtypeDict: TypeAlias = dict[Any, Tensor]
+"""Tensors keyed by ``(device, dtype)``."""
 
 # hook(optimizer, args, kwargs), keyed by their RemovableHandle's id
 _StepHook: TypeAlias = Callable[[Any, tuple[Any, ...], dict[str, Any]], Any]
@@ -33,7 +40,7 @@ _global_optimizer_post_hooks: OrderedDict[int, _StepHook] = OrderedDict()
 
 # the devices with a fused primitive: one kernel launch per group on a GPU, one compiled pass on the CPU (each
 # falling back to the backend's array-module body for what the compiled code does not take)
-_FUSED_DEVICES = ["cpu", "cuda"]
+_FUSED_DEVICES = _get_fused_kernels_supported_devices()
 
 
 class _RequiredParameter:
@@ -69,8 +76,11 @@ def _to_scalar(x):
     return x
 
 
-def _get_scalar_dtype():
-    """The dtype of step counters: float32, or float64 when that is the default dtype (as in PyTorch)."""
+def _get_scalar_dtype(is_fused=None):
+    """The dtype of step counters: float32, or float64 when that is the default dtype (as in PyTorch, whose
+    fused kernels always count in float32)."""
+    if is_fused:
+        return _dtype.float32
     return _dtype.float64 if _dtype.get_default_dtype() is _dtype.float64 else _dtype.float32
 
 
@@ -96,12 +106,13 @@ def _use_grad_for_differentiable(func):
     return _use_grad
 
 
-def _default_to_fused_or_foreach(params, differentiable, use_fused=True):
+def _default_to_fused_or_foreach(params, differentiable, use_fused=False):
     """The implementation to use when the user chose none: ``(fused, foreach)``.
 
     The fused primitive is the fastest path on every backend (one call per group; on the CPU it makes no
-    temporaries), so it is the default whenever every parameter is a floating-point tensor. ``differentiable``
-    needs the reference loop, which records autograd history.
+    temporaries), so optimizers that have one ask for it (``use_fused=True``) and get it whenever every parameter
+    is a floating-point tensor; the others get foreach, on the CPU too (one backend call per list beats a loop
+    of tensor ops there as well). ``differentiable`` needs the reference loop, which records autograd history.
     """
     if differentiable:
         return False, False
@@ -112,30 +123,11 @@ def _default_to_fused_or_foreach(params, differentiable, use_fused=True):
     return fused, foreach
 
 
-def _device_dtype_check_for_fused(p):
-    if not (p.device.type in _FUSED_DEVICES and p.is_floating_point()):
+def _device_dtype_check_for_fused(p, cuda_unsupported=False):
+    devices = [d for d in _FUSED_DEVICES if not (cuda_unsupported and d == "cuda")]
+    if not (p.device.type in devices and p.is_floating_point()):
         raise RuntimeError("`fused=True` requires all the params to be floating point Tensors of supported devices: "
-                           f"{_FUSED_DEVICES} but {p.dtype} and {p.device.type}")
-
-
-def _group_tensors_by_device_and_dtype(tensorlistlist, with_indices=False):
-    """Split parallel lists by the (device, dtype) of the first list's tensors.
-
-    Returns ``{(device, dtype): (lists, indices)}``; entries of the other lists may be None (a state that
-    does not exist yet) and stay aligned with their tensor.
-    """
-    groups = {}
-    first = tensorlistlist[0]
-    for i, t in enumerate(first):
-        key = (t.device, t.dtype)
-        entry = groups.get(key)
-        if entry is None:
-            entry = groups[key] = ([[] for _ in tensorlistlist], [])
-        lists, idx = entry
-        for lst, src in zip(lists, tensorlistlist):
-            lst.append(src[i] if len(src) > i else None)
-        idx.append(i)
-    return groups
+                           f"{devices} but {p.dtype} and {p.device.type}")
 
 
 def register_optimizer_step_pre_hook(hook):
@@ -226,14 +218,16 @@ class Optimizer:
     def __getstate__(self):
         return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
 
-    def _steps_as_tensors(self):
-        """Old pickles kept per-parameter 'step' as a Python number; it is a 0-d tensor now (as in PyTorch)."""
+    def _steps_as_tensors(self, keys=("step",)):
+        """Old pickles kept per-parameter host scalars ('step'; NAdam's 'mu_product', ASGD's 'eta' and 'mu') as
+        Python numbers; they are 0-d tensors now (as in PyTorch)."""
         from ..ops.creation import tensor
         for group in self.param_groups:
             for p in group["params"]:
-                p_state = self.state.get(p, [])
-                if len(p_state) != 0 and not isinstance(p_state["step"], Tensor):
-                    p_state["step"] = tensor(float(p_state["step"]), dtype=_get_scalar_dtype())
+                p_state = self.state.get(p, {})
+                for key in keys:
+                    if key in p_state and not isinstance(p_state[key], Tensor):
+                        p_state[key] = tensor(float(p_state[key]), dtype=_get_scalar_dtype())
 
     def __setstate__(self, state):
         self.__dict__.update(state)
@@ -454,6 +448,48 @@ class Optimizer:
     def _group_tensors_by_device_and_dtype(tensorlistlist, with_indices=False):
         return _group_tensors_by_device_and_dtype(tensorlistlist, with_indices)
 
+    def _group_setdefault(self, **defaults):
+        """Fill hyperparameters that a state pickled by an older version lacks into every group."""
+        for group in self.param_groups:
+            for key, value in defaults.items():
+                group.setdefault(key, value)
+
+    def _collect_group(self, group, params_with_grad, grads, state_lists, new_state):
+        """The body of an ``_init_group``: append every parameter of ``group`` that has a gradient, its gradient,
+        and its state entries (``state_lists`` maps a state key to the list it goes to), creating the state as
+        ``new_state(p)`` on first use. Returns ``has_complex`` (always False: every dtype here is real)."""
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            params_with_grad.append(p)
+            grads.append(p.grad)
+            state = self.state[p]
+            if len(state) == 0:
+                state.update(new_state(p))
+            for key, lst in state_lists.items():
+                lst.append(state[key])
+        return False
+
+    def _step_groups(self, closure, n_state_lists, update_group):
+        """The body of a ``step()``: run ``closure`` (with grad), then for every group gather the parameters with
+        gradients, the gradients and ``n_state_lists`` state lists with ``_init_group`` and hand them to
+        ``update_group(group, params, grads, *state_lists)``. Returns the closure's loss."""
+        loss = self._run_closure(closure)
+        for group in self.param_groups:
+            lists: list[list[Tensor]] = [[] for _ in range(2 + n_state_lists)]
+            self._init_group(group, *lists)
+            update_group(group, *lists)
+        return loss
+
+    def _accelerator_graph_capture_health_check(self) -> None:
+        """PyTorch's step checks that a CUDA-graph capture in progress only records capturable optimizers. There
+        is no graph capture here, so no step is ever being captured and nothing can be wrong."""
+
+    _cuda_graph_capture_health_check = _accelerator_graph_capture_health_check
+
+    def _optimizer_step_code(self) -> None:
+        """PyTorch's profiler hooks this empty method after each step; it stays empty here too."""
+
     def _run_closure(self, closure):
         if closure is None:
             return None
@@ -465,12 +501,59 @@ def _resolve_impl(params, foreach, fused, differentiable):
     """Which implementation runs: 'fused', 'foreach' or 'single' (the flags as the user gave them, None meaning
     "pick the fastest")."""
     if fused is None and foreach is None:
-        fused, foreach = _default_to_fused_or_foreach(params, differentiable)
+        fused, foreach = _default_to_fused_or_foreach(params, differentiable, use_fused=True)
     if fused:
         return "fused"
     if foreach:
         return "foreach"
     return "single"
+
+
+def _use_foreach(params, foreach, differentiable):
+    """Whether an optimizer without a fused primitive runs its foreach implementation (``foreach`` as the user
+    gave it, None meaning "pick the fastest")."""
+    if foreach is None:
+        _, foreach = _default_to_fused_or_foreach(params, differentiable, use_fused=False)
+    return bool(foreach)
+
+
+def _check_lr(lr):
+    if isinstance(lr, Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+
+
+def _check_betas(betas):
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+
+
+def _check_nonnegative(**values):
+    """``Invalid <name> value: <value>`` for the first negative one (PyTorch's wording; eps reads "epsilon")."""
+    for name, value in values.items():
+        if not 0.0 <= value:
+            raise ValueError(f"Invalid {'epsilon' if name == 'eps' else name} value: {value}")
+
+
+def _check_singleton_tensors(ts, name="state_steps"):
+    if not all(isinstance(t, Tensor) for t in ts):
+        raise RuntimeError(f"API has changed, `{name}` argument must contain a list of singleton tensors")
+
+
+def _foreach_grads(params, grads, maximize, weight_decay):
+    """The gradients a foreach step works with: negated for ``maximize``, plus ``weight_decay * params`` (an L2
+    penalty) when that is nonzero. New tensors when either applies (free to overwrite), otherwise the parameters'
+    own ``.grad`` tensors (to be read only)."""
+    if maximize:
+        grads = F._foreach_neg(grads)
+        if weight_decay != 0:
+            F._foreach_add_(grads, params, alpha=weight_decay)
+    elif weight_decay != 0:
+        grads = F._foreach_add(grads, params, alpha=weight_decay)
+    return grads
 
 
 def _check_fused_foreach(fused, foreach, differentiable):
@@ -479,3 +562,56 @@ def _check_fused_foreach(fused, foreach, differentiable):
             raise RuntimeError("`fused` does not support `differentiable`")
         if foreach:
             raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# What PyTorch's own optimizer modules import from ``torch.optim.optimizer`` beyond the class itself, so that an
+# optimizer written against PyTorch's internals (a copy of one of its files, a research optimizer built the same
+# way) runs unchanged with ``torch`` bound to this package. Eager execution is all there is here: nothing is ever
+# compiled, scripted or captured in a graph, which fixes what the compile-related helpers do.
+
+def _dispatch_sqrt(x):
+    """The square root of a number or a tensor (PyTorch 2.x before 2.5 takes the bias corrections' roots with
+    it)."""
+    return x.sqrt() if isinstance(x, Tensor) else math.sqrt(x)
+
+
+def _stack_if_compiling(x):
+    """PyTorch stacks per-tensor step sizes into one tensor under ``torch.compile``; eager code keeps the list."""
+    return x
+
+
+def _disable_dynamo_if_unsupported(single_tensor_fn=None):
+    """PyTorch's decorator that keeps TorchDynamo away from an optimizer's functional form; with no compiler
+    here, the function is returned as it is."""
+
+    def wrapper(func):
+        return func
+
+    return wrapper
+
+
+def _view_as_real(params, *state_and_grads):
+    """PyTorch views complex parameters (and their state and gradients) as real pairs before a foreach step.
+    Every dtype here is real, so the lists are already what the step needs and are left as they are."""
+    for p in params:
+        if p.is_complex():
+            raise TypeError("complex parameters are not supported")
+
+
+def _get_capturable_supported_devices(supports_xla=True):
+    """The device types on which ``capturable=True`` is allowed: CUDA (the only accelerator here)."""
+    return ["cuda"]
+
+
+_params_doc = """params (iterable): the tensors to optimize, ``(name, tensor)`` pairs (named_parameters), or dicts
+            that define parameter groups"""
+_foreach_doc = """foreach (bool, optional): use the foreach implementation (each operation over the whole list of
+            tensors at once) rather than the per-tensor loop; None picks the fastest available (default: None)"""
+_fused_doc = """fused (bool, optional): use the fused implementation (one backend call per device and dtype);
+            None picks the fastest available (default: None)"""
+_capturable_doc = """capturable (bool, optional): accepted for compatibility; step counters live on the host on
+            every path here (default: False)"""
+_differentiable_doc = """differentiable (bool, optional): run the step with autograd recording, so that gradients
+            can flow through it; otherwise it runs under no_grad (default: False)"""
+_maximize_doc = """maximize (bool, optional): maximize the objective instead of minimizing it (default: False)"""

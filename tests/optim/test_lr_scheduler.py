@@ -224,3 +224,51 @@ def test_scheduler_changes_the_step_size_of_the_optimizer():
         sched.step()
         values.append(float(p.detach()))
     assert values == [0.0, -0.5, -0.75]
+
+
+# the optimizers without a fused path drive (and are driven by) schedulers as PyTorch's do: a schedule that
+# cycles momentum reaches their betas, and the rates it sets are the ones their steps use
+UNFUSED = [("Adadelta", dict(), "CosineAnnealingLR"), ("Adamax", dict(lr=0.01), "OneCycleLR"),
+           ("NAdam", dict(lr=0.01, decoupled_weight_decay=True, weight_decay=0.1), "OneCycleLR"),
+           ("RAdam", dict(lr=0.01), "CyclicLR"), ("ASGD", dict(lr=0.05, t0=5), "StepLR"),
+           ("LBFGS", dict(lr=0.5, max_iter=2), "ExponentialLR")]
+
+
+def _unfused_schedule(lib, opt, kind):
+    ls = lib.optim.lr_scheduler
+    return {"CosineAnnealingLR": lambda: ls.CosineAnnealingLR(opt, T_max=12),
+            "OneCycleLR": lambda: ls.OneCycleLR(opt, max_lr=0.05, total_steps=N),
+            "CyclicLR": lambda: ls.CyclicLR(opt, base_lr=0.001, max_lr=0.02, step_size_up=5),
+            "StepLR": lambda: ls.StepLR(opt, step_size=7, gamma=0.5),
+            "ExponentialLR": lambda: ls.ExponentialLR(opt, gamma=0.9)}[kind]()
+
+
+@pytest.mark.parametrize("name,kwargs,kind", UNFUSED, ids=[c[0] for c in UNFUSED])
+def test_unfused_optimizers_follow_torch_under_a_schedule(torch, quiet, name, kwargs, kind):
+    import numpy as np
+
+    results = []
+    for lib in (mt, torch):
+        p = lib.tensor([1.0, -2.0, 0.5], dtype=lib.float64, requires_grad=True)
+        opt = getattr(lib.optim, name)([p], **kwargs)
+        sched = _unfused_schedule(lib, opt, kind)
+
+        def closure():
+            opt.zero_grad()
+            loss = ((p - 0.3) ** 4).sum() + (p * p).sum()
+            loss.backward()
+            return loss
+
+        lrs = []
+        for _ in range(N // 2):
+            if name == "LBFGS":
+                opt.step(closure)
+            else:
+                closure()
+                opt.step()
+            sched.step()
+            lrs.append((sched.get_last_lr(), _momenta(opt) if "betas" in opt.param_groups[0] else None))
+        results.append((lrs, p.detach().numpy().copy()))
+    (lrs, got), (tlrs, expected) = results
+    assert lrs == tlrs
+    np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12)

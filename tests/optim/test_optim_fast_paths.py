@@ -170,3 +170,63 @@ def test_fused_step_makes_no_temporaries_on_cpu(monkeypatch, native):
     finally:
         tracemalloc.stop()
     assert peak < 100_000, f"fused step allocated {peak} bytes"
+
+
+# ---------------------------------------------------------------------------------------------- without a fused path
+UNFUSED = [
+    ("Adadelta", dict(lr=0.5, weight_decay=0.1)),
+    ("Adadelta", dict(maximize=True)),
+    ("Adamax", dict(lr=1e-2)),
+    ("Adamax", dict(lr=1e-2, weight_decay=0.1, maximize=True)),
+    ("NAdam", dict(lr=1e-2, weight_decay=0.1)),
+    ("NAdam", dict(lr=1e-2, weight_decay=0.1, decoupled_weight_decay=True, maximize=True)),
+    ("RAdam", dict(lr=1e-2, weight_decay=0.1, maximize=True)),
+    ("RAdam", dict(lr=1e-2, weight_decay=0.1, decoupled_weight_decay=True)),
+    ("ASGD", dict(lr=0.05, t0=3, weight_decay=0.1)),
+    ("ASGD", dict(lr=0.05, lambd=1e-2, maximize=True)),
+]
+UNFUSED_IDS = [f"{n}-{i}" for i, (n, _) in enumerate(UNFUSED)]
+
+
+def _run_unfused(name, kwargs, flags, shapes, device, dtype, steps, strided=(), skip_grad=()):
+    """``steps`` steps (RAdam rectifies from its sixth), cycling through the gradients ``_make`` draws."""
+    params, grads = _make(shapes, device, dtype, 0, strided)
+    opt = getattr(mt.optim, name)(params, **kwargs, **flags)
+    for s in range(steps):
+        for k, p in enumerate(params):
+            p.grad = None if k in skip_grad else grads[k][s % STEPS].clone()
+        opt.step()
+    return params, opt
+
+
+@pytest.mark.parametrize("name,kwargs", UNFUSED, ids=UNFUSED_IDS)
+@pytest.mark.parametrize("path", ["foreach", "default"])
+def test_unfused_foreach_matches_reference(device, name, kwargs, path):
+    flags = dict(foreach=True) if path == "foreach" else {}
+    ref = _run_unfused(name, kwargs, dict(foreach=False), SHAPES, device, mt.float32, 8, skip_grad=(3,))
+    got = _run_unfused(name, kwargs, flags, SHAPES, device, mt.float32, 8, skip_grad=(3,))
+    _compare(ref, got, rtol=2e-6, atol=2e-7)
+
+
+@pytest.mark.parametrize("name,kwargs", UNFUSED[::2], ids=UNFUSED_IDS[::2])
+def test_unfused_strided_float64_and_mixed_dtypes(device, name, kwargs):
+    ref = _run_unfused(name, kwargs, dict(foreach=False), [(6, 9), (40, 3)], device, mt.float64, 7, strided=(0,))
+    got = _run_unfused(name, kwargs, dict(foreach=True), [(6, 9), (40, 3)], device, mt.float64, 7, strided=(0,))
+    assert not got[0][0].is_contiguous()
+    _compare(ref, got, rtol=1e-12, atol=1e-14)
+    # a float32 and a float64 tensor in one group: the foreach path splits the list by dtype
+    a = mt.randn(20, device=device, requires_grad=True)
+    b = mt.randn(20, dtype=mt.float64, device=device, requires_grad=True)
+    results = []
+    for flags in (dict(foreach=False), dict(foreach=True)):
+        pa, pb = a.detach().clone().requires_grad_(), b.detach().clone().requires_grad_()
+        opt = getattr(mt.optim, name)([pa, pb], **kwargs, **flags)
+        for _ in range(3):
+            pa.grad, pb.grad = mt.ones_like(pa), mt.ones_like(pb)
+            opt.step()
+        assert pa.dtype is mt.float32 and pb.dtype is mt.float64
+        results.append((to_np(pa), to_np(pb)))
+    # absolute tolerances too: ASGD's foreach path folds the decay into the step (one rounding less), which
+    # shows as a relative difference wherever a value passes near zero
+    np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-12, atol=1e-15)

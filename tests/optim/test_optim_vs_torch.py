@@ -185,3 +185,114 @@ def test_lion_matches_published_update(kwargs):
         got = _np(_train(mt, mt.optim.Lion, {**kwargs, **flags}, data=(WEIGHTS32, BATCHES32))[0])
         for g, e in zip(got, expected):
             np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6, err_msg=f"path={path}")
+
+
+# ---------------------------------------------------------------------------------------------- without a fused path
+# Adadelta, Adamax, NAdam, RAdam and ASGD have a reference loop and a foreach implementation (as in PyTorch); the
+# default is foreach. Both follow PyTorch's reference loop (its default on the CPU).
+UNFUSED_PATHS = {"single": dict(foreach=False), "foreach": dict(foreach=True), "default": {}}
+UNFUSED_CONFIGS = [
+    ("Adadelta", dict()),
+    ("Adadelta", dict(lr=0.5, rho=0.8, eps=1e-4, weight_decay=0.1)),
+    ("Adadelta", dict(lr=0.5, weight_decay=0.05, maximize=True)),
+    ("Adamax", dict(lr=1e-2)),
+    ("Adamax", dict(lr=1e-2, betas=(0.8, 0.99), weight_decay=0.1)),
+    ("Adamax", dict(lr=1e-2, eps=1e-3, weight_decay=0.05, maximize=True)),
+    ("NAdam", dict(lr=1e-2)),
+    ("NAdam", dict(lr=1e-2, weight_decay=0.1, momentum_decay=1e-2)),
+    ("NAdam", dict(lr=1e-2, weight_decay=0.1, decoupled_weight_decay=True)),
+    ("NAdam", dict(lr=1e-2, betas=(0.8, 0.9), weight_decay=0.05, maximize=True)),
+    ("RAdam", dict(lr=1e-2)),
+    ("RAdam", dict(lr=1e-2, weight_decay=0.1)),
+    ("RAdam", dict(lr=1e-2, weight_decay=0.1, decoupled_weight_decay=True, maximize=True)),
+    # beta2 = 0.9 leaves the intractable phase after 5 steps: both kinds of step in one run
+    ("RAdam", dict(lr=1e-2, betas=(0.9, 0.9), eps=1e-4)),
+    ("ASGD", dict(lr=0.05)),
+    ("ASGD", dict(lr=0.05, t0=10, lambd=1e-2, weight_decay=0.1)),
+    ("ASGD", dict(lr=0.05, t0=5, alpha=0.5, weight_decay=0.1, maximize=True)),
+]
+
+
+def _state_np(opt, params):
+    """Every state entry of every parameter, as NumPy arrays, in parameter order."""
+    return [{k: np.asarray(v.detach().cpu().numpy() if hasattr(v, "detach") else v) for k, v in opt.state[p].items()}
+            for p in params]
+
+
+@pytest.mark.parametrize("name,kwargs", UNFUSED_CONFIGS, ids=[_ids(c) for c in UNFUSED_CONFIGS])
+def test_unfused_trajectory_and_state_match_torch(torch, name, kwargs):
+    torch.set_num_threads(1)
+    tps, topt = _train(torch, getattr(torch.optim, name), kwargs)
+    expected, expected_state = _np(tps), _state_np(topt, tps)
+    for path, flags in UNFUSED_PATHS.items():
+        ps, opt = _train(mt, getattr(mt.optim, name), {**kwargs, **flags})
+        for g, e in zip(_np(ps), expected):
+            np.testing.assert_allclose(g, e, **TOL, err_msg=f"{name} {kwargs} path={path}")
+        for got, want in zip(_state_np(opt, ps), expected_state):
+            assert sorted(got) == sorted(want)
+            for key in want:
+                assert got[key].dtype == want[key].dtype, key
+                np.testing.assert_allclose(got[key], want[key], **TOL, err_msg=f"{name} state {key} path={path}")
+
+
+@pytest.mark.parametrize("name,kwargs", UNFUSED_CONFIGS[::3], ids=[_ids(c) for c in UNFUSED_CONFIGS[::3]])
+def test_unfused_two_param_groups_match_torch(torch, name, kwargs):
+    torch.set_num_threads(1)
+    expected = _np(_train(torch, getattr(torch.optim, name), kwargs, groups=True)[0])
+    for path, flags in UNFUSED_PATHS.items():
+        got = _np(_train(mt, getattr(mt.optim, name), {**kwargs, **flags}, groups=True)[0])
+        for g, e in zip(got, expected):
+            np.testing.assert_allclose(g, e, **TOL, err_msg=f"{name} path={path}")
+
+
+UNFUSED_RESUME = [("Adadelta", dict(weight_decay=0.1)), ("Adamax", dict(lr=1e-2)),
+                  ("NAdam", dict(lr=1e-2, decoupled_weight_decay=True, weight_decay=0.1)),
+                  ("RAdam", dict(lr=1e-2, betas=(0.9, 0.9))), ("ASGD", dict(lr=0.05, t0=10))]
+
+
+def _resumed(lib, name, kwargs):
+    """Half a run, its state_dict (deep-copied) loaded into a fresh optimizer over fresh parameters, the other
+    half. Loading casts floating state to the parameters' dtype in both libraries (ASGD's eta and mu, NAdam's
+    mu_product become float64 here), so a resumed run is compared with a resumed run."""
+    cls = getattr(lib.optim, name)
+    ps, opt = _train(lib, cls, kwargs, steps=range(25))
+    saved = copy.deepcopy(opt.state_dict())
+    fresh = [lib.tensor(w, requires_grad=True) for w in _np(ps)]
+    opt2 = cls(fresh, **kwargs)
+    opt2.load_state_dict(saved)
+    ps2, opt2 = _train(lib, cls, kwargs, steps=range(25, N_STEPS), params=fresh, opt=opt2)
+    return _np(ps2), _state_np(opt2, ps2)
+
+
+@pytest.mark.parametrize("path", ["single", "foreach"])
+@pytest.mark.parametrize("name,kwargs", UNFUSED_RESUME, ids=[c[0] for c in UNFUSED_RESUME])
+def test_unfused_state_dict_resumes_like_torch(torch, name, kwargs, path):
+    torch.set_num_threads(1)
+    expected, expected_state = _resumed(torch, name, kwargs)
+    got, got_state = _resumed(mt, name, {**kwargs, **UNFUSED_PATHS[path]})
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(g, e, **TOL)
+    for g, e in zip(got_state, expected_state):
+        assert sorted(g) == sorted(e)
+        for key in e:
+            assert g[key].dtype == e[key].dtype, key
+            np.testing.assert_allclose(g[key], e[key], **TOL, err_msg=key)
+
+
+@pytest.mark.parametrize("name,kwargs", UNFUSED_RESUME, ids=[c[0] for c in UNFUSED_RESUME])
+def test_unfused_state_dict_loads_torchs(torch, name, kwargs):
+    """A state_dict made by PyTorch's optimizer (its tensors converted) continues PyTorch's trajectory here."""
+    torch.set_num_threads(1)
+    expected = _np(_train(torch, getattr(torch.optim, name), kwargs)[0])
+    tps, topt = _train(torch, getattr(torch.optim, name), kwargs, steps=range(25))
+    tsd = topt.state_dict()
+    sd = {"param_groups": copy.deepcopy(tsd["param_groups"]),
+          "state": {k: {n: mt.tensor(v.numpy()) if hasattr(v, "numpy") else v for n, v in s.items()}
+                    for k, s in tsd["state"].items()}}
+    cls = getattr(mt.optim, name)
+    fresh = [mt.tensor(p.detach().numpy(), requires_grad=True) for p in tps]
+    opt = cls(fresh, **kwargs)
+    opt.load_state_dict(sd)
+    got = _np(_train(mt, cls, kwargs, steps=range(25, N_STEPS), params=fresh, opt=opt)[0])
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(g, e, **TOL)

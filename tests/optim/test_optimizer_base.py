@@ -264,9 +264,9 @@ def test_hooks_run_once_when_a_subclass_step_calls_its_parent():
 
 
 # ---------------------------------------------------------------------------------------------- state_dict
-@pytest.mark.parametrize("name", NAMES)
-def test_state_dict_layout_matches_torch(torch, name):
-    ps = _params(2)
+def _state_dicts_after_one_step(torch, name, ps):
+    """The state_dicts of our optimizer over ``ps`` and PyTorch's over zeros, two groups, one step of unit
+    gradients."""
     tps = [torch.zeros(4, 3, requires_grad=True) for _ in range(2)]
     opt = getattr(mt.optim, name)([{"params": ps[:1]}, {"params": ps[1:], "lr": 0.5}])
     topt = getattr(torch.optim, name)([{"params": tps[:1]}, {"params": tps[1:], "lr": 0.5}])
@@ -275,7 +275,12 @@ def test_state_dict_layout_matches_torch(torch, name):
         tp.grad = torch.ones_like(tp)
     opt.step()
     topt.step()
-    sd, tsd = opt.state_dict(), topt.state_dict()
+    return opt.state_dict(), topt.state_dict()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_state_dict_layout_matches_torch(torch, name):
+    sd, tsd = _state_dicts_after_one_step(torch, name, _params(2))
     assert sorted(sd) == ["param_groups", "state"]
     assert [g["params"] for g in sd["param_groups"]] == [[0], [1]]
     for g, tg in zip(sd["param_groups"], tsd["param_groups"]):
@@ -363,3 +368,104 @@ def test_no_warnings_on_a_plain_step():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         opt.step()
+
+
+# ---------------------------------------------------------------------------------------------- optimizers without fused
+UNFUSED = ["Adadelta", "Adamax", "NAdam", "RAdam", "ASGD", "LBFGS"]
+
+
+@pytest.mark.parametrize("name", UNFUSED)
+def test_unfused_signature_and_defaults_match_torch(torch, name):
+    ours = inspect.signature(getattr(mt.optim, name)).parameters
+    theirs = inspect.signature(getattr(torch.optim, name)).parameters
+    assert list(ours) == list(theirs)
+    for pname, p in theirs.items():
+        assert ours[pname].default == p.default, pname
+        assert ours[pname].kind == p.kind, pname
+    opt = getattr(mt.optim, name)([mt.zeros(2, requires_grad=True)])
+    topt = getattr(torch.optim, name)([torch.zeros(2, requires_grad=True)])
+    assert opt.defaults == topt.defaults
+    assert {k: v for k, v in opt.param_groups[0].items() if k != "params"} == \
+        {k: v for k, v in topt.param_groups[0].items() if k != "params"}
+
+
+@pytest.mark.parametrize("name", ["adadelta", "adamax", "nadam", "radam", "asgd"])
+def test_unfused_functional_signature_matches_torch(torch, name):
+    import importlib
+
+    ours = inspect.signature(getattr(importlib.import_module("minitorch_gpu.optim._functional"), name)).parameters
+    theirs = inspect.signature(getattr(importlib.import_module(f"torch.optim.{name}"), name)).parameters
+    assert [(n, p.kind, p.default) for n, p in ours.items()] == [(n, p.kind, p.default) for n, p in theirs.items()]
+
+
+UNFUSED_BAD_ARGS = [
+    ("Adadelta", dict(lr=-1.0)), ("Adadelta", dict(rho=1.5)), ("Adadelta", dict(rho=-0.1)),
+    ("Adadelta", dict(eps=-1.0)), ("Adadelta", dict(weight_decay=-1.0)),
+    ("Adamax", dict(lr=-1.0)), ("Adamax", dict(eps=-1.0)), ("Adamax", dict(betas=(1.0, 0.9))),
+    ("Adamax", dict(betas=(0.9, -0.1))), ("Adamax", dict(weight_decay=-1.0)),
+    ("NAdam", dict(lr=-1.0)), ("NAdam", dict(eps=-1.0)), ("NAdam", dict(betas=(-0.1, 0.9))),
+    ("NAdam", dict(betas=(0.9, 1.0))), ("NAdam", dict(weight_decay=-1.0)), ("NAdam", dict(momentum_decay=-1.0)),
+    ("RAdam", dict(lr=-1.0)), ("RAdam", dict(eps=-1.0)), ("RAdam", dict(betas=(1.5, 0.9))),
+    ("RAdam", dict(weight_decay=-1.0)),
+    ("ASGD", dict(lr=-1.0)), ("ASGD", dict(weight_decay=-1.0)),
+    ("LBFGS", dict(lr=-1.0)),
+]
+
+
+@pytest.mark.parametrize("name,kwargs", UNFUSED_BAD_ARGS)
+def test_unfused_argument_errors_match_torch(torch, name, kwargs):
+    expected = _message(lambda: getattr(torch.optim, name)([torch.zeros(2, requires_grad=True)], **kwargs))
+    got = _message(lambda: getattr(mt.optim, name)([mt.zeros(2, requires_grad=True)], **kwargs))
+    assert got == expected
+
+
+@pytest.mark.parametrize("name", UNFUSED[:-1])
+def test_unfused_state_dict_layout_matches_torch(torch, name):
+    sd, tsd = _state_dicts_after_one_step(torch, name, [mt.zeros(4, 3, requires_grad=True) for _ in range(2)])
+    assert sd["param_groups"] == tsd["param_groups"]
+    assert sorted(sd["state"]) == sorted(tsd["state"])
+    for k, tstate in tsd["state"].items():
+        assert sorted(sd["state"][k]) == sorted(tstate)
+        for key, value in tstate.items():
+            ours = sd["state"][k][key]
+            assert tuple(ours.shape) == tuple(value.shape) and str(ours.dtype).split(".")[1] == \
+                str(value.dtype).split(".")[1], key
+            np.testing.assert_allclose(ours.numpy(), value.numpy(), rtol=1e-6, err_msg=key)
+
+
+@pytest.mark.parametrize("name", UNFUSED[:-1])
+def test_unfused_foreach_refuses_differentiable(name):
+    p = mt.zeros(2, requires_grad=True)
+    opt = getattr(mt.optim, name)([p], foreach=True, differentiable=True)
+    p.grad = mt.ones(2)
+    with pytest.raises(AssertionError, match="_foreach ops don't support autograd"):
+        opt.step()
+
+
+@pytest.mark.parametrize("name", UNFUSED[:-1])
+def test_unfused_differentiable_step_records_history(name):
+    """With ``differentiable=True`` the step is recorded: a gradient flows from the new parameters back to a
+    tensor the gradient was computed from, and equals the one of the same update written out by hand."""
+    w = mt.tensor([0.3, -0.2, 0.5], dtype=mt.float64, requires_grad=True)
+    p_start = mt.tensor([1.0, 2.0, -1.0], dtype=mt.float64)
+    # a non-leaf parameter (allowed with differentiable=True), so that its in-place update is recorded
+    p_updated = p_start.clone().requires_grad_().clone()
+    opt = getattr(mt.optim, name)([p_updated], differentiable=True)
+    p_updated.grad = w * 2.0
+    opt.step()
+    (dw,) = mt.autograd.grad(p_updated.sum(), w)
+    # finite differences of the same single step
+    eps = 1e-6
+    fd = []
+    for i in range(3):
+        deltas = []
+        for sign in (1, -1):
+            q = p_start.clone().requires_grad_()
+            o = getattr(mt.optim, name)([q])
+            wi = w.detach().clone()
+            wi[i] += sign * eps
+            q.grad = wi * 2.0
+            o.step()
+            deltas.append(q.detach().sum().item())
+        fd.append((deltas[0] - deltas[1]) / (2 * eps))
+    np.testing.assert_allclose(dw.numpy(), fd, rtol=1e-5, atol=1e-7)
