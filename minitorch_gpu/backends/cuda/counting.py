@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from .hooks import hook_methods, unhook_methods
+
 __all__ = ["LaunchCounter", "KernelStats", "CallStats"]
 
 # backend methods that move no data and launch nothing (metadata, allocation, probes)
@@ -90,12 +92,7 @@ class LaunchCounter:
             raise RuntimeError("this LaunchCounter is already attached; detach() it first")
         self._backend = backend
         launcher = backend.kernels
-        for name in dir(type(backend)):
-            if name.startswith("_") or name in _NOT_COUNTED:
-                continue
-            attr = getattr(backend, name)
-            if callable(attr) and not isinstance(attr, type):
-                setattr(backend, name, self._primitive(name, attr))
+        hook_methods(backend, _NOT_COUNTED, self._primitive)
         if launcher is not None:
             launcher.observer = self
             self._saved_xp = launcher.xp
@@ -108,8 +105,7 @@ class LaunchCounter:
         be = self._backend
         if be is None:
             return
-        for name in [n for n, v in vars(be).items() if isinstance(v, _Wrapped)]:
-            delattr(be, name)
+        unhook_methods(be)
         launcher = be.kernels
         if launcher is not None:
             launcher.observer = None
@@ -201,7 +197,7 @@ class LaunchCounter:
                 self._table_bytes = None
         return optim_step
 
-    def _primitive(self, name: str, method: Callable[..., Any]) -> _Wrapped:
+    def _primitive(self, name: str, method: Callable[..., Any]) -> Callable[..., Any]:
         counter = self
 
         def call(*args: Any, **kwargs: Any) -> Any:
@@ -236,7 +232,7 @@ class LaunchCounter:
                 counter.builtin(name, _unique_bytes(arrays),
                                 _unique_bytes(outs) if outs else (arrays[0].nbytes if in_place else 0))
             return result
-        return _Wrapped(call, name)
+        return call
 
     # ------------------------------------------------------------------ summaries
     def totals(self) -> dict[str, int]:
@@ -250,18 +246,6 @@ class LaunchCounter:
             "views": sum(self.views.values()),
             "host_to_device_copies": self.host_to_device.calls,
         }
-
-
-class _Wrapped:
-    """A counted backend method (a class, so that ``detach`` finds exactly what ``attach`` installed)."""
-    __slots__ = ("_call", "__name__")
-
-    def __init__(self, call: Callable[..., Any], name: str) -> None:
-        self._call = call
-        self.__name__ = name
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self._call(*args, **kwargs)
 
 
 class _CountingXp:
