@@ -50,5 +50,6 @@ def can_cast(from_, to):
 
 from . import nn, optim  # noqa: E402
 from . import distributed  # noqa: E402
+from ._compile import compile  # noqa: E402
 from .utils import data as _data  # noqa: E402,F401  (makes mt.utils.data resolve, as torch.utils.data does)
 from .serialization import *  # noqa: E402,F401,F403

@@ -22,7 +22,7 @@ LAYERS = [
     {"cuda", "optim"},
     {"distributed"},
     {"nn", "utils.data"},
-    {"models", "serialization"},
+    {"models", "serialization", "_compile"},
     {"train"},
 ]
 

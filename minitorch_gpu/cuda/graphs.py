@@ -282,8 +282,25 @@ def make_graphed_callables(callables: Any, sample_args: tuple[Any, ...], num_war
                                  "types are not allowed.")
         flat_args.append(flat)
 
-    n_user = [len(a) for a in flat_args]
     module_params = [tuple(c.parameters()) if _is_module(c) else () for c in callables]
+    graphed = graphed_functions(callables, flat_args, module_params, num_warmup_iters, allow_unused_input, pool)
+    result = []
+    for func, fn in zip(callables, graphed):
+        if _is_module(func):
+            func.forward = _graphed_forward(func, func.training, fn, func.forward)
+            result.append(func)
+        else:
+            result.append(fn)
+    return result[0] if just_one else tuple(result)
+
+
+def graphed_functions(callables: Any, flat_args: list[tuple[Tensor, ...]], module_params: list[tuple[Tensor, ...]],
+                      num_warmup_iters: int = 3, allow_unused_input: bool = False,
+                      pool: GraphPool | None = None) -> list[Callable[..., Any]]:
+    """The work of ``make_graphed_callables``: per callable a function of its tensor arguments that replays its
+    forward graph and whose backward replays its backward graph; ``module_params[i]`` are the tensors besides
+    the arguments whose gradients callable ``i``'s backward computes (a module's parameters)."""
+    n_user = [len(a) for a in flat_args]
     surfaces = [flat_args[i] + module_params[i] for i in range(len(callables))]
     fwd_graphs = [CUDAGraph() for _ in callables]
     bwd_graphs = [CUDAGraph() for _ in callables]
@@ -337,16 +354,9 @@ def make_graphed_callables(callables: Any, sample_args: tuple[Any, ...], num_war
     static_grad_outputs.reverse()
     static_grad_inputs.reverse()
 
-    result = []
-    for i, func in enumerate(callables):
-        graphed = _graphed_function(fwd_graphs[i], bwd_graphs[i], module_params[i], n_user[i], out_specs[i],
-                                    surfaces[i], static_outputs[i], static_grad_outputs[i], static_grad_inputs[i])
-        if _is_module(func):
-            func.forward = _graphed_forward(func, func.training, graphed, func.forward)
-            result.append(func)
-        else:
-            result.append(graphed)
-    return result[0] if just_one else tuple(result)
+    return [_graphed_function(fwd_graphs[i], bwd_graphs[i], module_params[i], n_user[i], out_specs[i], surfaces[i],
+                              static_outputs[i], static_grad_outputs[i], static_grad_inputs[i])
+            for i in range(len(callables))]
 
 
 def _graphed_forward(module: Any, training: bool, graphed: Callable[..., Any],
