@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from .._types import writable
 from .checks import Check
 from .hooks import hook_methods, unhook_methods
 
@@ -313,7 +314,7 @@ class Capture:
         for a in _arrays(values):
             root = _root(a)
             key = id(root)
-            if key in self._owned or key in self._saved or not root.flags.writeable:
+            if key in self._owned or key in self._saved or not writable(root):
                 continue
             self._saved[key] = (root, root.copy())
 
