@@ -67,5 +67,6 @@ from .profiler import legacy as _autograd_profiler  # noqa: E402
 # ``torch.autograd.profiler``: autograd sits below the profiler, so the namespace hangs it there
 autograd.profiler = _autograd_profiler  # type: ignore[attr-defined]
 _sys.modules[__name__ + ".autograd.profiler"] = _autograd_profiler
+from ._compile import compile  # noqa: E402
 from .utils import data as _data  # noqa: E402,F401  (makes mt.utils.data resolve, as torch.utils.data does)
 from .serialization import *  # noqa: E402,F401,F403

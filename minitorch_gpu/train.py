@@ -136,6 +136,9 @@ def build_parser():
     p.add_argument("--top-k", type=_positive_int, default=40, help="sample from the k most likely characters")
     p.add_argument("--prompt", default=None, help="text the samples start from (default: a newline)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--cuda-graph", action="store_true",
+                   help="capture the training step (forward, backward, clipping, optimizer step) in a CUDA graph "
+                        "after warm-up and replay it (CUDA only, with --dropout 0)")
     return p
 
 
@@ -417,6 +420,11 @@ def _resolve(args, device, ckpt):
             setattr(args, name, value)
     if args.n_embd % args.n_head != 0:
         raise UsageError(f"--n-embd ({args.n_embd}) must be divisible by --n-head ({args.n_head})")
+    if args.cuda_graph and device.type != "cuda":
+        raise UsageError(f"--cuda-graph needs a CUDA device, but the run is on {device}; use --device cuda")
+    if args.cuda_graph and args.dropout:
+        raise UsageError(f"--cuda-graph needs --dropout 0 (got {args.dropout}): random numbers cannot be "
+                         "captured in a CUDA graph here")
 
 
 EXIT_DIVERGED = 1
@@ -507,7 +515,10 @@ def build(job: Job) -> Trainer:
     mt.manual_seed(args.seed)
     data_gen = mt.Generator().manual_seed(args.seed)
     model = GPT(job.config).to(job.device)
-    optimizer = mt.optim.AdamW(param_groups(model, args.weight_decay), lr=args.lr, betas=(0.9, 0.99))
+    # a replayed step reads the learning rate from the device, where the scheduler writes it in place
+    lr = mt.tensor(args.lr, device=job.device) if args.cuda_graph else args.lr
+    optimizer = mt.optim.AdamW(param_groups(model, args.weight_decay), lr=lr, betas=(0.9, 0.99),
+                               capturable=args.cuda_graph)
     scheduler = mt.optim.lr_scheduler.LambdaLR(optimizer, lr_schedule(args.warmup, args.steps))
     return Trainer(model, optimizer, scheduler, data_gen)
 
@@ -527,11 +538,67 @@ def resume(job: Job, ckpt: dict[str, Any], trainer: Trainer) -> None:
     trainer.records = read_metrics(job.metrics_path, trainer.step)
 
 
+def train_step(model: GPT, optimizer: Optimizer, x: Any, y: Any, grad_clip: float) -> Any:
+    """One optimizer step on batch (x, y); returns the loss tensor (not read back)."""
+    import minitorch_gpu as mt
+
+    _, loss = model(x, y)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    if grad_clip > 0:
+        mt.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    optimizer.step()
+    return loss
+
+
+class GraphedStep:
+    """``--cuda-graph``: ``train_step`` run eagerly for ``WARMUP`` steps on a side stream (the optimizer's state
+    exists after them), then captured once in a CUDA graph and replayed for every later step; the batch goes in
+    through static tensors and the loss comes out of one."""
+
+    WARMUP = 3
+
+    def __init__(self, model: GPT, optimizer: Optimizer, grad_clip: float) -> None:
+        self.model, self.optimizer, self.grad_clip = model, optimizer, grad_clip
+        self.steps = 0
+        self.graph: Any = None
+        self.static: tuple[Any, Any, Any] | None = None
+
+    def __call__(self, x: Any, y: Any) -> Any:
+        import minitorch_gpu as mt
+
+        if self.static is None:
+            self.static = (x.clone(), y.clone(), None)
+        sx, sy, loss = self.static
+        sx.copy_(x)
+        sy.copy_(y)
+        self.steps += 1
+        if self.steps <= self.WARMUP:
+            side = mt.cuda.Stream()
+            side.wait_stream(mt.cuda.current_stream())
+            with mt.cuda.stream(side):
+                loss = train_step(self.model, self.optimizer, sx, sy, self.grad_clip)
+            mt.cuda.current_stream().wait_stream(side)
+            return loss
+        if self.graph is None:
+            self.graph = mt.cuda.CUDAGraph()
+            self.optimizer.zero_grad(set_to_none=True)
+            with mt.cuda.graph(self.graph):
+                loss = train_step(self.model, self.optimizer, sx, sy, self.grad_clip)
+            self.static = (sx, sy, loss)
+        self.graph.replay()
+        return self.static[2]
+
+
+def _lr_value(optimizer: Optimizer) -> float:
+    lr = optimizer.param_groups[0]["lr"]
+    return float(lr.item()) if hasattr(lr, "item") else float(lr)
+
+
 def train_loop(job: Job, trainer: Trainer) -> int:
     """Train from ``trainer.step`` to ``job.stop``, appending a metrics record per step, evaluating and
     checkpointing on schedule; returns 0, EXIT_DIVERGED (a non-finite loss) or EXIT_INTERRUPTED (Ctrl-C,
     after a checkpoint)."""
-    import minitorch_gpu as mt
     from tqdm import tqdm
 
     args = job.args
@@ -540,17 +607,16 @@ def train_loop(job: Job, trainer: Trainer) -> int:
     bar = tqdm(total=args.steps, initial=trainer.step, desc="train", unit="step", disable=args.quiet,
                file=sys.stderr, dynamic_ncols=True, mininterval=0.5)
     metrics = open(job.metrics_path, "a")
+    graphed = GraphedStep(model, optimizer, args.grad_clip) if args.cuda_graph else None
     try:
         while trainer.step < job.stop:
             t0 = time.perf_counter()
             x, y = job.batches.get("train", trainer.data_gen)
-            _, loss = model(x, y)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            if args.grad_clip > 0:
-                mt.nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip)
-            lr = optimizer.param_groups[0]["lr"]
-            optimizer.step()
+            lr = _lr_value(optimizer)
+            if graphed is not None:
+                loss = graphed(x, y)
+            else:
+                loss = train_step(model, optimizer, x, y, args.grad_clip)
             scheduler.step()
             loss_value = loss.item()  # also waits for the GPU, so the timing below is real
             trainer.step += 1

@@ -22,7 +22,7 @@ LAYERS = [
     {"cuda", "optim", "utils._foreach_utils"},
     {"distributed", "profiler"},
     {"nn", "utils.data"},
-    {"models", "serialization"},
+    {"models", "serialization", "_compile"},
     {"train"},
 ]
 

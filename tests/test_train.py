@@ -348,3 +348,35 @@ def test_cli_bad_input_has_no_traceback(tmp_path):
         f"minitorch-gpu-train: error: data path does not exist: {tmp_path / 'nope'}"
     r = run_cli("--steps", "-3")
     assert r.returncode == 2 and "Traceback" not in r.stderr and "--steps" in r.stderr
+
+
+def test_cuda_graph_gives_the_losses_of_the_eager_run(corpus, tmp_path):
+    # on the simulator; --cuda-graph captures the step after warm-up and replays it, resume included
+    env = dict(ENV, MINITORCH_GPU_SIM="1")
+    args = ["--data", corpus, *TINY, "--steps", "8", "--eval-every", "4", "--dropout", "0", "--device", "cuda"]
+    eager, graphed = str(tmp_path / "eager"), str(tmp_path / "graphed")
+    r = run_cli(*args, "--out", eager, env=env)
+    assert r.returncode == 0, r.stderr
+    r = run_cli(*args, "--cuda-graph", "--out", graphed, "--stop-after", "6", env=env)
+    assert r.returncode == 0, r.stderr
+    r = run_cli(*args, "--cuda-graph", "--out", graphed, "--resume", env=env)
+    assert r.returncode == 0, r.stderr
+    a, b = read_metrics(eager), read_metrics(graphed)
+    assert [rec["step"] for rec in b] == list(range(1, 9))
+    # capturable AdamW computes its bias corrections on the device in float32: the same losses to rounding
+    np.testing.assert_allclose([rec["loss"] for rec in b], [rec["loss"] for rec in a], rtol=1e-5)
+    np.testing.assert_allclose([rec["val_loss"] for rec in b if "val_loss" in rec],
+                               [rec["val_loss"] for rec in a if "val_loss" in rec], rtol=1e-5)
+
+
+def test_cuda_graph_is_refused_on_the_cpu_and_with_dropout(corpus, tmp_path, capsys):
+    small = ["--data", corpus, "--steps", "2", "--batch-size", "2", "--block-size", "8", "--n-layer", "1",
+             "--n-head", "1", "--n-embd", "8", "--quiet", "--out", str(tmp_path / "o"), "--cuda-graph"]
+    code, err = _main(small + ["--device", "cpu"], capsys)
+    assert code == 2 and "--cuda-graph needs a CUDA device, but the run is on cpu" in err
+    prev = mt.cuda.use_simulator(True)
+    try:
+        code, err = _main(small + ["--device", "cuda", "--dropout", "0.1"], capsys)
+    finally:
+        mt.cuda.use_simulator(prev)
+    assert code == 2 and "--cuda-graph needs --dropout 0" in err

@@ -23,8 +23,11 @@ from ..backends.cuda.device import is_initialized as is_initialized
 from ..backends.cuda.device import is_simulated as is_simulated
 from ..backends.cuda.device import state as _state
 
+from . import graphs as graphs
 from . import memory as memory
 from . import streams as streams
+from .graphs import *  # noqa: F403
+from .graphs import __all__ as _graphs_all
 from .memory import *  # noqa: F403
 from .memory import __all__ as _memory_all
 from .properties import *  # noqa: F403
@@ -38,7 +41,7 @@ from ..backends.cuda import nvtx as nvtx
 __all__ = ["is_available", "device_count", "current_device", "set_device", "synchronize", "device",
            "manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed", "get_rng_state",
            "set_rng_state", "get_rng_state_all", "set_rng_state_all", "is_initialized", "set_sync_debug_mode",
-           "get_sync_debug_mode", *_memory_all, *_properties_all, *_streams_all]
+           "get_sync_debug_mode", *_graphs_all, *_memory_all, *_properties_all, *_streams_all]
 
 _DeviceLike = Any  # an int ordinal, a device, or a string such as "cuda:1"
 _dev: Callable[..., Any] = _device.device

@@ -12,6 +12,9 @@ from .optimizer import (Optimizer, ParamsT, _check_fused_foreach, _device_dtype_
 
 __all__ = ["Adam", "adam"]
 
+# PyTorch's capturable devices that exist here
+_CAPTURABLE_DEVICES = ("cuda",)
+
 
 def _check_adam_args(lr, betas, eps, weight_decay, foreach, capturable):
     if isinstance(lr, Tensor):
@@ -47,7 +50,11 @@ class Adam(Optimizer):
     ``amsgrad`` uses the running maximum of ``v``.
 
     ``foreach``/``fused`` pick the implementation (at most one may be True); left as None, the fused one runs.
-    ``capturable`` is accepted for compatibility: step counters always live on the host here::
+    ``capturable=True`` (CUDA parameters only, as in PyTorch) keeps each step counter on the parameter's device
+    and computes the bias corrections there, so that a step captured in a CUDA graph counts on at every replay;
+    ``lr`` may then be a device Tensor that a scheduler updates in place. It runs the foreach (or, with
+    ``foreach=False``, the single-tensor) implementation: the fused kernel takes its step counts from the host.
+    Without it, step counters live on the host, so reading them never synchronises a GPU::
 
         opt = mt.optim.Adam(model_params, lr=1e-3, betas=(0.9, 0.999))
     """
@@ -87,11 +94,14 @@ class Adam(Optimizer):
             if len(state) == 0:
                 if group["fused"]:
                     _device_dtype_check_for_fused(p)
-                state["step"] = _new_step()
+                state["step"] = _new_step(p.device if group["capturable"] else None)
                 state["exp_avg"] = zeros_like(p)
                 state["exp_avg_sq"] = zeros_like(p)
                 if group["amsgrad"]:
                     state["max_exp_avg_sq"] = zeros_like(p)
+            elif group["capturable"] and state["step"].device != p.device:
+                # a loaded checkpoint keeps its counters on the host
+                state["step"] = state["step"].to(p.device)
             exp_avgs.append(state["exp_avg"])
             exp_avg_sqs.append(state["exp_avg_sq"])
             if group["amsgrad"]:
@@ -133,21 +143,46 @@ def adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor], exp_
     if fused is None and foreach is None and isinstance(lr, Tensor) and not capturable:
         foreach = False
     impl = _resolve_impl(params, foreach, fused, differentiable)
+    if capturable and impl == "fused":
+        impl = "foreach"  # the fused kernel reads its step counts on the host
     func = {"fused": _fused_adam, "foreach": _multi_tensor_adam, "single": _single_tensor_adam}[impl]
     func(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, amsgrad=amsgrad, beta1=beta1,
          beta2=beta2, lr=lr, weight_decay=weight_decay, eps=eps, maximize=maximize, differentiable=differentiable,
-         decoupled_weight_decay=decoupled_weight_decay)
+         decoupled_weight_decay=decoupled_weight_decay, capturable=capturable)
 
 
-def _scalars(lr, beta1, beta2):
+def _scalars(lr, beta1, beta2, capturable=False):
+    if capturable and isinstance(lr, Tensor):
+        # a device learning rate stays on the device: reading it would synchronise
+        return _to_scalar(lr), float(_to_scalar(beta1)), float(_to_scalar(beta2))
     return float(_to_scalar(lr)), float(_to_scalar(beta1)), float(_to_scalar(beta2))
+
+
+def _check_capturable(params, state_steps):
+    for p, s in zip(params, state_steps):
+        if not (p.device.type == s.device.type and p.device.type in _CAPTURABLE_DEVICES):
+            raise AssertionError(f"If capturable=True, params and state_steps must be on supported devices: "
+                                 f"{list(_CAPTURABLE_DEVICES)}.")
+
+
+def _device_step_size(step, lr, beta1, beta2, eps):
+    """For ``capturable``: (divisor, eps term) as device tensors such that ``p += m / (sqrt(v) / divisor +
+    eps term)`` is Adam's ``p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps)`` (the step size is folded into the
+    denominator because addcdiv takes a number, not a tensor, as its value)."""
+    bias_correction1 = 1 - beta1 ** step
+    bias_correction2 = 1 - beta2 ** step
+    step_size_neg = (lr / bias_correction1).neg()
+    return bias_correction2.sqrt() * step_size_neg, eps / step_size_neg
 
 
 def _single_tensor_adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor], exp_avg_sqs: list[Tensor],
                         max_exp_avg_sqs: list[Tensor], state_steps: list[Tensor], *, amsgrad: bool,
                         beta1: float | Tensor, beta2: float | Tensor, lr: float | Tensor, weight_decay: float,
-                        eps: float, maximize: bool, differentiable: bool, decoupled_weight_decay: bool) -> None:
-    lr, beta1, beta2 = _scalars(lr, beta1, beta2)
+                        eps: float, maximize: bool, differentiable: bool, decoupled_weight_decay: bool,
+                        capturable: bool = False) -> None:
+    lr, beta1, beta2 = _scalars(lr, beta1, beta2, capturable)
+    if capturable:
+        _check_capturable(params, state_steps)
     for i, param in enumerate(params):
         grad = grads[i] if not maximize else -grads[i]
         exp_avg = exp_avgs[i]
@@ -162,6 +197,13 @@ def _single_tensor_adam(params: list[Tensor], grads: list[Tensor], exp_avgs: lis
         exp_avg.lerp_(grad, 1 - beta1)
         exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
 
+        if capturable:
+            if amsgrad:
+                maximum(max_exp_avg_sqs[i], exp_avg_sq, out=max_exp_avg_sqs[i])
+            divisor, eps_term = _device_step_size(step_t, lr, beta1, beta2, eps)
+            denom = ((max_exp_avg_sqs[i] if amsgrad else exp_avg_sq).sqrt() / divisor).add_(eps_term)
+            param.addcdiv_(exp_avg.clone() if differentiable else exp_avg, denom)
+            continue
         step = _get_value(step_t)
         bias_correction1 = 1 - beta1 ** step
         bias_correction2 = 1 - beta2 ** step
@@ -181,12 +223,15 @@ def _single_tensor_adam(params: list[Tensor], grads: list[Tensor], exp_avgs: lis
 def _multi_tensor_adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor], exp_avg_sqs: list[Tensor],
                        max_exp_avg_sqs: list[Tensor], state_steps: list[Tensor], *, amsgrad: bool,
                        beta1: float | Tensor, beta2: float | Tensor, lr: float | Tensor, weight_decay: float,
-                       eps: float, maximize: bool, differentiable: bool, decoupled_weight_decay: bool) -> None:
+                       eps: float, maximize: bool, differentiable: bool, decoupled_weight_decay: bool,
+                       capturable: bool = False) -> None:
     if not params:
         return
     if differentiable:
         raise AssertionError("_foreach ops don't support autograd")
-    lr, beta1, beta2 = _scalars(lr, beta1, beta2)
+    lr, beta1, beta2 = _scalars(lr, beta1, beta2, capturable)
+    if capturable:
+        _check_capturable(params, state_steps)
     grouped = Optimizer._group_tensors_by_device_and_dtype(
         [params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps])
     for (d_params, d_grads, d_exp_avgs, d_exp_avg_sqs, d_max_sqs, d_steps), _ in grouped.values():
@@ -194,7 +239,9 @@ def _multi_tensor_adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list
             d_grads = F._foreach_neg(d_grads)
         F._foreach_add_(d_steps, 1)
         if weight_decay != 0:
-            if decoupled_weight_decay:
+            if decoupled_weight_decay and isinstance(lr, Tensor):
+                F._foreach_mul_(d_params, [1 - lr * weight_decay] * len(d_params))
+            elif decoupled_weight_decay:
                 F._foreach_mul_(d_params, 1 - lr * weight_decay)
             elif maximize:
                 F._foreach_add_(d_grads, d_params, alpha=weight_decay)
@@ -205,6 +252,15 @@ def _multi_tensor_adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list
         F._foreach_addcmul_(d_exp_avg_sqs, d_grads, d_grads, 1 - beta2)
         del d_grads
 
+        if capturable:
+            if amsgrad:
+                F._foreach_maximum_(d_max_sqs, d_exp_avg_sqs)
+            denoms = F._foreach_sqrt(d_max_sqs if amsgrad else d_exp_avg_sqs)
+            for denom, s in zip(denoms, d_steps):
+                divisor, eps_term = _device_step_size(s, lr, beta1, beta2, eps)
+                denom.div_(divisor).add_(eps_term)
+            F._foreach_addcdiv_(d_params, d_exp_avgs, denoms)
+            continue
         steps = [_get_value(s) for s in d_steps]
         bias_correction1 = [1 - beta1 ** s for s in steps]
         bias_correction2 = [1 - beta2 ** s for s in steps]
@@ -223,7 +279,7 @@ def _multi_tensor_adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list
 def _fused_adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor], exp_avg_sqs: list[Tensor],
                 max_exp_avg_sqs: list[Tensor], state_steps: list[Tensor], *, amsgrad: bool, beta1: float | Tensor,
                 beta2: float | Tensor, lr: float | Tensor, weight_decay: float, eps: float, maximize: bool,
-                differentiable: bool, decoupled_weight_decay: bool) -> None:
+                differentiable: bool, decoupled_weight_decay: bool, capturable: bool = False) -> None:
     if not params:
         return
     if differentiable:

@@ -84,11 +84,11 @@ def _get_scalar_dtype(is_fused=None):
     return _dtype.float64 if _dtype.get_default_dtype() is _dtype.float64 else _dtype.float32
 
 
-def _new_step():
-    """A fresh step counter: a 0-d tensor on the CPU. It stays on the host on every path, so that reading it
-    for the bias corrections never synchronises a GPU."""
+def _new_step(device=None):
+    """A fresh step counter: a 0-d tensor on the CPU, so that reading it for the bias corrections never
+    synchronises a GPU; on ``device`` for optimizers with ``capturable=True``, which never read it."""
     from ..ops.creation import zeros
-    return zeros((), dtype=_get_scalar_dtype())
+    return zeros((), dtype=_get_scalar_dtype(), device=device)
 
 
 def _use_grad_for_differentiable(func):

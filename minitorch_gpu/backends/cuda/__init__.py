@@ -10,7 +10,11 @@ Layers, lowest first (each module imports only those above it in this list):
 * ``nvrtc``      NVRTC through ctypes, for compiling without a driver (CI's compile gate);
 * ``nvtx``       NVTX ranges around ops and module calls (public as ``mt.cuda.nvtx``; a subscriber of ``_op_range``);
 * ``checks``     device-side checks read at the next synchronisation, and the sync debug mode;
-* ``launch``     ``Launcher``: grid sizes, argument packing and pointer tables, shared by GPU and simulator.
+* ``launch``     ``Launcher``: grid sizes, argument packing and pointer tables, shared by GPU and simulator;
+* ``hooks``      observers installed on a backend's primitives for a while (``counting`` and ``graphs`` use them);
+* ``counting``   the counting mode: launches, built-in calls and syncs of a piece of work;
+* ``graphs``     CUDA graph capture and replay (CUDA stream capture on a GPU, recorded primitives on the
+                 simulator), behind the public ``mt.cuda.CUDAGraph``.
 
 ``backends/cuda_backend.py`` routes primitives to a ``Launcher``; the public ``mt.cuda`` package sits above
 and imports from here, never the other way round.

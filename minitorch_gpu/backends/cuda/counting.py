@@ -33,6 +33,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from .hooks import hook_methods, unhook_methods
+
 __all__ = ["LaunchCounter", "KernelStats", "CallStats", "Work", "Listener", "observe", "unobserve",
            "KERNEL", "BUILTIN", "VIEW", "TO_HOST", "FROM_HOST"]
 
@@ -264,12 +266,7 @@ class _Observer:
 
     def _install(self) -> None:
         backend = self.backend
-        for name in dir(type(backend)):
-            if name.startswith("_") or name in _NOT_COUNTED:
-                continue
-            attr = getattr(backend, name)
-            if callable(attr) and not isinstance(attr, type):
-                setattr(backend, name, self._primitive(name, attr))
+        hook_methods(backend, _NOT_COUNTED, self._primitive)
         launcher = backend.kernels
         if launcher is not None:
             launcher.observer = self
@@ -279,8 +276,7 @@ class _Observer:
 
     def _uninstall(self) -> None:
         be = self.backend
-        for name in [n for n, v in vars(be).items() if isinstance(v, _Wrapped)]:
-            delattr(be, name)
+        unhook_methods(be)
         launcher = be.kernels
         if launcher is not None:
             launcher.observer = None
@@ -366,7 +362,7 @@ class _Observer:
                 self._table_bytes = None
         return optim_step
 
-    def _primitive(self, name: str, method: Callable[..., Any]) -> _Wrapped:
+    def _primitive(self, name: str, method: Callable[..., Any]) -> Callable[..., Any]:
         obs = self
 
         def work_of(frame: _Frame, args: Any, kwargs: Any, result: Any) -> Work | None:
@@ -402,19 +398,7 @@ class _Observer:
                 finally:
                     obs._stack.pop()
             return obs._run(lambda result: work_of(frame, args, kwargs, result), run, *args, **kwargs)
-        return _Wrapped(call, name)
-
-
-class _Wrapped:
-    """An observed backend method (a class, so that uninstalling finds exactly what was installed)."""
-    __slots__ = ("_call", "__name__")
-
-    def __init__(self, call: Callable[..., Any], name: str) -> None:
-        self._call = call
-        self.__name__ = name
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self._call(*args, **kwargs)
+        return call
 
 
 class _ObservedXp:
