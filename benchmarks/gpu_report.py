@@ -15,6 +15,7 @@ output in ``logs/<part>.log``:
   ``python -m benchmarks.sanitize_kernels`` (every kernel entry point once on small awkward shapes; the test
   suite would take hours under the sanitizer);
 * ``kernels``: ``python -m benchmarks.kernels``; ``compare``: ``python -m benchmarks.compare --device cuda``;
+  ``host``: ``python -m benchmarks.host_path`` (dispatch cost per op with no kernel run, CuPy arrays);
 * ``train``: ``python -m minitorch_gpu.train --device cuda`` for ``--train-steps`` steps (its checkpoint goes to
   a temporary folder, never into the report), reporting the median tokens/s after warm-up.
 
@@ -44,9 +45,9 @@ from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "benchmarks", "results")
-PARTS = ("tests", "sanitizer", "kernels", "compare", "train")
+PARTS = ("tests", "sanitizer", "kernels", "compare", "host", "train")
 # within 9 minutes in all on an H100 (the sanitizer limit is per tool)
-DEFAULT_TIMEOUTS = {"tests": 150, "sanitizer": 75, "kernels": 110, "compare": 80, "train": 50}
+DEFAULT_TIMEOUTS = {"tests": 140, "sanitizer": 75, "kernels": 100, "compare": 70, "host": 30, "train": 50}
 LOG_LIMIT = 2 << 20  # bytes of a log kept in the report: its first quarter and last three quarters
 CPU_RERUN_MAX = 400  # failing tests whose cpu variant is re-run (more would be a broken build: no need)
 
@@ -334,6 +335,16 @@ def run_compare(args: argparse.Namespace, folder: str) -> list[StepResult]:
     return [step]
 
 
+def run_host(args: argparse.Namespace, folder: str) -> list[StepResult]:
+    cmd = [sys.executable, "-m", "benchmarks.host_path", "--rounds", "5", "--out", folder] + (
+        ["--quick"] if args.quick else [])
+    step = run_step(StepResult("host", "host", cmd), args.timeout_host, os.path.join(folder, "logs"))
+    res = _load_json(os.path.join(folder, "host_path.json"))
+    if res:
+        step.details["ours_over_torch"] = {name: c["ratio"] for name, c in res["cases"].items()}
+    return [step]
+
+
 def run_train(args: argparse.Namespace, folder: str) -> list[StepResult]:
     n = args.train_steps
     with tempfile.TemporaryDirectory(prefix="gpu_report_train_") as tmp:
@@ -359,7 +370,7 @@ def train_summary(path: str) -> dict[str, Any]:
 
 
 RUNNERS = {"tests": run_tests, "sanitizer": run_sanitizer, "kernels": run_kernels, "compare": run_compare,
-           "train": run_train}
+           "host": run_host, "train": run_train}
 
 
 # ---------------------------------------------------------------------- the summary
@@ -433,9 +444,11 @@ def summary_markdown(folder: str, env: dict[str, Any], steps: list[StepResult]) 
                       f"{d.get('steps')} steps; median {tok:,.0f} tokens/s after {d.get('warmup_steps_dropped')} "
                       f"warm-up steps; loss {d.get('first_loss')} -> {d.get('last_loss')}." if tok else
                       f"{d.get('steps')} steps; no timing recorded."]
-    for name, title in (("kernels.md", "Kernel benchmarks"), ("compare.md", "Side by side with PyTorch")):
+    for part, name, title in (("kernels", "kernels.md", "Kernel benchmarks"),
+                              ("compare", "compare.md", "Side by side with PyTorch"),
+                              ("host", "host_path.md", "Host time per op")):
         text = _read(os.path.join(folder, name))
-        if text and any(s.part == name.split(".")[0] for s in steps):
+        if text and any(s.part == part for s in steps):
             lines += ["", f"## {title} ({name})", ""] + [x for x in text.splitlines() if not x.startswith("# ")]
     return "\n".join(lines) + "\n"
 
