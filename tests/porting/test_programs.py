@@ -1,0 +1,61 @@
+"""Ordinary PyTorch programs (``programs/*.py``: ``import torch``, a model, data, a training loop, a checkpoint,
+resume, sampling) run with ``torch`` bound to minitorch_gpu — on the CPU and on the simulated GPU, which the
+programs pick with ``torch.cuda.is_available()`` as real programs do — and print PyTorch's losses from the
+same weights; a run resumed from its checkpoint continues exactly where the uninterrupted run went."""
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RUN_AS = os.path.join(HERE, "run_as.py")
+PROGRAMS = {"char_lstm.py": 12, "tiny_gpt.py": 10}  # program: steps
+# small models: threads only slow them down on a busy machine
+ENV = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+MODES = {"cpu": {"MINITORCH_GPU_SIM": "0"}, "cuda-sim": {"MINITORCH_GPU_SIM": "1"}}
+
+
+def run(lib, program, *args, mode="cpu"):
+    r = subprocess.run([sys.executable, RUN_AS, lib, os.path.join(HERE, "programs", program), *args],
+                       capture_output=True, text=True, env=dict(ENV, **MODES[mode]), timeout=300)
+    assert r.returncode == 0, f"{program} under {lib} failed:\n{r.stdout}\n{r.stderr}"
+    return r.stdout
+
+
+def losses(out):
+    """{step: loss} of the lines ``step N loss X`` / ``iter N loss X``."""
+    return {int(s): float(v) for s, v in re.findall(r"^(?:step|iter) (\d+) loss ([0-9.eE+-]+)", out, re.M)}
+
+
+def sample(out):
+    return re.findall(r"^sample (.*)$", out, re.M)[-1]
+
+
+@pytest.fixture(scope="module")
+def torch_runs():
+    pytest.importorskip("torch")
+    return {p: run("torch", p, "--steps", str(n)) for p, n in PROGRAMS.items()}
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize("program", list(PROGRAMS))
+def test_program_matches_pytorch_and_resumes_exactly(program, mode, torch_runs, tmp_path):
+    n = PROGRAMS[program]
+    ours = run("minitorch_gpu", program, "--steps", str(n), mode=mode)
+    theirs = torch_runs[program]
+    got, want = losses(ours), losses(theirs)
+    assert sorted(got) == list(range(1, n + 1)) and sorted(want) == sorted(got)
+    np.testing.assert_allclose([got[k] for k in sorted(got)], [want[k] for k in sorted(want)], rtol=2e-4)
+    assert got[n] < got[1]  # it learns
+    assert sample(ours) == sample(theirs)
+
+    # interrupted halfway, then resumed from the checkpoint: the same losses as the run that went straight through
+    ckpt = str(tmp_path / "ckpt.pt")
+    first = losses(run("minitorch_gpu", program, "--steps", str(n // 2), "--ckpt", ckpt, mode=mode))
+    second = losses(run("minitorch_gpu", program, "--steps", str(n), "--resume", ckpt, mode=mode))
+    assert sorted(first) == list(range(1, n // 2 + 1)) and sorted(second) == list(range(n // 2 + 1, n + 1))
+    resumed = {**first, **second}
+    np.testing.assert_allclose([resumed[k] for k in sorted(resumed)], [got[k] for k in sorted(got)], rtol=1e-6)
