@@ -12,7 +12,7 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUN_AS = os.path.join(HERE, "run_as.py")
-PROGRAMS = {"char_lstm.py": 12, "tiny_gpt.py": 10}  # program: steps
+PROGRAMS = {"char_lstm.py": 12, "tiny_gpt.py": 10, "cnn_classifier.py": 12}  # program: steps
 # small models: threads only slow them down on a busy machine
 ENV = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
 MODES = {"cpu": {"MINITORCH_GPU_SIM": "0"}, "cuda-sim": {"MINITORCH_GPU_SIM": "1"}}
