@@ -2,7 +2,7 @@
 simulated GPU: scripts/zero.py against one optimizer over the whole batch."""
 import pytest
 
-from mpirun_helper import requires_mpi, run_script
+from mpirun_helper import DEVICE_RUNS, device_run_id, requires_mpi, run_on_device
 
 pytestmark = requires_mpi
 
@@ -11,16 +11,11 @@ CHECKS = ["sgd_momentum_matches_single_process", "adamw_matches_single_process",
           "consolidated_state_dict_equals_single_process_and_reload_resumes_exactly",
           "add_param_group_matches_single_process", "scheduler_and_closure", "frozen_parameter_with_bucket_view",
           "argument_errors"]
-# (ranks, device): None ranks is a plain process; "cuda" runs on the simulator
-RUNS = [(2, "cpu"), (3, "cpu"), (None, "cpu"), (2, "cuda"), (3, "cuda"), (None, "cuda")]
 
 
-@pytest.fixture(scope="module", params=RUNS, ids=[f"world{n or '1-no-launcher'}-{'cuda-sim' if d == 'cuda' else d}"
-                                                  for n, d in RUNS])
+@pytest.fixture(scope="module", params=DEVICE_RUNS, ids=device_run_id)
 def zero_run(request):
-    nproc, device = request.param
-    env = {"MINITORCH_GPU_SIM": "1"} if device == "cuda" else {}
-    return run_script("zero.py", nproc=nproc, args=(device,), env=env, timeout=180), (nproc or 1)
+    return run_on_device("zero.py", *request.param)
 
 
 def test_completed(zero_run):
