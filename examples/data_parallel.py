@@ -4,12 +4,15 @@
   the data through a ``DistributedSampler``; gradients are averaged during backward;
 * ``--mode horovod``: the same processes, but the optimizer is wrapped instead of the model
   (``dist.DistributedOptimizer``), with gradient clipping through ``synchronize()``;
+* ``--mode zero``: ``DistributedDataParallel`` with a ``ZeroRedundancyOptimizer``: each rank keeps the AdamW state
+  of its own share of the parameters only, and broadcasts that share after stepping it;
 * ``--mode dp``: ``nn.DataParallel`` in a single process, the batch split over ``--replicas`` CPU threads.
 
 Launch the first two on N processes with MPI (a plain ``python`` run is a world of one)::
 
     python -m minitorch_gpu.distributed.run --nproc 2 examples/data_parallel.py --epochs 10
     python -m minitorch_gpu.distributed.run --nproc 2 examples/data_parallel.py --mode horovod
+    python -m minitorch_gpu.distributed.run --nproc 2 examples/data_parallel.py --mode zero
     python examples/data_parallel.py --mode dp --replicas 2
 
 The task: three interleaved spiral arms in the plane, an MLP, cross-entropy, AdamW. Every rank builds the
@@ -22,6 +25,7 @@ import minitorch_gpu as torch
 import minitorch_gpu.distributed as dist
 import minitorch_gpu.nn as nn
 import minitorch_gpu.nn.functional as F
+from minitorch_gpu.distributed.optim import ZeroRedundancyOptimizer
 from minitorch_gpu.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 
@@ -44,7 +48,7 @@ def mlp(hidden):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--mode", choices=["ddp", "horovod", "dp"], default="ddp")
+    p.add_argument("--mode", choices=["ddp", "horovod", "zero", "dp"], default="ddp")
     p.add_argument("--epochs", type=int, default=10)
     p.add_argument("--samples", type=int, default=400, help="training points per class")
     p.add_argument("--batch-size", type=int, default=64, help="global batch size (split over the ranks)")
@@ -70,6 +74,9 @@ def main(argv=None):
     if args.mode == "ddp":
         model = nn.parallel.DistributedDataParallel(net)  # broadcasts rank 0's weights
         opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
+    elif args.mode == "zero":
+        model = nn.parallel.DistributedDataParallel(net)
+        opt = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.AdamW, lr=args.lr)
     elif args.mode == "horovod":
         model = net
         opt = dist.DistributedOptimizer(torch.optim.AdamW(net.parameters(), lr=args.lr),

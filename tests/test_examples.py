@@ -71,10 +71,10 @@ def test_cnn():
     assert last_number(r"final test accuracy: ([0-9.]+)", out) > 0.9
 
 
-@pytest.mark.parametrize("mode", ["ddp", "horovod", "dp"])
+@pytest.mark.parametrize("mode", ["ddp", "horovod", "zero", "dp"])
 def test_data_parallel(mode):
     pytest.importorskip("mpi4py")
-    # ddp and horovod on two processes through the launcher; dp (threads) in one plain process
+    # ddp, horovod and zero on two processes through the launcher; dp (threads) in one plain process
     launch = [] if mode == "dp" else ["-m", "minitorch_gpu.distributed.run", "--nproc", "2"]
     r = subprocess.run([sys.executable, *launch, os.path.join(EXAMPLES, "data_parallel.py"), "--mode", mode,
                         "--epochs", "8"], capture_output=True, text=True, env=ENV, cwd=ROOT, timeout=120)

@@ -28,6 +28,7 @@ CPUs; everything else is tested under ``mpiexec -n 2`` (tests/distributed).
 
 The package is layered; each module imports only from the ones below it:
 
+    optim/                   torch.distributed.optim: ZeroRedundancyOptimizer (ZeRO-1, optimizer state sharded)
     c10d.py, optimizer.py    the public API: process group creation, collectives, DistributedOptimizer
     _mpi_backend.py          the MPI process group (mpi4py); _nccl_backend.py: NCCL (CuPy), bootstrapped over MPI
     _process_group.py        the ProcessGroup/Work interface every backend implements, and the backend registry
@@ -81,6 +82,7 @@ from .c10d import (
                    send,
 )
 from .optimizer import Average, Compression, DistributedOptimizer, Sum, broadcast_optimizer_state, broadcast_parameters
+from . import optim  # torch.distributed.optim, also reachable as an attribute (as in PyTorch)
 
 __all__ = ["Average", "Backend", "Compression", "DebugLevel", "DistributedOptimizer", "GroupMember", "ProcessGroup",
            "ReduceOp", "Sum", "Work", "all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce",

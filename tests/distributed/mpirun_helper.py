@@ -77,3 +77,19 @@ def run_script(name, nproc=2, args=(), env=None, mpiexec_args=(), timeout=90):
                 with open(os.path.join(out, f)) as fh:
                     logs[int(f[4:-4])] = fh.read()
     return Result(proc, logs, elapsed)
+
+
+# (ranks, device) for scripts that run on the CPU and on the simulated GPU (device "cuda" with
+# MINITORCH_GPU_SIM=1); None ranks is a plain process, a world of one
+DEVICE_RUNS = [(2, "cpu"), (3, "cpu"), (None, "cpu"), (2, "cuda"), (3, "cuda"), (None, "cuda")]
+
+
+def device_run_id(run):
+    nproc, device = run
+    return f"world{nproc or '1-no-launcher'}-{'cuda-sim' if device == 'cuda' else device}"
+
+
+def run_on_device(name, nproc, device, timeout=180):
+    """``scripts/<name> <device>`` on ``nproc`` ranks (see DEVICE_RUNS): (Result, number of ranks)."""
+    env = {"MINITORCH_GPU_SIM": "1"} if device == "cuda" else {}
+    return run_script(name, nproc=nproc, args=(device,), env=env, timeout=timeout), (nproc or 1)

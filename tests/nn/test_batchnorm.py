@@ -276,3 +276,56 @@ def test_instance_norm_checks(device):
         mt.nn.InstanceNorm1d(4, affine=True)(mt.ones(2, 3, 5, device=device))
     with pytest.warns(UserWarning, match="does not match num_features"):
         mt.nn.InstanceNorm1d(4)(mt.randn(2, 3, 5, device=device))
+
+
+# ---------------------------------------------------------------------- SyncBatchNorm in one process
+# (synchronised across ranks: tests/distributed/test_mpi_sync_batchnorm.py)
+
+@pytest.fixture
+def no_process_group():
+    if mt.distributed.is_initialized():
+        pytest.skip("a process group is initialized in this process")
+
+
+@pytest.mark.parametrize("shape", [(8, 3), (4, 3, 5), (4, 3, 2, 5), (2, 3, 2, 2, 3)])
+@pytest.mark.parametrize("kwargs", [{}, {"momentum": None}, {"affine": False}, {"track_running_stats": False}],
+                         ids=lambda kw: ",".join(f"{k}={v}" for k, v in kw.items()) or "default")
+def test_sync_batchnorm_outside_a_process_group_is_batchnorm(device, torch, no_process_group, shape, kwargs):
+    # PyTorch's SyncBatchNorm falls back to batch norm without a process group too: it is the oracle
+    ours = mt.nn.SyncBatchNorm(3, device=device, dtype=mt.float64, **kwargs)
+    theirs = torch.nn.SyncBatchNorm(3, dtype=torch.float64, **kwargs)
+    assert repr(ours) == repr(theirs)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    _copy_params(ours, theirs, torch)
+    tol = dict(rtol=1e-10, atol=1e-10)
+    for step in range(3):
+        _step(ours, theirs, torch, RNG.standard_normal(shape) * (1 + step) + step, device, tol)
+    for name, buf in theirs.named_buffers():
+        assert_close(getattr(ours, name), buf.numpy(), **tol)
+    ours.eval()
+    theirs.eval()
+    _step(ours, theirs, torch, RNG.standard_normal(shape), device, tol)
+
+
+def test_sync_batchnorm_checks(device, torch, no_process_group):
+    for bad, message in (((4,), r"expected at least 2D input \(got 1D input\)"),
+                         ((4, 0, 2), "SyncBatchNorm number of input channels should be non-zero")):
+        for m, x in ((mt.nn.SyncBatchNorm(3).to(device), mt.ones(*bad, device=device)),
+                     (torch.nn.SyncBatchNorm(3), torch.ones(*bad))):
+            with pytest.raises(ValueError, match=message):
+                m(x)
+
+
+def test_convert_sync_batchnorm_like_torch(device, torch, no_process_group):
+    def model(nn):
+        return nn.Sequential(nn.Conv2d(1, 2, 1), nn.BatchNorm2d(2, momentum=None),
+                             nn.Sequential(nn.BatchNorm1d(3, affine=False), nn.Linear(3, 3)),
+                             nn.BatchNorm3d(5, track_running_stats=False, bias=False))
+
+    ours = model(mt.nn).to(device)
+    weight = ours[1].weight
+    ours = mt.nn.SyncBatchNorm.convert_sync_batchnorm(ours)
+    theirs = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model(torch.nn))
+    assert repr(ours) == repr(theirs)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    assert ours[1].weight is weight and ours[1].weight.device.type == mt.device(device).type

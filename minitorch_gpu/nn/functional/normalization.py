@@ -27,7 +27,10 @@ import operator
 from ... import _dtype
 from ...autograd.node import Op
 from ...autograd.grad_mode import _state, no_grad
+from ...distributed.c10d import all_gather_into_tensor, all_reduce
 from ...ops._util import check_same_device
+from ...ops.creation import empty, full, zeros
+from ...ops.shape import cat
 from ...tensor import Tensor
 
 __all__ = ["layer_norm", "rms_norm", "group_norm", "batch_norm", "instance_norm", "normalize"]
@@ -173,6 +176,55 @@ class NativeBatchNormBackward0(_Normalize):
     pass
 
 
+class SyncBatchNormBackward(_Normalize):
+    """Batch norm with the statistics of a whole process group (see :func:`sync_batch_norm`).
+
+    The forward normalises with the group's ``stats``. The input gradient needs two per-channel sums over the
+    whole group, which backward all-reduces in one message as PyTorch does (its sum_dy and sum_dy_xmu; the
+    second travels here as sum(dy * xhat) = sum_dy_xmu * rstd, rstd being the same on every rank):
+
+        dx = weight * rstd * (dy - sum_dy / N - xhat * sum(dy * xhat) / N),  N = the group's count
+
+    The weight and bias get this rank's gradients only, as in PyTorch (data parallelism averages them).
+    Gradients of this backward are not recorded (PyTorch cannot differentiate it either).
+    """
+
+    def forward(self, x, weight, bias, view, axes, wshape, eps, stats, group, count):
+        self.group, self.count = group, count
+        return super().forward(x, weight, bias, view, axes, wshape, eps, stats=stats)
+
+    def backward(self, g):
+        x, weight, *arrays = self.saved_tensors
+        saved = dict(zip(self.saved_names, map(_data_of, arrays)))
+        nx, nw, nb = self.needs_input_grad
+        be = g._be
+        view, c = self.view, self.view[1]
+        xv = x._data.reshape(view)
+        gv = g._data.reshape(view)
+        w = None if weight is None else weight._data.reshape(self.wshape)
+        # the weight's and bias's gradients are the local sums the input gradient needs
+        _, sum_dy_xhat, sum_dy = be.norm_backward(gv, xv, w, saved, self.axes, self.axes, True,
+                                                  (False, nx or nw, nx or nb))
+        gx = None
+        if nx:
+            with no_grad():
+                sums = cat([Tensor._make(sum_dy.reshape(c), be), Tensor._make(sum_dy_xhat.reshape(c), be)])
+                all_reduce(sums, group=self.group)
+            means = be.binary("mul", sums._data, 1.0 / self.count)
+            rstd = saved["rstd"]
+            cdt = rstd.dtype
+            gd = gv if gv.dtype == cdt else be.astype(gv, cdt)
+            r = be.binary("sub", gd, means[:c].reshape(self.wshape))
+            t = be.binary("mul", saved["xhat"], means[c:].reshape(self.wshape))
+            be.binary("sub", r, t, out=r)
+            scale = rstd if w is None else be.binary("mul", rstd, w if w.dtype == cdt else be.astype(w, cdt))
+            be.binary("mul", r, scale, out=r)
+            if r.dtype != x._data.dtype:
+                r = be.astype(r, x._data.dtype)
+            gx = Tensor._make(r.reshape(x._data.shape), be)
+        return (gx, self._param_grad(be, sum_dy_xhat) if nw else None, self._param_grad(be, sum_dy) if nb else None)
+
+
 # ---------------------------------------------------------------------- argument checks
 
 def _need_float(input, kernel):
@@ -283,10 +335,51 @@ def _channel_checks(input, tensors):
     return c
 
 
+def _batch_norm_checks(input, running_mean, running_var, weight, bias, training, momentum):
+    """PyTorch's argument checks of batch norm, in its order; returns the number of channels."""
+    if (running_mean is None) != (running_var is None):
+        raise ValueError("running_mean and running_var must either both be None or neither be None")
+    if momentum is None or isinstance(momentum, bool) or not isinstance(momentum, numbers.Real):
+        raise TypeError(f"batch_norm(): argument 'momentum' (position 7) must be float, not "
+                        f"{type(momentum).__name__}")
+    if not training and running_mean is None:
+        raise RuntimeError("running_mean must be defined in evaluation mode")
+    c = _channel_checks(input, ((running_mean, "running_mean"), (running_var, "running_var"),
+                                (weight, "weight"), (bias, "bias")))
+    if input._data.ndim < 2:
+        raise RuntimeError(f"batch_norm: expected an input with at least 2 dims (N, C, ...), got "
+                           f"{input._data.ndim}")
+    _need_float(input, "batch_norm")
+    _check_param_dtype(input, (weight, bias, running_mean, running_var),
+                       "mixed dtype (CPU): all inputs must share same datatype.")
+    _same_device(input, (weight, bias, running_mean, running_var))
+    return c
+
+
 def _update_running(running, new, momentum):
     """running = (1 - momentum) * running + momentum * new, in place and unrecorded."""
     with no_grad():
         running.mul_(1 - momentum).add_(new.to(running.dtype).reshape(running.shape), alpha=momentum)
+
+
+def _channel_moments(input, view):
+    """(mean, biased variance) per channel of ``input`` viewed as (N, C, positions), kept dims, computed in the
+    compute dtype."""
+    be = input._be
+    xv = input._data.reshape(view)
+    cdt = _compute_dtype(be, xv.dtype)
+    if xv.dtype != cdt:
+        xv = be.astype(xv, cdt)
+    mean, var, _ = be.norm_moments(xv, (0, 2), True)
+    return mean, var
+
+
+def _update_running_stats(running_mean, running_var, mean, var, n, momentum):
+    """Fold a batch's statistics over ``n`` values per channel into the running estimates (the variance
+    unbiased, as PyTorch does)."""
+    be = running_mean._be
+    _update_running(running_mean, Tensor._make(mean, be), momentum)
+    _update_running(running_var, Tensor._make(be.binary("mul", var, n / (n - 1)), be), momentum)
 
 
 def _eval_affine(input, mean, var, weight, bias, eps):
@@ -317,40 +410,55 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         size = math.prod(xs[:1] + xs[2:]) if xs else 1
         if size == 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input size {input.shape}")
-    if (running_mean is None) != (running_var is None):
-        raise ValueError("running_mean and running_var must either both be None or neither be None")
-    if momentum is None or isinstance(momentum, bool) or not isinstance(momentum, numbers.Real):
-        raise TypeError(f"batch_norm(): argument 'momentum' (position 7) must be float, not "
-                        f"{type(momentum).__name__}")
-    if not training and running_mean is None:
-        raise RuntimeError("running_mean must be defined in evaluation mode")
-    c = _channel_checks(input, ((running_mean, "running_mean"), (running_var, "running_var"),
-                                (weight, "weight"), (bias, "bias")))
-    if input._data.ndim < 2:
-        raise RuntimeError(f"batch_norm: expected an input with at least 2 dims (N, C, ...), got "
-                           f"{input._data.ndim}")
-    _need_float(input, "batch_norm")
-    _check_param_dtype(input, (weight, bias, running_mean, running_var),
-                       "mixed dtype (CPU): all inputs must share same datatype.")
-    _same_device(input, (weight, bias, running_mean, running_var))
+    c = _batch_norm_checks(input, running_mean, running_var, weight, bias, training, momentum)
     if not training:
         return _eval_affine(input, running_mean, running_var, weight, bias, eps)
     xs = input._data.shape
     view = (xs[0], c, math.prod(xs[2:]))
-    be = input._be
     stats = None
     if running_mean is not None:
-        cdt = _compute_dtype(be, input._data.dtype)
-        xv = input._data.reshape(view)
-        if xv.dtype != cdt:
-            xv = be.astype(xv, cdt)
-        mean, var, _ = be.norm_moments(xv, (0, 2), True)
-        stats = (mean, var)
-        n = view[0] * view[2]
-        _update_running(running_mean, Tensor._make(mean, be), momentum)
-        _update_running(running_var, Tensor._make(be.binary("mul", var, n / (n - 1)), be), momentum)
+        stats = _channel_moments(input, view)
+        _update_running_stats(running_mean, running_var, *stats, view[0] * view[2], momentum)
     return NativeBatchNormBackward0.apply(input, weight, bias, view=view, axes=(0, 2), wshape=(1, c, 1),
                                           eps=float(eps), stats=stats)
+
+
+def sync_batch_norm(input, running_mean, running_var, weight, bias, momentum, eps, group):
+    """Training-mode :func:`batch_norm` whose statistics cover the batches of every rank of the process
+    ``group`` (:class:`~minitorch_gpu.nn.SyncBatchNorm`'s computation; every rank must call it). Each rank's
+    per-channel (mean, biased variance, count) are all-gathered and combined as a parallel variance: a rank
+    with an empty batch counts for nothing. The running estimates get the group's mean and unbiased
+    variance."""
+    c = _batch_norm_checks(input, running_mean, running_var, weight, bias, True, momentum)
+    xs = input._data.shape
+    view = (xs[0], c, math.prod(xs[2:]))
+    be = input._be
+    cdt = _dtype.from_numpy_dtype(_compute_dtype(be, input._data.dtype))
+    n_local = view[0] * view[2]
+    with no_grad():
+        if n_local:
+            mean, var = _channel_moments(input, view)
+            local = cat([Tensor._make(mean.reshape(c), be), Tensor._make(var.reshape(c), be),
+                         full((1,), float(n_local), dtype=cdt, device=input.device)])
+        else:
+            local = zeros(2 * c + 1, dtype=cdt, device=input.device)
+        rows = empty((group.size(), 2 * c + 1), dtype=cdt, device=input.device)
+        all_gather_into_tensor(rows, local, group=group)
+        means, variances, counts = rows[:, :c], rows[:, c:2 * c], rows[:, 2 * c:]
+        n = float(counts.sum().item())
+        if n <= 1:
+            # every rank sees the same count, so all of them refuse together
+            raise ValueError(f"Expected more than 1 value per channel when training, got {int(n)} over the "
+                             f"process group (this rank's input size {input.shape})")
+        weights = counts / n
+        g_mean = (weights * means).sum(0)
+        spread = means - g_mean
+        g_var = (weights * (variances + spread * spread)).sum(0)
+    stats = (g_mean._data.reshape(1, c, 1), g_var._data.reshape(1, c, 1))
+    if running_mean is not None:
+        _update_running_stats(running_mean, running_var, *stats, n, momentum)
+    return SyncBatchNormBackward.apply(input, weight, bias, view=view, axes=(0, 2), wshape=(1, c, 1),
+                                       eps=float(eps), stats=stats, group=group, count=n)
 
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,

@@ -1,4 +1,5 @@
-"""Batch normalisation (``BatchNorm1d/2d/3d``) and instance normalisation (``InstanceNorm1d/2d/3d``).
+"""Batch normalisation (``BatchNorm1d/2d/3d``, and ``SyncBatchNorm`` with the statistics of a process group)
+and instance normalisation (``InstanceNorm1d/2d/3d``).
 
 In training, batch norm normalises with the batch's statistics and folds them into the running estimates
 (``running_mean``, ``running_var``: an exponential average with ``momentum``, or with ``momentum=None``
@@ -10,11 +11,14 @@ import warnings
 from .. import functional as F
 from .. import init
 from ... import _dtype
+from ...distributed import c10d as dist
 from ...ops.creation import empty, ones, tensor, zeros
+from ..functional.normalization import sync_batch_norm
 from ..module import Module
 from ..parameter import Parameter
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
+           "SyncBatchNorm"]
 
 
 class _NormBase(Module):
@@ -93,12 +97,16 @@ class _BatchNorm(_NormBase):
             factor = 1.0 / (float(self.num_batches_tracked) + 1.0)
         use_batch_stats = self.training or (self.running_mean is None and self.running_var is None)
         track = not self.training or self.track_running_stats
-        out = F.batch_norm(input, self.running_mean if track else None, self.running_var if track else None,
-                           self.weight, self.bias, use_batch_stats, factor, self.eps)
+        out = self._normalize(input, self.running_mean if track else None, self.running_var if track else None,
+                              use_batch_stats, factor)
         # counted once the batch was accepted, so that a refused input changes nothing
         if counting:
             self.num_batches_tracked.add_(1)
         return out
+
+    def _normalize(self, input, running_mean, running_var, use_batch_stats, momentum):
+        return F.batch_norm(input, running_mean, running_var, self.weight, self.bias, use_batch_stats, momentum,
+                            self.eps)
 
 
 class BatchNorm1d(_BatchNorm):
@@ -123,6 +131,66 @@ class BatchNorm3d(_BatchNorm):
     def _check_input_dim(self, input):
         if input.dim() != 5:
             raise ValueError(f"expected 5D input (got {input.dim()}D input)")
+
+
+class SyncBatchNorm(_BatchNorm):
+    """Batch norm over (N, C, ...) inputs whose training statistics cover the batches of every rank of
+    ``process_group`` (default: all ranks): each rank's per-channel mean, variance and count are all-gathered
+    in forward, and the two per-channel gradient sums the input gradient needs are all-reduced in backward.
+    Outside a process group, on a group of one, and in evaluation it is ``BatchNorm``. Convert a model's
+    batch norms with :meth:`convert_sync_batchnorm` before wrapping it in ``DistributedDataParallel``::
+
+        model = mt.nn.SyncBatchNorm.convert_sync_batchnorm(model)
+        model = mt.nn.parallel.DistributedDataParallel(model)
+
+    Unlike PyTorch's, it synchronises CPU tensors too (over MPI).
+    """
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 process_group=None, device=None, dtype=None, *, bias=True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
+        self.process_group = process_group
+
+    def _check_input_dim(self, input):
+        if input.dim() < 2:
+            raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
+        if input.size(1) == 0:
+            raise ValueError("SyncBatchNorm number of input channels should be non-zero")
+
+    def _sync_group(self):
+        """The group to synchronise with, or None to behave as BatchNorm (no group, a group of one, or this
+        rank outside the group)."""
+        if not dist.is_initialized():
+            return None
+        group = dist.group.WORLD if self.process_group is None else self.process_group
+        return group if dist.get_world_size(group) > 1 else None
+
+    def _normalize(self, input, running_mean, running_var, use_batch_stats, momentum):
+        group = self._sync_group() if use_batch_stats and self.training else None
+        if group is None:
+            return super()._normalize(input, running_mean, running_var, use_batch_stats, momentum)
+        return sync_batch_norm(input, running_mean, running_var, self.weight, self.bias, momentum, self.eps, group)
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module, process_group=None):
+        """Replace every ``BatchNorm*d`` in ``module`` (itself included: then a new module is returned) by a
+        ``SyncBatchNorm`` that shares its parameters, running estimates and training mode."""
+        out = module
+        if isinstance(module, _BatchNorm):
+            out = SyncBatchNorm(module.num_features, module.eps, module.momentum, module.affine,
+                                module.track_running_stats, process_group, bias=module.bias is not None)
+            if module.affine:
+                out.weight = module.weight
+                out.bias = module.bias
+            out.running_mean = module.running_mean
+            out.running_var = module.running_var
+            out.num_batches_tracked = module.num_batches_tracked
+            out.training = module.training
+            if hasattr(module, "qconfig"):
+                out.qconfig = module.qconfig
+        for name, child in module.named_children():
+            out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return out
 
 
 class _InstanceNorm(_NormBase):
