@@ -71,7 +71,23 @@ class safe_globals:
         _marked_safe = _marked_safe - set(self.safe_globals)
 
 
+class _Passthrough(Exception):
+    """Carries an error of the caller's making (a bad allowlist entry, a failing map_location) through the
+    conversion of malformed-pickle errors into UnpicklingError."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 def _user_allowed() -> dict[str, Any]:
+    try:
+        return _user_allowed_table()
+    except (ValueError, TypeError) as e:
+        raise _Passthrough(e) from None
+
+
+def _user_allowed_table() -> dict[str, Any]:
     rc: dict[str, Any] = {}
     for f in _marked_safe:
         if isinstance(f, tuple):
@@ -292,7 +308,12 @@ class RestrictedUnpickler(pickle._Unpickler):  # type: ignore[name-defined, misc
         self.stack[-3:] = [self._tuple(self.stack[-3:])]
 
     def persistent_load(self, pid: Any) -> Any:
-        return self._persistent_load(pid)
+        try:
+            return self._persistent_load(pid)
+        except (UnpicklingError, RuntimeError):
+            raise
+        except Exception as e:
+            raise _Passthrough(e) from None
 
     def load_binpersid(self) -> None:
         self.append(self.persistent_load(self.stack.pop()))
@@ -329,6 +350,8 @@ def restricted_load(file: Any, persistent_load: Callable[[Any], Any], encoding: 
     """One object from ``file`` through the restricted unpickler; malformed data raises UnpicklingError."""
     try:
         return RestrictedUnpickler(file, persistent_load, encoding=encoding).load()
+    except _Passthrough as p:
+        raise p.error from None
     except (UnpicklingError, RuntimeError):
         raise
     except (EOFError, IndexError, KeyError, ValueError, TypeError, AttributeError, OverflowError,

@@ -154,6 +154,10 @@ def _make_pickler(base: type, file: IO[bytes], protocol: int, storages: _Collect
         def persistent_id(self, obj: Any) -> Any:
             if type(obj) is not _StorageRef:
                 return None
+            if self.proto < 1:
+                # (protocol 0 writes a persistent id as text, which cannot hold the storage's tuple)
+                raise pickle.PicklingError("pickle protocol 0 cannot store tensors: use protocol 1 or higher "
+                                           "(the default is 2)")
             storage_type = _g("torch", STORAGE_NAME_OF[obj.dtype])
             if storages.legacy:
                 return ("storage", storage_type, obj.key, obj.location, obj.numel, None)
