@@ -14,10 +14,11 @@ from .. import _dtype
 from .._device import device as _device_cls
 from ..nn.parameter import Parameter
 from ..tensor import Size, Tensor
+from ._common import CheckpointError
 from ._storage import STORAGE_TYPES, UNSUPPORTED_DTYPES, UNSUPPORTED_STORAGES, UNTYPED, TypedStorage
 
 
-class RebuildError(RuntimeError):
+class RebuildError(CheckpointError):
     """A tensor record that cannot describe a tensor (bad sizes, strides outside the storage...)."""
 
 

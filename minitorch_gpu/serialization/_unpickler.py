@@ -14,6 +14,7 @@ from __future__ import annotations
 import _compat_pickle
 import collections
 import pickle
+import struct
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -354,7 +355,7 @@ def restricted_load(file: Any, persistent_load: Callable[[Any], Any], encoding: 
         raise p.error from None
     except (UnpicklingError, RuntimeError):
         raise
-    except (EOFError, IndexError, KeyError, ValueError, TypeError, AttributeError, OverflowError,
+    except (EOFError, IndexError, KeyError, ValueError, TypeError, AttributeError, OverflowError, struct.error,
             MemoryError, UnicodeError) as e:
         raise UnpicklingError(f"the pickle data is corrupt or truncated ({type(e).__name__}: {e})") from None
 
