@@ -548,3 +548,15 @@ def test_save_arguments(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         mt.save(mt.ones(1), tmp_path / "ok.pt")
+
+
+def test_tensor_attributes_cross_both_ways(torch):
+    t = mt.ones(2)
+    t.tag = "w"
+    data = _bytes(t)
+    assert mt.load(io.BytesIO(data)).tag == "w" and torch.load(io.BytesIO(data)).tag == "w"
+    tt = torch.ones(2)
+    tt.tag = 3
+    buf = io.BytesIO()
+    torch.save(tt, buf)
+    assert mt.load(io.BytesIO(buf.getvalue())).tag == 3
