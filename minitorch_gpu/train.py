@@ -8,7 +8,8 @@ source files, read from the running interpreter in a fixed order (the first ``--
 Everything lands in ``--out`` (default ``out/``): ``metrics.jsonl`` (one JSON object per step: step, loss,
 lr, tokens_per_s, and val_loss at evaluation steps), ``checkpoint.safetensors`` (model, optimizer, scheduler,
 step, random-number-generator states, model config and vocabulary, written with
-``mt.serialization.save_safetensors``) and ``loss.png`` (train and validation curves; needs matplotlib). A text sample is printed at the end.
+``mt.serialization.save_safetensors``) and ``loss.png`` (train and validation curves; needs matplotlib). A text
+sample is printed at the end.
 
 ``--resume`` continues from the checkpoint in ``--out`` up to ``--steps``. Batches come from a generator whose
 state is checkpointed with everything else, so on the CPU a resumed run reproduces the losses of an
