@@ -99,7 +99,7 @@ def main(argv=None):
 
     # save and restore the weights the way a PyTorch script does
     with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "classifier.safetensors")
+        path = os.path.join(tmp, "classifier.pt")
         torch.save(model.state_dict(), path)
         restored = MLP(2, args.hidden, 3).to(device)
         restored.load_state_dict(torch.load(path))

@@ -7,8 +7,9 @@ source files, read from the running interpreter in a fixed order (the first ``--
 
 Everything lands in ``--out`` (default ``out/``): ``metrics.jsonl`` (one JSON object per step: step, loss,
 lr, tokens_per_s, and val_loss at evaluation steps), ``checkpoint.safetensors`` (model, optimizer, scheduler,
-step, random-number-generator states, model config and vocabulary, written with ``mt.save``) and ``loss.png``
-(train and validation curves; needs matplotlib). A text sample is printed at the end.
+step, random-number-generator states, model config and vocabulary, written with
+``mt.serialization.save_safetensors``) and ``loss.png`` (train and validation curves; needs matplotlib). A text
+sample is printed at the end.
 
 ``--resume`` continues from the checkpoint in ``--out`` up to ``--steps``. Batches come from a generator whose
 state is checkpointed with everything else, so on the CPU a resumed run reproduces the losses of an
@@ -328,9 +329,12 @@ def save_checkpoint(path, model, optimizer, scheduler, step, data_gen, device, c
     """Everything a resumed run needs to continue exactly: weights, optimizer and scheduler state, step, RNG
     states, model config, vocabulary and the run settings."""
     import minitorch_gpu as mt
-    mt.save({"format": CHECKPOINT_FORMAT, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+    # safetensors, as before zip checkpoints became mt.save's default: the trainer's own resume file holds
+    # only tensors and plain values, and stays a format no loader can run code from
+    state = {"format": CHECKPOINT_FORMAT, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
              "scheduler": scheduler.state_dict(), "step": step, "rng": _rng_states(data_gen, device),
-             "config": config.to_dict(), "vocab": vocab, "run": run}, path)
+             "config": config.to_dict(), "vocab": vocab, "run": run}
+    mt.serialization.save_safetensors(state, path)
 
 
 def load_checkpoint(path):

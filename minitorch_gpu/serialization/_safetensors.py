@@ -1,4 +1,5 @@
-"""Checkpoints: ``mt.save(obj, f)`` and ``mt.load(f, map_location=None)``, in the safetensors format.
+"""The safetensors checkpoint format: ``save_safetensors(obj, f)`` writes it, and ``load`` reads it (forever:
+it was the only format ``save`` wrote before the PyTorch zip format became the default).
 
 A checkpoint is one safetensors file. Its tensors are the tensors of ``obj`` (each distinct tensor object
 once, under a readable key: for a state dict the parameter names themselves, so PyTorch's
@@ -11,24 +12,23 @@ Nothing is ever unpickled, so loading a file can never run code: the only things
 produce are tensors, numbers, strings, bools, None, dtypes, devices, sizes, and dicts, lists, tuples and
 sets of those. The header is checked here before safetensors sees the bytes (every offset inside the
 data, no overlaps or gaps, sizes matching shapes and dtypes), and every problem raises
-:class:`CheckpointError` naming it. Saving to a path is atomic: the new file is written and fsynced next
-to the old one and then renamed over it, so a crash mid-save leaves the previous checkpoint intact.
+:class:`CheckpointError` naming it.
 """
 import collections
-import io
 import json
 import math
-import os
 import sys
-import uuid
 
 import numpy as np
+import safetensors
+from safetensors.numpy import save as _st_save
 
-from . import _dtype
-from ._device import device as _device_cls
-from .tensor import Size, Tensor
-
-__all__ = ["save", "load"]
+from .. import _dtype
+from .._device import device as _device_cls
+from ..nn.parameter import Parameter
+from ..ops.creation import from_numpy
+from ..tensor import Size, Tensor
+from ._common import CheckpointError, check_target, typename, write_to
 
 # the __metadata__ entry that holds our structure JSON
 _STRUCTURE_KEY = "minitorch_gpu"
@@ -44,22 +44,7 @@ _ITEMSIZE = {"BOOL": 1, "U8": 1, "I8": 1, "I16": 2, "I32": 4, "I64": 8, "F16": 2
              "U16": 2, "U32": 4, "U64": 8, "C64": 8, "F8_E4M3": 1, "F8_E5M2": 1}
 
 
-class CheckpointError(RuntimeError):
-    """A file that is not a loadable minitorch_gpu checkpoint: corrupt, truncated, inconsistent, or in a
-    format that would need unpickling."""
-
-
 # ---------------------------------------------------------------------------------------------- saving
-
-def _typename(obj):
-    t = type(obj)
-    return t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
-
-
-def _parameter_cls():
-    from .nn.parameter import Parameter
-    return Parameter
-
 
 class _Encoder:
     """Turns an object tree into JSON-able data plus a dict of host arrays (one per distinct tensor)."""
@@ -69,7 +54,7 @@ class _Encoder:
         self.refs = {}      # id(tensor) -> its reference node, so a tensor seen twice is stored once
         self.keep = []      # the tensors themselves, so their ids stay unique while encoding
         self.active = set()  # ids of containers on the current path, to refuse cycles
-        self.param_cls = _parameter_cls()
+        self.param_cls = Parameter
 
     def _key(self, path):
         base = ".".join(path) if path else "tensor"
@@ -123,7 +108,7 @@ class _Encoder:
                 return self._container(obj, path)
             finally:
                 self.active.discard(id(obj))
-        raise TypeError(f"minitorch_gpu.save cannot store an object of type {_typename(obj)}: checkpoints hold "
+        raise TypeError(f"minitorch_gpu.save cannot store an object of type {typename(obj)}: checkpoints hold "
                         "tensors, numbers, strings, bools, None, dtypes, devices and dicts/lists/tuples/sets of "
                         "them (nothing is pickled)")
 
@@ -158,77 +143,22 @@ def _structure_json(obj):
 
 
 def _serialize(obj):
-    from safetensors.numpy import save as _st_save
     text, arrays = _structure_json(obj)
     # one metadata entry only: safetensors writes metadata in hash-map order, and a single key keeps the
     # bytes of a checkpoint a pure function of its contents
     return _st_save(arrays, metadata={_STRUCTURE_KEY: text})
 
 
-def _fsync_dir(path):
-    # the rename is durable only once the directory entry is on disk; not every platform can open a dir
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+def save_safetensors(obj, f):
+    """Save ``obj`` (tensors, state dicts, optimizer state dicts, nested dicts/lists/tuples/sets of tensors and
+    plain values) as a safetensors file: a format no loader can run code from, which
+    ``safetensors.torch.load_file`` reads as a flat ``{name: tensor}`` dict. ``f`` is a path (written
+    atomically) or a binary file object; :func:`minitorch_gpu.load` reads it back with its structure.
 
-
-def _atomic_write(path, data):
-    """Write ``data`` to ``path`` through a temporary file in the same folder, fsync it and rename it over
-    ``path``; on any failure the temporary file is removed and ``path`` is untouched."""
-    # through a symlink, replace the file it points to (as a plain write would), not the link itself
-    path = os.path.realpath(path)
-    folder = os.path.dirname(path)
-    if not os.path.isdir(folder):
-        raise RuntimeError(f"Parent directory {folder} does not exist.")
-    tmp = os.path.join(folder, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
-    try:
-        try:
-            fh = os.fdopen(fd, "wb")
-        except BaseException:
-            os.close(fd)
-            raise
-        with fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    _fsync_dir(folder)
-
-
-def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True):
-    """Save ``obj`` (a tensor, a state dict, an optimizer state dict, or nested dicts/lists/tuples of tensors
-    and plain values) to ``f``: a path (written atomically) or a binary file object.
-
-    The file is a safetensors file (see the module docstring); ``pickle_module`` and ``pickle_protocol`` are
-    accepted for signature compatibility with PyTorch but must be left unset, since nothing is pickled."""
-    if pickle_module is not None or pickle_protocol is not None:
-        raise TypeError("minitorch_gpu.save never pickles: pickle_module and pickle_protocol must not be given")
+    >>> save_safetensors(model.state_dict(), "model.safetensors")  # doctest: +SKIP
+    """
     data = _serialize(obj)
-    if isinstance(f, (str, os.PathLike)):
-        _atomic_write(os.fspath(f), data)
-        return
-    if not hasattr(f, "write"):
-        raise AttributeError(f"minitorch_gpu.save: f must be a path or a binary file object with write(), got "
-                             f"{_typename(f)}")
-    if isinstance(f, io.TextIOBase):
-        raise TypeError("minitorch_gpu.save: the file object must be opened in binary mode ('wb')")
-    f.write(data)
-    if hasattr(f, "flush"):
-        f.flush()
+    write_to(f, lambda fh: fh.write(data))
 
 
 # --------------------------------------------------------------------------------------------- loading
@@ -239,14 +169,6 @@ def _bad(msg):
 
 def _sniff_foreign(buf):
     """A CheckpointError when the bytes are recognisably some other format, else None."""
-    if buf[:4] == b"PK\x03\x04":
-        return CheckpointError(
-            "not a safetensors checkpoint: looks like a zip archive holding a pickle file (PyTorch's "
-            "torch.save format); minitorch_gpu never unpickles. Convert it with safetensors.torch.save_file")
-    if len(buf) >= 2 and buf[0] == 0x80 and 2 <= buf[1] <= 5:
-        return CheckpointError(
-            "not a safetensors checkpoint: looks like a pickle file (PyTorch's legacy torch.save format or "
-            "pickle.dump); minitorch_gpu never unpickles. Convert it with safetensors.torch.save_file")
     if buf[:6] == b"\x93NUMPY":
         return CheckpointError("not a safetensors checkpoint: looks like a NumPy .npy file; load it with "
                                "numpy.load and convert with minitorch_gpu.from_numpy")
@@ -358,7 +280,6 @@ def _check_header(buf):
 
 def _host_arrays(buf, entries):
     """name -> NumPy array of every tensor, read through safetensors once the header has been checked."""
-    import safetensors
     try:
         flat = safetensors.deserialize(bytes(buf))
     except Exception as e:  # safetensors' own checks, should a case slip past ours
@@ -387,36 +308,6 @@ def _host_arrays(buf, entries):
     return out
 
 
-def _read_all(f):
-    if isinstance(f, (str, os.PathLike)):
-        with open(f, "rb") as fh:
-            return fh.read()
-    if not hasattr(f, "read"):
-        raise AttributeError(f"minitorch_gpu.load: f must be a path or a binary file object with read(), got "
-                             f"{_typename(f)}")
-    data = f.read()
-    if isinstance(data, str):
-        raise TypeError("minitorch_gpu.load: the file object must be opened in binary mode ('rb')")
-    return data
-
-
-def _check_target(dev):
-    d = _device_cls(dev)
-    if d.type == "cuda":
-        from . import cuda
-        if not cuda.is_available():
-            raise RuntimeError("Attempting to deserialize object on a CUDA device but minitorch_gpu.cuda."
-                               "is_available() is False. If you are running on a CPU-only machine, please use "
-                               "minitorch_gpu.load with map_location=minitorch_gpu.device('cpu') to map your "
-                               "storages to the CPU.")
-        n = cuda.device_count()
-        if d.index is not None and d.index >= n:
-            raise RuntimeError(f"Attempting to deserialize object on CUDA device {d.index} but minitorch_gpu."
-                               f"cuda.device_count() is {n}. Please use minitorch_gpu.load with map_location to "
-                               "map your storages to an existing device.")
-    return d
-
-
 class _Materializer:
     """Builds tensors from host arrays on the device that ``map_location`` chooses, once per key."""
 
@@ -425,15 +316,14 @@ class _Materializer:
         self.map_location = map_location
         self.done = {}
         if map_location is None or isinstance(map_location, (str, _device_cls)):
-            self.fixed = None if map_location is None else _check_target(map_location)
+            self.fixed = None if map_location is None else check_target(map_location)
         elif isinstance(map_location, dict) or callable(map_location):
             self.fixed = None
         else:
             raise TypeError(f"map_location must be None, a string, a device, a dict or a callable, got "
-                            f"{_typename(map_location)}")
+                            f"{typename(map_location)}")
 
     def _cpu(self, key):
-        from .ops.creation import from_numpy
         return from_numpy(self.arrays[key])
 
     def tensor(self, key, location):
@@ -446,18 +336,18 @@ class _Materializer:
         if self.fixed is not None:
             target = self.fixed
         elif ml is None:
-            target = _check_target(location)
+            target = check_target(location)
         elif isinstance(ml, dict):
-            target = _check_target(ml.get(location, location))
+            target = check_target(ml.get(location, location))
         else:
             res = ml(self._cpu(key), location)
             if res is None:
-                target = _check_target(location)
+                target = check_target(location)
             elif isinstance(res, Tensor):
                 self.done[key] = res
                 return res
             else:
-                raise TypeError(f"map_location callable must return a Tensor or None, got {_typename(res)}")
+                raise TypeError(f"map_location callable must return a Tensor or None, got {typename(res)}")
         t = self._cpu(key)
         if target.type != "cpu":
             t = t.to(target)
@@ -566,27 +456,16 @@ class _Decoder:
         if rg and not t.dtype.is_floating_point:
             raise _bad(f"tensor {key!r} of dtype {t.dtype} is marked requires_grad")
         if is_param:
-            t = _parameter_cls()(t, requires_grad=rg)
+            t = Parameter(t, requires_grad=rg)
         elif rg:
             t = t.detach().requires_grad_(True)
         self.shared[key] = t
         return t
 
 
-def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None, **pickle_load_args):
-    """Load a checkpoint written by :func:`save` (or any safetensors file) from a path or binary file object.
-
-    ``map_location`` moves tensors like PyTorch's: None restores each tensor on the device it was saved from,
-    a string or device puts all of them there, a dict maps saved locations (``'cuda:0'``) to new ones, and a
-    callable ``fn(cpu_tensor, location)`` returns the tensor to use (or None for the default). A plain
-    safetensors file (no minitorch_gpu metadata) loads as a flat ``{name: tensor}`` dict on the CPU (or
-    ``map_location``). Nothing is ever unpickled, whatever ``weights_only`` says: a corrupt, truncated or
-    pickle-based file raises :class:`CheckpointError`. The file is read into memory whole; ``mmap`` is
-    accepted for signature compatibility and changes nothing."""
-    if pickle_module is not None or pickle_load_args:
-        raise TypeError("minitorch_gpu.load never unpickles: pickle_module and pickle load arguments are not "
-                        "accepted")
-    buf = _read_all(f)
+def load_safetensors(buf, map_location=None):
+    """The object a safetensors checkpoint (``buf``: its bytes) holds; a plain safetensors file without our
+    structure metadata loads as a flat ``{name: tensor}`` dict."""
     entries, metadata = _check_header(buf)
     structure = None
     if metadata is not None and _STRUCTURE_KEY in metadata:
