@@ -21,6 +21,7 @@ from .ops.conversion import *  # noqa: E402,F401,F403
 from .ops.creation import *  # noqa: E402,F401,F403
 from .ops.creation import as_tensor, from_numpy  # noqa: E402,F401
 from .ops.elementwise import *  # noqa: E402,F401,F403
+from .ops.distance import *  # noqa: E402,F401,F403
 from .ops.dlpack import *  # noqa: E402,F401,F403
 from .ops.indexing import *  # noqa: E402,F401,F403
 from .ops.linalg import *  # noqa: E402,F401,F403

@@ -2,7 +2,7 @@
 cartesian_prod and pixel_shuffle / pixel_unshuffle against PyTorch, values and gradients."""
 import numpy as np
 import pytest
-from helpers import assert_close, to_np
+from helpers import grads_like_torch, to_np
 
 import minitorch_gpu as mt
 
@@ -14,16 +14,7 @@ def _t(a, device, **kw):
 
 
 def _grads_match(fn_m, fn_t, arrays, device, torch, tol=1e-12):
-    xs = [_t(a, device, requires_grad=True) for a in arrays]
-    ts = [torch.tensor(a, requires_grad=True) for a in arrays]
-    ym, yt = fn_m(*xs), fn_t(*ts)
-    assert_close(ym, yt.detach().numpy(), rtol=tol, atol=tol)
-    g = RNG.standard_normal(tuple(yt.shape))
-    ym.backward(_t(g, device))
-    yt.backward(torch.tensor(g))
-    for x, t in zip(xs, ts):
-        assert_close(x.grad, t.grad.numpy(), rtol=tol, atol=tol)
-    return ym
+    return grads_like_torch(fn_m, fn_t, arrays, device, torch, RNG, tol)
 
 
 @pytest.mark.parametrize("size,stride,offset", [((2, 2), (1, 1), None), ((3, 2), (2, 1), 1), ((4,), (0,), 3),
