@@ -17,6 +17,7 @@ import numpy.typing as npt
 from .._device import device as Device
 from .._dtype import bfloat16
 from .._dtype import dtype as DType
+from ._ctc import CTCMixin
 from ._elementwise import ElementwiseMixin
 from ._index import IndexMixin
 from ._linalg import LinalgMixin
@@ -31,7 +32,7 @@ from ._types import Array, NpDtype, Scalar, Shape
 
 
 class Backend(ElementwiseMixin, SpecialMixin, ReduceMixin, ShapeMixin, IndexMixin, LinalgMixin, RandomMixin,
-              OptimMixin, NNMixin, RNNMixin):
+              OptimMixin, NNMixin, RNNMixin, CTCMixin):
     """Array primitives for one device. Subclasses set ``xp`` and ``device``."""
 
     xp: Any = np
