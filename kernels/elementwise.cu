@@ -31,14 +31,14 @@ enum UnaryOp {
     U_neg, U_abs, U_exp, U_exp2, U_log, U_log2, U_log10, U_log1p, U_expm1, U_sqrt, U_rsqrt, U_sin, U_cos, U_tan,
     U_tanh, U_floor, U_ceil, U_trunc, U_rint, U_frac, U_reciprocal, U_square, U_asin, U_acos, U_atan, U_sinh,
     U_cosh, U_asinh, U_acosh, U_atanh, U_deg2rad, U_rad2deg, U_sign, U_relu, U_sigmoid, U_erf, U_gelu,
-    U_gelu_tanh, U_softplus, U_silu
+    U_gelu_tanh, U_softplus, U_silu, U_lgamma, U_digamma
 };
 // @enum predicate: bool results of a float input
 enum PredicateOp { P_isnan, P_isinf, P_isfinite, P_signbit, P_logical_not };
 // @enum binary
 enum BinaryOp {
     B_add, B_sub, B_mul, B_div, B_maximum, B_minimum, B_fmax, B_fmin, B_pow, B_atan2, B_copysign, B_hypot,
-    B_logaddexp, B_fmod, B_remainder, B_floor_divide, B_trunc_divide, B_gelu_backward, B_gelu_tanh_backward,
+    B_logaddexp, B_logaddexp2, B_fmod, B_remainder, B_floor_divide, B_trunc_divide, B_gelu_backward, B_gelu_tanh_backward,
     B_silu_backward, B_sigmoid_backward, B_tanh_backward
 };
 // @enum compare
@@ -58,6 +58,30 @@ template <typename T> __device__ __forceinline__ T sigmoid_of(T x) {
     if (x >= (T)0) return (T)1 / ((T)1 + mt_exp(-x));
     T e = mt_exp(x);
     return e / ((T)1 + e);
+}
+
+// PyTorch's calc_digamma: reflection below 0, the recurrence up to 10, then the asymptotic series (Cephes)
+template <typename T> __device__ __forceinline__ T digamma_of(T x) {
+    if (x == (T)0) return mt_copysign(mt_inf<T>(), -x);
+    T result = (T)0;
+    if (x < (T)0) {
+        if (x == mt_trunc(x)) return mt_inf<T>() - mt_inf<T>();  // poles (and -inf): NaN
+        // pi / tan(pi x) with x reduced by its integer part: tan has period pi
+        T r = x - mt_trunc(x);
+        result = -(T)MT_PI / mt_tan((T)MT_PI * r);
+        x = (T)1 - x;
+    }
+    while (x < (T)10) { result -= (T)1 / x; x += (T)1; }
+    if (x == (T)10) return result + (T)2.25175258906672110764;
+    T y = (T)0;
+    if (x < (T)1.0e17) {
+        T z = (T)1 / (x * x);
+        y = z * ((((((z * (T)8.33333333333333333333E-2 - (T)2.10927960927960927961E-2) * z
+                     + (T)7.57575757575757575758E-3) * z - (T)4.16666666666666666667E-3) * z
+                   + (T)3.96825396825396825397E-3) * z - (T)8.33333333333333333333E-3) * z
+                 + (T)8.33333333333333333333E-2);
+    }
+    return result + mt_log(x) - (T)0.5 / x - y;
 }
 
 template <typename T> struct UnaryF {
@@ -115,6 +139,8 @@ template <typename T> struct UnaryF {
                 return mt_log1p(mt_exp(xb)) / p0;
             }
             case U_silu: return x * sigmoid_of(x);
+            case U_lgamma: return mt_lgamma(x);
+            case U_digamma: return digamma_of(x);
         }
         return x;
     }
@@ -163,6 +189,15 @@ template <typename T> __device__ __forceinline__ T logaddexp_of(T a, T b) {
     return d;  // NaN
 }
 
+// log2(2^a + 2^b), with logaddexp's care for equal infinities
+template <typename T> __device__ __forceinline__ T logaddexp2_of(T a, T b) {
+    if (a == b) return a + (T)1;
+    T d = a - b;
+    if (d > (T)0) return a + mt_log1p(mt_exp2(-d)) * (T)1.4426950408889634;
+    if (d <= (T)0) return b + mt_log1p(mt_exp2(d)) * (T)1.4426950408889634;
+    return d;  // NaN
+}
+
 template <typename T> struct BinaryF {
     int op;
     __device__ __forceinline__ T operator()(T a, T b) const {
@@ -180,6 +215,7 @@ template <typename T> struct BinaryF {
             case B_copysign: return mt_copysign(a, b);
             case B_hypot: return mt_hypot(a, b);
             case B_logaddexp: return logaddexp_of(a, b);
+            case B_logaddexp2: return logaddexp2_of(a, b);
             case B_fmod: return mt_fmod(a, b);
             case B_remainder: return remainder_of(a, b);
             case B_floor_divide: return floor_divide_of(a, b);

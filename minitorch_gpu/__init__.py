@@ -16,10 +16,12 @@ from ._tensor_str import get_printoptions, printoptions, set_printoptions  # __r
 from . import cuda
 from .autograd import enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, \
     set_grad_enabled  # noqa: E402
+from .ops.binning import *  # noqa: E402,F401,F403
 from .ops.conversion import *  # noqa: E402,F401,F403
 from .ops.creation import *  # noqa: E402,F401,F403
 from .ops.creation import as_tensor, from_numpy  # noqa: E402,F401
 from .ops.elementwise import *  # noqa: E402,F401,F403
+from .ops.distance import *  # noqa: E402,F401,F403
 from .ops.dlpack import *  # noqa: E402,F401,F403
 from .ops.indexing import *  # noqa: E402,F401,F403
 from .ops.linalg import *  # noqa: E402,F401,F403

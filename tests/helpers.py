@@ -56,3 +56,19 @@ def backward_like_torch(ours, theirs, device, torch, rng, tol):
         loss_t = loss_t + (ot * torch.tensor(g)).sum()
     loss_m.backward()
     loss_t.backward()
+
+
+def grads_like_torch(fn_ours, fn_torch, arrays, device, torch, rng, tol=1e-12):
+    """``fn_ours`` on tensors of ``arrays`` (on ``device``) against ``fn_torch`` on PyTorch's: the output, then
+    the gradient of every input for one random output gradient (``rng``: a NumPy Generator). Returns our
+    output."""
+    xs = [mt.tensor(a, device=device, requires_grad=True) for a in arrays]
+    ts = [torch.tensor(a, requires_grad=True) for a in arrays]
+    ym, yt = fn_ours(*xs), fn_torch(*ts)
+    assert_close(ym, yt.detach().numpy(), rtol=tol, atol=tol)
+    g = rng.standard_normal(tuple(yt.shape))
+    ym.backward(mt.tensor(g, device=device))
+    yt.backward(torch.tensor(g))
+    for x, t in zip(xs, ts):
+        assert_close(x.grad, t.grad.numpy(), rtol=tol, atol=tol)
+    return ym

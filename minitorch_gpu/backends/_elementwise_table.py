@@ -71,6 +71,7 @@ PRIMITIVES: tuple[Prim, ...] = (
     _u("asinh", "arcsinh"), _u("acosh", "arccosh"), _u("atanh", "arctanh"), _u("deg2rad"), _u("rad2deg"),
     _u("sign", body="_sign"), _u("relu", body="_relu"), _u("sigmoid", body="_sigmoid"), _u("erf", body="_erf_out"),
     _u("erfinv", body="_erfinv_out", kernel=None), _u("bitwise_not", "invert", kernel=None),
+    _u("lgamma", body="_lgamma"), _u("digamma", body="_digamma"),
     # ---- unary: bool out
     _u("isnan", kernel="P"), _u("isinf", kernel="P"), _u("isfinite", kernel="P"), _u("signbit", kernel="P"),
     _u("logical_not", kernel="P"),
@@ -80,7 +81,7 @@ PRIMITIVES: tuple[Prim, ...] = (
     # ---- binary: same dtype out
     _b("add"), _b("sub", "subtract"), _b("mul", "multiply"), _b("div", "true_divide"), _b("maximum"),
     _b("minimum"), _b("fmax"), _b("fmin"), _b("pow", body="_pow"), _b("atan2", "arctan2"), _b("copysign"),
-    _b("hypot"), _b("logaddexp"), _b("fmod", body="_fmod"), _b("remainder", body="_remainder"),
+    _b("hypot"), _b("logaddexp"), _b("logaddexp2"), _b("fmod", body="_fmod"), _b("remainder", body="_remainder"),
     _b("floor_divide", body="_floor_divide"), _b("trunc_divide", body="_trunc_divide"),
     _b("bitwise_and", kernel=None), _b("bitwise_or", kernel=None), _b("bitwise_xor", kernel=None),
     _b("left_shift", kernel=None), _b("right_shift", kernel=None),

@@ -317,6 +317,42 @@ class IndexMixin(PrimitiveHost):
         idx = xp.take_along_axis(order, pos, axis)
         return xp.take_along_axis(x, idx, axis), idx
 
+    # ---------------------------------------------------------------- binning
+    def searchsorted(self, boundaries: Array, values: Array, right: bool, sorter: Array | None) -> Array:
+        """For each value, where it would be inserted into its row of the ascending ``boundaries`` (1-D, or
+        rows matching ``values``' leading dims; ``sorter`` sorts each row): before equal elements, or after them
+        when ``right``. One vectorised binary search over every value at once, with PyTorch's comparisons
+        (``!(b >= v)`` / ``!(b > v)``), so NaN sorts after every number."""
+        xp = self.xp
+        n = boundaries.shape[-1]
+        if n == 0 or values.size == 0:
+            return xp.zeros(values.shape, dtype=_np.int64)
+        rows = boundaries.reshape(-1, n)
+        vals = values.reshape(rows.shape[0], -1)
+        order = None if sorter is None else sorter.reshape(rows.shape)
+        lo = xp.zeros(vals.shape, dtype=_np.int64)
+        hi = xp.full(vals.shape, n, dtype=_np.int64)
+        for _ in range(n.bit_length() + 1):
+            active = lo < hi
+            mid = (lo + hi) // 2
+            at = xp.minimum(mid, n - 1)
+            if order is not None:
+                at = xp.take_along_axis(order, at, axis=1)
+            b = xp.take_along_axis(rows, at, axis=1)
+            after = ~(b > vals) if right else ~(b >= vals)
+            lo = xp.where(active & after, mid + 1, lo)
+            hi = xp.where(active & ~after, mid, hi)
+        return lo.reshape(values.shape)
+
+    def bin_counts(self, index: Array, bins: int, weight: Array | None, np_dtype: NpDtype) -> Array:
+        """How many entries of ``index`` (or how much of their ``weight``) fall in each of ``bins`` bins, as
+        ``np_dtype``; negative entries count nowhere."""
+        xp = self.xp
+        keep = index >= 0
+        w = None if weight is None else weight[keep].astype(_np.float64)
+        counts = xp.bincount(index[keep], weights=w, minlength=bins)[:bins]
+        return counts.astype(np_dtype)
+
     def isnan_mask(self, x: Array) -> Array:
         return self.xp.isnan(x) if x.dtype.kind == "f" else self.xp.zeros(x.shape, dtype=bool)
 

@@ -2,7 +2,7 @@
 
 A Backend owns an array module ``xp`` (NumPy or CuPy) and implements each primitive on it. The table is
 split by family into mixins (``_elementwise.py``, ``_reduce.py``, ``_shape.py``, ``_index.py``,
-``_linalg.py``, ``_random.py``, ``_nn.py``, ``_rnn.py``...) so that one file holds one family; the bodies are written once against
+``_linalg.py``, ``_random.py``, ``_nn.py``, ``_rnn.py``, ``_special.py``...) so that one file holds one family; the bodies are written once against
 ``xp`` and serve NumPy and CuPy alike. A backend that has a faster way (a CUDA RawKernel) overrides the
 primitive; nothing above this layer changes.
 """
@@ -17,6 +17,7 @@ import numpy.typing as npt
 from .._device import device as Device
 from .._dtype import bfloat16
 from .._dtype import dtype as DType
+from ._ctc import CTCMixin
 from ._elementwise import ElementwiseMixin
 from ._index import IndexMixin
 from ._linalg import LinalgMixin
@@ -26,11 +27,12 @@ from ._random import RandomMixin
 from ._reduce import ReduceMixin
 from ._rnn import RNNMixin
 from ._shape import ShapeMixin
+from ._special import SpecialMixin
 from ._types import Array, NpDtype, Scalar, Shape
 
 
-class Backend(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, LinalgMixin, RandomMixin, OptimMixin,
-              NNMixin, RNNMixin):
+class Backend(ElementwiseMixin, SpecialMixin, ReduceMixin, ShapeMixin, IndexMixin, LinalgMixin, RandomMixin,
+              OptimMixin, NNMixin, RNNMixin, CTCMixin):
     """Array primitives for one device. Subclasses set ``xp`` and ``device``."""
 
     xp: Any = np

@@ -369,15 +369,19 @@ def _binary_node(node, prim, grad_a, grad_b, reads=("", ""), *, true_division=Fa
     return cls
 
 
-def _binary(name, node, prim, grad_a, grad_b, reads, *, doc, aliases=(), true_division=False, inplace=False):
+def _binary(name, node, prim, grad_a, grad_b, reads, *, doc, aliases=(), true_division=False, inplace=False,
+            check=None):
     """One row of a tensor-tensor binary op: its node, ``fn(input, other, *, out=None)``, its in-place form when
-    ``inplace``, and ``aliases``, exported and bound onto Tensor."""
+    ``inplace``, and ``aliases``, exported and bound onto Tensor. ``check(input, other)`` raises PyTorch's error
+    for operands it refuses."""
     cls = _binary_node(node, prim, grad_a, grad_b, reads, true_division=true_division)
     globals()[node] = cls
 
     def fn(input, other, *, out=None):
         check_tensor(input, name, "input", 1)
         check_tensor(other, name, "other", 2)
+        if check is not None:
+            check(input, other)
         r = _binary_tensor(cls, input, other)
         return r if out is None else write_out(r, out, name)
     fn.__name__ = fn.__qualname__ = name
@@ -837,6 +841,27 @@ atan2 = _binary("atan2", "Atan2Backward0", "atan2", lambda g, a, b: g / (a * a +
                 lambda g, a, b: g / (a * a + b * b) * -a, ("ab", "ab"), true_division=True,
                 doc="Elementwise angle of (other, input), in the float result dtype.", aliases=("arctan2",),
                 inplace=True)
+
+
+def _float_kernel2(kernel):
+    """PyTorch's refusal of two operands whose promoted dtype is not floating (ops with only float kernels)."""
+    def check(a, b):
+        dt = _dtype.result_type(a, b)
+        if not dt.is_floating_point:
+            raise NotImplementedError(f"\"{kernel}\" not implemented for '{dt._scalar_name}'")
+    return check
+
+
+_LOG2 = 0.6931471805599453
+hypot = _binary("hypot", "HypotBackward0", "hypot", lambda g, a, b: g * (a / a.hypot(b)),
+                lambda g, a, b: g * (b / a.hypot(b)), ("ab", "ab"), true_division=True, inplace=True,
+                check=_float_kernel2("hypot_cpu"), doc="sqrt(input ** 2 + other ** 2) elementwise, without overflow.")
+logaddexp = _binary("logaddexp", "LogaddexpBackward0", "logaddexp", lambda g, a, b: g / ((b - a).exp() + 1),
+                    lambda g, a, b: g / ((a - b).exp() + 1), ("ab", "ab"), true_division=True,
+                    check=_float_kernel2("logaddexp_cpu"), doc="log(exp(input) + exp(other)) without overflow.")
+logaddexp2 = _binary("logaddexp2", "Logaddexp2Backward0", "logaddexp2", lambda g, a, b: g / ((b - a).exp2() + 1),
+                     lambda g, a, b: g / ((a - b).exp2() + 1), ("ab", "ab"), true_division=True,
+                     check=_float_kernel2("logaddexp2_cpu"), doc="log2(2 ** input + 2 ** other) without overflow.")
 
 
 # ---------------------------------------------------------------------- in-place arithmetic
@@ -1359,6 +1384,8 @@ _unary("sigmoid", "SigmoidBackward0", "sigmoid", saves=OUTPUT,
        grad=lambda g, y: SigmoidBackwardBackward0.apply(g, y))
 _unary("erf", "ErfBackward0", "erf", saves=INPUT, grad=lambda g, x: g * ((-(x * x)).exp() * _TWO_OVER_SQRT_PI))
 _unary("erfinv", "ErfinvBackward0", "erfinv", saves=OUTPUT, grad=lambda g, y: g * ((y * y).exp() * _SQRT_PI_OVER_TWO))
+_unary("lgamma", "LgammaBackward0", "lgamma", saves=INPUT, grad=lambda g, x: g * x.digamma())
+_unary("digamma", "DigammaBackward0", "digamma", saves=INPUT, grad=lambda g, x: g * polygamma(1, x))
 _unary("floor", "FloorBackward0", "floor", dtype=EXACT, grad=_zero_grad)
 _unary("ceil", "CeilBackward0", "ceil", dtype=EXACT, grad=_zero_grad)
 _unary("trunc", "TruncBackward0", "trunc", dtype=EXACT, grad=_zero_grad, aliases=("fix",))
@@ -1395,6 +1422,90 @@ def square(input, *, out=None):
 def square_(self):
     """In-place ``square``."""
     return apply_inplace(self, square)
+
+
+class PolygammaBackward0(Op):
+    """The n-th derivative of digamma; its gradient is the next one."""
+
+    def forward(self, x, n):
+        self.n = n
+        self.save_for_backward(x)
+        d = x._data
+        if _INFO[d.dtype][0] != _FLOAT:
+            d = d.astype(_default[0].np_dtype)
+        return x._be.polygamma(n, d)
+
+    def backward(self, g):
+        x, = self.saved_tensors
+        return (g * polygamma(self.n + 1, x),)
+
+
+def polygamma(n, input, *, out=None):
+    """The ``n``-th derivative of digamma (``n = 0``: digamma itself), elementwise."""
+    if isinstance(n, bool) or not isinstance(n, (int, _np.integer)):
+        raise TypeError(f"polygamma(): argument 'n' (position 1) must be int, not {type(n).__name__}")
+    check_tensor(input, "polygamma", "input", 2)
+    if n < 0:
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
+    r = PolygammaBackward0.apply(input, n=int(n))
+    return r if out is None else write_out(r, out, "polygamma")
+
+
+def _polygamma_method(self, n):
+    return polygamma(n, self)
+
+
+def polygamma_(self, n):
+    """In-place ``polygamma`` of order ``n``."""
+    return apply_inplace(self, _polygamma_method, n)
+
+
+class NanToNumBackward0(Op):
+    """NaN, +inf and -inf replaced by numbers; the gradient flows only where the input was finite."""
+
+    def forward(self, x, nan, posinf, neginf):
+        self.save_for_backward(x)
+        be = x._be
+        d = x._data
+        r = be.where(be.unary("isnan", d), nan, d)
+        r = be.where(be.binary("eq", d, math.inf), posinf, r)
+        return be.where(be.binary("eq", d, -math.inf), neginf, r)
+
+    def backward(self, g):
+        x, = self.saved_tensors
+        return (where(x.isfinite(), g, 0.0),)
+
+
+def _largest(npd):
+    """The largest finite value of a float dtype (bfloat16 through ml_dtypes, which np.finfo may not know)."""
+    try:
+        return float(_np.finfo(npd).max)
+    except (TypeError, ValueError):
+        return float.fromhex("0x1.fep127")
+
+
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
+    """NaN replaced by ``nan``, +inf by ``posinf`` and -inf by ``neginf`` (default: the dtype's largest and
+    smallest finite values); integer and bool tensors are returned as a copy."""
+    check_tensor(input, "nan_to_num", "input", 1)
+    if _INFO[input._data.dtype][0] != _FLOAT:
+        r = input.clone()
+    else:
+        big = _largest(input._data.dtype)
+        r = NanToNumBackward0.apply(input, nan=float(nan), posinf=big if posinf is None else float(posinf),
+                                    neginf=-big if neginf is None else float(neginf))
+    return r if out is None else write_out(r, out, "nan_to_num")
+
+
+def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
+    """In-place ``nan_to_num``."""
+    return apply_inplace(self, nan_to_num, nan, posinf, neginf)
+
+
+_export("polygamma", polygamma)
+_export("nan_to_num", nan_to_num, inplace=nan_to_num_)
+METHODS["polygamma"] = _polygamma_method
+METHODS["polygamma_"] = polygamma_
 
 
 # ---------------------------------------------------------------------- activations

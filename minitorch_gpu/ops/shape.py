@@ -26,6 +26,7 @@ __all__ = [
     "diag", "diag_embed", "diagflat", "atleast_1d",
     "atleast_2d", "atleast_3d", "cat", "concat", "concatenate", "stack", "hstack", "vstack", "row_stack", "dstack",
     "column_stack", "tril", "triu", "flip", "fliplr", "flipud", "roll", "rot90", "tile", "repeat_interleave",
+    "as_strided", "diff", "kron", "cartesian_prod", "pixel_shuffle", "pixel_unshuffle",
 ]
 
 
@@ -1490,7 +1491,169 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     return RepeatInterleaveBackward0.apply(x, counts=counts, dim=d)
 
 
+
+# ---------------------------------------------------------------------- as_strided: a view of the storage
+
+def _storage_size(t):
+    """The elements of memory a root tensor spans (its storage, in PyTorch's terms)."""
+    shape, strides = t._data.shape, t._be.strides(t._data)
+    if 0 in shape:
+        return 0
+    return 1 + builtins.sum((n - 1) * s for n, s in zip(shape, strides))
+
+
+def _storage_view(be, storage, size, stride, offset):
+    """The view (size, stride, offset) of the 1-D array ``storage``."""
+    return be.as_strided_view(storage, size, stride, (offset,) if offset else None)
+
+
+class AsStridedBackward0(Op):
+    """A view of the input's storage (its root's memory) with any sizes, strides and offset. Its gradient adds
+    the output's gradient into a gradient of the storage (overlapping elements accumulate), then reads the
+    input's own elements out of it."""
+
+    def forward(self, x, size, stride, storage_offset):
+        root = x if x._base is None else x._base
+        be = x._be
+        n = _storage_size(root)
+        storage = be.as_strided_view(root._data, (n,), (1,))
+        where_in = (tuple(x._data.shape), be.strides(x._data), x.storage_offset())
+        self.geometry = (n, where_in, (size, stride, storage_offset))
+        return _storage_view(be, storage, size, stride, storage_offset)
+
+    def backward(self, g):
+        n, (in_size, in_stride, in_offset), (size, stride, offset) = self.geometry
+        be = g._be
+        cells = be.arange_index(n)
+        to_out = Tensor._make(be.copy(_storage_view(be, cells, size, stride, offset)).reshape(-1), be)
+        to_in = Tensor._make(be.copy(_storage_view(be, cells, in_size, in_stride, in_offset)), be)
+        grad_storage = g.new_zeros((n,)).index_add(0, to_out, g.reshape(-1))
+        return (grad_storage.take(to_in),)
+
+
+def as_strided(input, size, stride, storage_offset=None):
+    """A view of ``input``'s storage with the given sizes, strides and offset (default: ``input``'s own
+    offset), sharing memory with it; elements may repeat. PyTorch's bounds checks apply."""
+    size = tuple(_int(v) for v in size)
+    stride = tuple(_int(v, "stride") for v in stride)
+    if len(size) != len(stride):
+        raise RuntimeError("mismatch in length of strides and shape")
+    offset = input.storage_offset() if storage_offset is None else _int(storage_offset, "storage_offset")
+    if offset < 0:
+        raise RuntimeError(f"Tensor: invalid storage offset {offset}")
+    if builtins.any(s < 0 for s in stride):
+        raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got strides: "
+                           f"{list(stride)}")
+    root = input if input._base is None else input._base
+    item = input._data.itemsize
+    need = 0 if 0 in size else offset + 1 + builtins.sum((n - 1) * s for n, s in zip(size, stride))
+    have = _storage_size(root)
+    if need > have:
+        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {offset}, and "
+                           f"itemsize {item} requiring a storage size of {need * item} are out of bounds for "
+                           f"storage of size {have * item}")
+    return make_view(AsStridedBackward0, input, lambda v: as_strided(v, size, stride, offset), size=size,
+                     stride=stride, storage_offset=offset)
+
+
+# ---------------------------------------------------------------------- composites of slicing and broadcasting
+
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    """The ``n``-th forward difference along ``dim`` (``out[i] = x[i + 1] - x[i]``, XOR for bool), after
+    concatenating ``prepend`` and ``append`` to the input along ``dim``."""
+    if input.dim() == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    n = _int(n, "n")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    d = wrap_dim(dim, input.dim())
+    parts = []
+    for name, extra in (("prepend", prepend), (None, input), ("append", append)):
+        if extra is None:
+            continue
+        if not isinstance(extra, Tensor):
+            raise TypeError(f"diff(): argument '{name}' must be Tensor, not {type(extra).__name__}")
+        if extra.dim() != input.dim():
+            raise RuntimeError("diff expects prepend or append to be the same dimension as input")
+        parts.append(extra)
+    x = cat(parts, d) if len(parts) > 1 else input
+    for _ in range(n):
+        length = x.shape[d]
+        if length == 0:
+            break
+        hi, lo = x.narrow(d, 1, length - 1), x.narrow(d, 0, length - 1)
+        x = hi.logical_xor(lo) if x.dtype is _dtype.bool else hi - lo
+    return x
+
+
+def kron(input, other, *, out=None):
+    """The Kronecker product: every element of ``input`` times a whole copy of ``other``, laid out in blocks
+    (the operand with fewer dims gets leading ones)."""
+    nd = builtins.max(input.dim(), other.dim())
+    a_shape = (1,) * (nd - input.dim()) + tuple(input.shape)
+    b_shape = (1,) * (nd - other.dim()) + tuple(other.shape)
+    # a as (a0, 1, a1, 1, ...) times b as (1, b0, 1, b1, ...): blocks interleaved dim by dim
+    a = input.reshape(tuple(v for n in a_shape for v in (n, 1)))
+    b = other.reshape(tuple(v for n in b_shape for v in (1, n)))
+    r = (a * b).reshape(tuple(p * q for p, q in zip(a_shape, b_shape)))
+    return r if out is None else write_out(r, out, "kron")
+
+
+def cartesian_prod(*tensors):
+    """Every combination of one element from each 1-D tensor, as the rows of a (N, len(tensors)) tensor
+    (a single tensor is returned as it is)."""
+    for t in tensors:
+        if t.dim() != 1:
+            raise RuntimeError(f"Expect a 1D vector, but got shape {list(t.shape)}")
+    if len(tensors) == 1:
+        return tensors[0]
+    if builtins.any(t.dtype is not tensors[0].dtype for t in tensors):
+        raise RuntimeError("meshgrid expects all tensors to have the same dtype")
+    k = len(tensors)
+    full = tuple(t.shape[0] for t in tensors)
+    grids = [t.reshape((1,) * i + (-1,) + (1,) * (k - i - 1)).expand(full) for i, t in enumerate(tensors)]
+    return stack(grids, -1).reshape(-1, k)
+
+
+def _check_pixel_factor(name, what, factor, input):
+    if input.dim() < 3:
+        raise RuntimeError(f"{name} expects input to have at least 3 dimensions, but got input with {input.dim()} "
+                           "dimension(s)")
+    if factor <= 0:
+        raise RuntimeError(f"{name} expects a positive {what}, but got {factor}")
+
+
+def pixel_shuffle(input, upscale_factor):
+    """(*, C r^2, H, W) -> (*, C, H r, W r): each group of r^2 channels becomes an r x r block of pixels."""
+    r = _int(upscale_factor, "upscale_factor")
+    _check_pixel_factor("pixel_shuffle", "upscale_factor", r, input)
+    *lead, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError("pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
+                           f"upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
+    nl = len(lead)
+    x = input.reshape(*lead, c // (r * r), r, r, h, w)
+    x = x.permute(*range(nl), nl, nl + 3, nl + 1, nl + 4, nl + 2)
+    return x.reshape(*lead, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """(*, C, H r, W r) -> (*, C r^2, H, W): the inverse of ``pixel_shuffle``."""
+    r = _int(downscale_factor, "downscale_factor")
+    _check_pixel_factor("pixel_unshuffle", "downscale_factor", r, input)
+    *lead, c, h, w = input.shape
+    for what, size, at in (("height", h, -2), ("width", w, -1)):
+        if size % r:
+            raise RuntimeError(f"pixel_unshuffle expects {what} to be divisible by downscale_factor, but "
+                               f"input.size({at})={size} is not divisible by {r}")
+    nl = len(lead)
+    x = input.reshape(*lead, c, h // r, r, w // r, r)
+    x = x.permute(*range(nl), nl, nl + 2, nl + 4, nl + 1, nl + 3)
+    return x.reshape(*lead, c * r * r, h // r, w // r)
+
+
 METHODS = {
+    "as_strided": as_strided, "diff": diff, "kron": kron,
     "view": view, "view_as": view_as, "reshape": reshape, "reshape_as": reshape_as, "flatten": flatten,
     "unflatten": unflatten, "ravel": ravel, "expand": expand, "expand_as": expand_as, "broadcast_to": broadcast_to,
     "permute": permute, "transpose": transpose, "swapaxes": swapaxes, "swapdims": swapdims, "t": t,

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from minitorch_gpu.backends import get_backend
 from minitorch_gpu.backends._elementwise_table import kernel_members
 from minitorch_gpu.backends.cuda import loader
 
@@ -44,6 +45,9 @@ UNARY_REF = {
     "gelu_tanh": lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3))),
     "softplus": lambda x: np.where(x * 2.0 > 3.0, x, np.log1p(np.exp(x * 2.0)) / 2.0),
     "silu": lambda x: x * _sigmoid(x),
+    # the CPU backend's float64 bodies (checked against PyTorch in tests/ops/test_elementwise.py)
+    "lgamma": lambda x: get_backend("cpu").unary("lgamma", x.astype(np.float64)),
+    "digamma": lambda x: get_backend("cpu").unary("digamma", x.astype(np.float64)),
 }
 PRED_REF = {"isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite, "signbit": np.signbit,
             "logical_not": np.logical_not}
@@ -56,7 +60,8 @@ def _floor_divide(a, b):
 BINARY_REF = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide, "maximum": np.maximum,
     "minimum": np.minimum, "fmax": np.fmax, "fmin": np.fmin, "pow": np.power, "atan2": np.arctan2,
-    "copysign": np.copysign, "hypot": np.hypot, "logaddexp": np.logaddexp, "fmod": np.fmod,
+    "copysign": np.copysign, "hypot": np.hypot, "logaddexp": np.logaddexp, "logaddexp2": np.logaddexp2,
+    "fmod": np.fmod,
     "remainder": np.remainder, "floor_divide": _floor_divide, "trunc_divide": lambda a, b: np.trunc(a / b),
     "gelu_backward": lambda g, x: g * (0.5 * (1 + _erf(x / math.sqrt(2))) + x * np.exp(-x * x / 2) / math.sqrt(
         2 * math.pi)),
@@ -66,7 +71,8 @@ BINARY_REF = {
 CMP_REF = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
            "ge": np.greater_equal, "logical_and": np.logical_and, "logical_or": np.logical_or,
            "logical_xor": np.logical_xor}
-_SMOOTH = {"gelu", "gelu_tanh", "erf", "sigmoid", "silu", "softplus", "gelu_backward", "silu_backward"}
+_SMOOTH = {"gelu", "gelu_tanh", "erf", "sigmoid", "silu", "softplus", "gelu_backward", "silu_backward", "lgamma",
+           "digamma"}
 
 
 def _check(got, want, dt, name=""):

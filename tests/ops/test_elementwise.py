@@ -83,12 +83,14 @@ UNARY = {
     "frac": (lambda x: x - np.trunc(x), (-3, 3)),
     "reciprocal": (np.reciprocal, (0.3, 3)),
     "square": (np.square, (-2, 2)),
+    "lgamma": (np.vectorize(math.lgamma, otypes=[np.float64]), (0.3, 6)),
+    "digamma": (None, (0.3, 6)),
 }
 # piecewise-constant ops: zero gradient (finite differences are only meaningful away from the jumps)
 STEP_OPS = {"sign", "floor", "ceil", "round", "trunc"}
 FLOAT_ONLY = {"exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tan",
               "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "tanh", "sigmoid", "erf",
-              "erfinv", "reciprocal"}
+              "erfinv", "reciprocal", "lgamma", "digamma"}
 
 
 def test_every_unary_row_has_a_test_row():
@@ -375,6 +377,9 @@ BINARY = {
     "fmin": (np.fmin, None, None),
     "atan2": (np.arctan2, None, None),
     "floor_divide": (np.floor_divide, None, _nonzero),
+    "hypot": (np.hypot, None, _nonzero),
+    "logaddexp": (np.logaddexp, None, None),
+    "logaddexp2": (np.logaddexp2, None, None),
 }
 SHAPES = [((3, 4), (3, 4)), ((3, 4), (4,)), ((2, 1, 3), (4, 1)), ((), (3,)), ((3,), ()), ((), ()),
           ((0, 3), (3,)), ((2, 0), (1, 1))]
@@ -478,7 +483,8 @@ def test_nan_handling_of_max_min_and_clamp(device, torch):
     _same(mt.clamp(_t([0.5], device), float("nan"), 1.0), torch.clamp(torch.tensor([0.5]), float("nan"), 1.0))
 
 
-@pytest.mark.parametrize("name", ["mul", "div", "pow", "atan2", "maximum", "sub", "remainder"])
+@pytest.mark.parametrize("name", ["mul", "div", "pow", "atan2", "maximum", "sub", "remainder", "hypot", "logaddexp",
+                                  "logaddexp2"])
 def test_binary_gradgradcheck(device, name):
     a, b = _binary_inputs(name, (2, 3), (3,))
     x, y = _t(a, device, requires_grad=True), _t(b, device, requires_grad=True)
@@ -1270,3 +1276,123 @@ def test_bfloat16_ops(device, torch):
     xt = torch.tensor(a, dtype=torch.bfloat16)
     for expr in ("x + 1.5", "x * x", "x.exp()", "x.sigmoid()", "x.tanh()", "x / 3", "x.relu()"):
         _same(eval(expr, {"x": x}), eval(expr, {"x": xt}), rtol=1e-2, atol=1e-2)
+
+
+# ---------------------------------------------------------------------- special functions, nan_to_num
+
+_GAMMA_SPECIALS = [0.0, -0.0, -1.0, -2.0, -2.5, -0.5, 1e-300, 1e-8, 1.0, 2.0, 0.5, 171.5, 1e17, np.inf, -np.inf,
+                   np.nan]
+
+
+@pytest.mark.parametrize("name", ["lgamma", "digamma"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gamma_functions_over_the_real_line_match_torch(device, torch, name, dtype):
+    """Poles, signed zeros, infinities, the reflection region and the asymptotic region."""
+    a = np.concatenate([RNG.uniform(-12, 40, 300), _GAMMA_SPECIALS]).astype(dtype)
+    with np.errstate(all="ignore"):
+        # float32 near a pole of the negative axis is ill-conditioned: float and double evaluations part there
+        tol = dict(rtol=1e-4, atol=2e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
+        expected = getattr(torch, name)(torch.tensor(a)).numpy()
+        got = to_np(getattr(mt, name)(_t(a, device)))
+    assert got.dtype == expected.dtype
+    np.testing.assert_allclose(got, expected, equal_nan=True, **tol)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 6])
+def test_polygamma_matches_torch(device, torch, n):
+    a = np.concatenate([RNG.uniform(-6.5, 30, 200), [0.25, 1.0, 2.0, 0.0, 1e3, np.inf, np.nan]])
+    a = np.where(np.abs(a - np.round(a)) < 1e-3, a + 0.1, a)  # keep away from the poles of the negative axis
+    a[-5] = 0.0
+    with np.errstate(all="ignore"):
+        expected = torch.polygamma(n, torch.tensor(a)).numpy()
+    got = mt.polygamma(n, _t(a, device))
+    np.testing.assert_allclose(to_np(got), expected, rtol=1e-10, atol=1e-12, equal_nan=True)
+    x = _t(a.astype(np.float32), device)
+    assert x.polygamma(n).dtype is mt.float32
+    y = x.clone()
+    assert y.polygamma_(n) is y
+    np.testing.assert_allclose(to_np(y), to_np(x.polygamma(n)))
+    assert mt.polygamma(n, _t([1, 2], device)).dtype is mt.float32
+
+
+def test_polygamma_errors(device):
+    x = _t([1.0], device)
+    with pytest.raises(RuntimeError, match=r"polygamma\(n, x\) does not support negative n."):
+        mt.polygamma(-1, x)
+    with pytest.raises(TypeError, match="must be int"):
+        mt.polygamma(1.5, x)
+
+
+@pytest.mark.parametrize("name", ["lgamma", "digamma"])
+def test_gamma_function_grads_match_torch(device, torch, name):
+    a = np.array([-2.5, -0.3, 0.2, 1.0, 3.7, 25.0])
+    x, xt = _t(a, device, requires_grad=True), torch.tensor(a, requires_grad=True)
+    (gx,) = mt.autograd.grad(getattr(mt, name)(x).sum(), x, create_graph=True)
+    (gt,) = torch.autograd.grad(getattr(torch, name)(xt).sum(), xt, create_graph=True)
+    _same(gx, gt, rtol=1e-10, atol=1e-12)
+    gx.sum().backward()
+    gt.sum().backward()
+    _same(x.grad, xt.grad, rtol=1e-9, atol=1e-10)
+
+
+def test_polygamma_gradcheck(device):
+    x = _t(np.array([0.3, 1.7, 4.0]), device, requires_grad=True)
+    assert mt.autograd.gradcheck(lambda t: mt.polygamma(2, t), (x,))
+    assert mt.autograd.gradgradcheck(lambda t: mt.polygamma(1, t), (x,))
+    assert mt.polygamma(2, x).grad_fn.name() == "PolygammaBackward0"
+
+
+@pytest.mark.parametrize("name", ["hypot", "logaddexp", "logaddexp2"])
+def test_float_only_binary_ops_refuse_integers(device, torch, name):
+    a = np.array([1, 2, 3])
+    with pytest.raises(NotImplementedError) as theirs:
+        getattr(torch, name)(torch.tensor(a), torch.tensor(a))
+    with pytest.raises(NotImplementedError) as ours:
+        getattr(mt, name)(_t(a, device), _t(a, device))
+    assert str(ours.value) == str(theirs.value)
+    with pytest.raises(TypeError, match="must be Tensor, not float"):
+        getattr(mt, name)(_t([1.0], device), 2.0)
+    # one float operand makes the promoted dtype floating
+    _same(getattr(mt, name)(_t([3.0], device), _t([4], device)),
+          getattr(torch, name)(torch.tensor([3.0]), torch.tensor([4])))
+
+
+def test_logaddexp_extremes(device, torch):
+    a = np.array([np.inf, -np.inf, np.inf, 1e308, -1e308, 800.0, np.nan, 0.0])
+    b = np.array([np.inf, -np.inf, -np.inf, 1e308, -1e308, 800.0, 1.0, -800.0])
+    for name in ("logaddexp", "logaddexp2", "hypot"):
+        _same(getattr(mt, name)(_t(a, device), _t(b, device)),
+              getattr(torch, name)(torch.tensor(a), torch.tensor(b)), rtol=1e-14, atol=0)
+
+
+def test_hypot_inplace(device, torch):
+    a, b = _arr(3, 4), _arr(4)
+    x = _t(a, device)
+    assert x.hypot_(_t(b, device)) is x
+    _same(x, torch.tensor(a).hypot_(torch.tensor(b)))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_nan_to_num_matches_torch(device, torch, dtype):
+    a = np.array([[np.nan, np.inf, -np.inf], [1.5, -0.0, 3.0]], dtype=dtype)
+    for kw in ({}, {"nan": 1.0}, {"nan": 2.0, "posinf": 7, "neginf": -7.5}, {"posinf": 1e300}):
+        with np.errstate(over="ignore"):
+            _same(mt.nan_to_num(_t(a, device), **kw), torch.nan_to_num(torch.tensor(a), **kw))
+        x = _t(a, device)
+        assert x.nan_to_num_(**kw) is x
+        _same(x, torch.tensor(a).nan_to_num_(**kw))
+    ints = np.array([1, 2, 3])
+    r = mt.nan_to_num(_t(ints, device))
+    _same(r, torch.nan_to_num(torch.tensor(ints)))
+
+
+def test_nan_to_num_gradient_flows_only_through_finite_values(device, torch):
+    a = np.array([0.0, 1.0, np.inf, np.nan, -np.inf, -2.0])
+    x, xt = _t(a, device, requires_grad=True), torch.tensor(a, requires_grad=True)
+    y, yt = mt.nan_to_num(x, nan=3.0), torch.nan_to_num(xt, nan=3.0)
+    assert y.grad_fn.name() == yt.grad_fn.name()
+    g = np.arange(6.0)
+    y.backward(_t(g, device))
+    yt.backward(torch.tensor(g))
+    _same(x.grad, xt.grad)
+    assert mt.autograd.gradcheck(mt.nan_to_num, (_t(_arr(5), device, requires_grad=True),))

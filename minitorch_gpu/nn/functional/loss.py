@@ -20,13 +20,14 @@ from ... import _dtype
 from ...autograd.node import Op
 from ...autograd.grad_mode import _state
 from ...ops._util import broadcast_shapes, sum_to
+from ...ops.distance import pairwise_distance
 from ...ops.elementwise import where
 from ...tensor import Tensor
 
 __all__ = [
     "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "soft_margin_loss",
-    "margin_ranking_loss", "cosine_embedding_loss",
+    "margin_ranking_loss", "cosine_embedding_loss", "triplet_margin_loss", "triplet_margin_with_distance_loss",
 ]
 
 _F32 = _dtype.float32.np_dtype
@@ -986,3 +987,37 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
     pos = where(target == 1, 1 - cos, zeros)
     neg = where(target == -1, (cos - margin).clamp_min(0), zeros)
     return _apply_reduction(pos + neg, reduction)
+
+
+def _triplet(anchor, positive, negative, distance, margin, swap, reduction):
+    """``max(0, margin + d(a, p) - d(a, n))``, with ``d(a, n)`` replaced by ``d(p, n)`` where that is smaller
+    when ``swap``."""
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    dims = (anchor.dim(), positive.dim(), negative.dim())
+    if len(set(dims)) != 1:
+        raise RuntimeError("The anchor, positive, and negative tensors are expected to have the same number of "
+                           f"dimensions, but got: anchor {dims[0]}D, positive {dims[1]}D, and negative {dims[2]}D "
+                           "inputs")
+    d_pos = distance(anchor, positive)
+    d_neg = distance(anchor, negative)
+    if swap:
+        d_neg = d_neg.minimum(distance(positive, negative))
+    return _apply_reduction((margin + d_pos - d_neg).clamp_min(0), reduction)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
+                        reduce=None, reduction="mean"):
+    """The triplet loss ``max(0, margin + ||a - p||_p - ||a - n||_p)`` over rows of embeddings (``swap``: the
+    distance swap of Balntas et al., the negative's distance to the positive where that is smaller)."""
+    reduction = _get_reduction(reduction, size_average, reduce)
+    return _triplet(anchor, positive, negative, lambda x, y: pairwise_distance(x, y, p, eps), margin, swap,
+                    reduction)
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0,
+                                      swap=False, reduction="mean"):
+    """The triplet loss with any ``distance_function(x, y)`` (default ``pairwise_distance``)."""
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return _triplet(anchor, positive, negative, distance_function or pairwise_distance, margin, swap, reduction)

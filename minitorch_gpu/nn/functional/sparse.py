@@ -13,10 +13,12 @@ from ...autograd.node import Op
 from ...autograd.grad_mode import _state, no_grad
 from ...ops._util import check_same_device, check_tensor
 from ...ops.elementwise import where
+from ...ops.binning import searchsorted
+from ...ops.creation import arange, zeros
 from ...ops.indexing import IndexAddBackward0, one_hot
 from ...tensor import Tensor
 
-__all__ = ["embedding", "one_hot"]
+__all__ = ["embedding", "embedding_bag", "one_hot"]
 
 _INDEX_DTYPES = (_dtype.int64, _dtype.int32)
 # the one-hot product is used for tables of at most this many rows, with a one-hot matrix of at most
@@ -129,3 +131,100 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
         _renorm_rows(weight, input, max_norm, norm_type)
     return EmbeddingBackward0.apply(weight, indices=idx, padding_idx=padding_idx,
                                     scale_grad_by_freq=bool(scale_grad_by_freq))
+
+
+_BAG_MODES = ("sum", "mean", "max")
+
+
+def _bag_layout(input, offsets, include_last_offset):
+    """(flat indices, bag starts, number of bags) for the two layouts: a 2-D input is one bag per row; a 1-D
+    input is cut into bags at ``offsets`` (with ``include_last_offset``, the last offset closes the last bag)."""
+    if input.dim() == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
+                             f"fixed length sequences. However, found offsets of type {type(offsets)}")
+        rows, width = input.shape
+        return input.reshape(-1), arange(0, rows * width, max(width, 1), device=input.device), rows
+    if input.dim() != 1:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.dim()}")
+    if offsets is None:
+        raise ValueError("offsets has to be a 1D Tensor but got None")
+    if offsets.dim() != 1:
+        raise ValueError("offsets has to be a 1D Tensor")
+    if offsets.dtype not in _INDEX_DTYPES:
+        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+                           f"Long, Int; but got minitorch_gpu.{offsets.dtype._tensor_name} instead (while checking "
+                           "arguments for embedding_bag)")
+    if offsets.numel():
+        first, last = offsets[0].item(), offsets[-1].item()
+        if first != 0:
+            raise RuntimeError("offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start "
+                               f"from position 0. However, got {first}")
+        if last > input.numel():
+            raise RuntimeError(f"offsets[-1] can not be greater than input's length {input.numel()} but got "
+                               f"offsets[-1] of {last}")
+    starts = offsets[:-1] if include_last_offset and offsets.numel() else offsets
+    return input, starts, starts.numel()
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False, mode="mean",
+                  sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    """The sum, mean or max of the embeddings of each bag of indices, without materialising them per bag: a
+    2-D ``input`` holds one bag per row, a 1-D one is cut into bags at ``offsets``. Entries equal to
+    ``padding_idx`` are left out (of the mean's count too); an empty bag gives zeros. ``per_sample_weights``
+    scales each embedding (``mode='sum'`` only).
+
+    >>> embedding_bag(mt.tensor([0, 1, 1]), mt.eye(2), mt.tensor([0, 1]), mode="sum")
+    tensor([[1., 0.],
+            [0., 2.]])
+    """
+    check_tensor(input, "embedding_bag", "input")
+    check_tensor(weight, "embedding_bag", "weight")
+    if mode not in _BAG_MODES:
+        raise ValueError("mode has to be one of sum, mean or max")
+    if per_sample_weights is not None:
+        if mode != "sum":
+            raise NotImplementedError("embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+                                      f"supported for mode='sum' (got mode='{mode}'). Please open a feature request "
+                                      "on GitHub.")
+        if per_sample_weights.shape != input.shape:
+            raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is not None, then it "
+                             f"must have the same shape as the input ({input.shape})")
+    n = weight.shape[0]
+    if padding_idx is not None:
+        if not -n <= padding_idx < n:
+            raise RuntimeError(f"padding_idx must be within the number of embeddings, {-n} through {n - 1}, but got "
+                               f"{padding_idx}")
+        padding_idx %= n
+    if input.dtype not in _INDEX_DTYPES:
+        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+                           f"Long, Int; but got minitorch_gpu.{input.dtype._tensor_name} instead (while checking "
+                           "arguments for embedding_bag)")
+    flat, starts, bags = _bag_layout(input, offsets, include_last_offset)
+    if flat.numel():
+        lo, hi = flat._be.index_range(flat._data)
+        if lo < 0 or hi >= n:
+            bad = lo if lo < 0 else hi
+            at = ((flat < 0) | (flat >= n)).nonzero()[0, 0].item()
+            raise RuntimeError(f"Index {at} of input takes value {bad} which is not in the valid range [0, {n})")
+    rows = embedding(flat, weight, None, max_norm, norm_type, scale_grad_by_freq, sparse)
+    # the bag of every entry; entries past the last bag and padding entries go to a spare row, dropped at the end
+    bag = searchsorted(starts, arange(flat.numel(), device=flat.device), right=True) - 1
+    if include_last_offset and offsets.numel():
+        bag = where(arange(flat.numel(), device=flat.device) < offsets[-1], bag, bags)
+    if padding_idx is not None:
+        bag = where(flat == padding_idx, bags, bag)
+    if per_sample_weights is not None:
+        rows = rows * per_sample_weights.reshape(-1, 1).to(rows.dtype)
+    d = weight.shape[1]
+    out = zeros((bags + 1, d), dtype=weight.dtype, device=weight.device)
+    if mode == "max":
+        out = out.scatter_reduce(0, bag.reshape(-1, 1).expand(-1, d), rows, "amax", include_self=False)
+    else:
+        out = out.index_add(0, bag, rows)
+    out = out[:bags]
+    if mode == "mean":
+        counts = zeros(bags + 1, dtype=weight.dtype, device=weight.device).index_add(
+            0, bag, rows.new_ones(bag.shape))[:bags]
+        out = out / counts.clamp_min(1).reshape(-1, 1)
+    return out
