@@ -59,3 +59,18 @@ def test_program_matches_pytorch_and_resumes_exactly(program, mode, torch_runs, 
     assert sorted(first) == list(range(1, n // 2 + 1)) and sorted(second) == list(range(n // 2 + 1, n + 1))
     resumed = {**first, **second}
     np.testing.assert_allclose([resumed[k] for k in sorted(resumed)], [got[k] for k in sorted(got)], rtol=1e-6)
+
+
+@pytest.mark.parametrize("program", list(PROGRAMS))
+def test_checkpoints_cross_between_pytorch_and_us(program, torch_runs, tmp_path):
+    """A checkpoint PyTorch's run wrote resumes here, and ours resumes in PyTorch: the second half of the losses is
+    the uninterrupted PyTorch run's either way."""
+    n = PROGRAMS[program]
+    want = losses(torch_runs[program])
+    for first_lib, second_lib in (("torch", "minitorch_gpu"), ("minitorch_gpu", "torch")):
+        ckpt = str(tmp_path / f"{first_lib}.pt")
+        run(first_lib, program, "--steps", str(n // 2), "--ckpt", ckpt)
+        second = losses(run(second_lib, program, "--steps", str(n), "--resume", ckpt))
+        assert sorted(second) == list(range(n // 2 + 1, n + 1)), (first_lib, second_lib)
+        np.testing.assert_allclose([second[k] for k in sorted(second)], [want[k] for k in sorted(second)],
+                                   rtol=2e-4, err_msg=f"{first_lib} -> {second_lib}")
