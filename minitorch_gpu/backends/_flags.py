@@ -1,7 +1,7 @@
 """``BoolFlag``: a bool switch of ``mt.backends`` (``cuda.matmul.allow_tf32``, ``cudnn.benchmark``, ...)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, overload
 
 __all__ = ["BoolFlag"]
 
@@ -19,10 +19,17 @@ class BoolFlag:
     def __set_name__(self, owner: type, name: str) -> None:
         self.slot = "_" + name
 
-    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> BoolFlag: ...
+
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> bool: ...
+
+    def __get__(self, obj: object, owner: type | None = None) -> BoolFlag | bool:
         if obj is None:
             return self
-        return getattr(obj, self.slot, self.default)
+        value: bool = getattr(obj, self.slot, self.default)
+        return value
 
     def __set__(self, obj: Any, value: bool) -> None:
         if not isinstance(value, bool):
