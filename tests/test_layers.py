@@ -19,7 +19,7 @@ LAYERS = [
     {"tensor", "_tensor_str"},
     {"autograd"},
     {"ops"},
-    {"cuda", "optim", "utils._foreach_utils"},
+    {"cuda", "accelerator", "optim", "utils._foreach_utils"},
     {"distributed", "profiler"},
     {"nn", "utils.data"},
     {"models", "serialization", "_compile"},
