@@ -28,7 +28,10 @@ from .ops.random import *  # noqa: E402,F401,F403
 from .ops.reduction import *  # noqa: E402,F401,F403
 from .ops.shape import *  # noqa: E402,F401,F403
 
-__version__ = "0.1.0"
+from . import version  # noqa: E402
+from .torch_version import TorchVersion as _TorchVersion  # noqa: E402
+
+__version__ = _TorchVersion(version.__version__)
 
 
 def is_tensor(obj):
