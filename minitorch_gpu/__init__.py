@@ -8,6 +8,7 @@ from . import _dtype
 from ._device import device, get_default_device, set_default_device
 from ._dtype import (bfloat16, bool, double, dtype, float, float16, float32, float64, get_default_dtype, half,
                      int, int8, int16, int32, int64, long, promote_types, set_default_dtype, short, uint8)
+from ._typeinfo import finfo, iinfo
 from .tensor import Size, Tensor
 # the layers above Tensor bind their methods onto it as they are imported
 from . import autograd  # backward, grad_fn edges
