@@ -21,6 +21,7 @@ from .autograd import enable_grad, inference_mode, is_grad_enabled, is_inference
 from .ops.conversion import *  # noqa: E402,F401,F403
 from .ops.creation import *  # noqa: E402,F401,F403
 from .ops.creation import as_tensor, from_numpy  # noqa: E402,F401
+from .ops.legacy_types import CPU_TYPES as _CPU_TYPES  # noqa: E402
 from .ops.elementwise import *  # noqa: E402,F401,F403
 from .ops.dlpack import *  # noqa: E402,F401,F403
 from .ops.indexing import *  # noqa: E402,F401,F403
@@ -33,6 +34,7 @@ from . import version  # noqa: E402
 from .torch_version import TorchVersion as _TorchVersion  # noqa: E402
 
 __version__ = _TorchVersion(version.__version__)
+globals().update(_CPU_TYPES)  # FloatTensor, LongTensor, ...: PyTorch's legacy tensor types
 
 
 def is_tensor(obj):
@@ -60,7 +62,7 @@ def can_cast(from_, to):
     return _dtype.can_cast(from_, to)
 
 
-from . import _utils, compiler, jit, nn, optim  # noqa: E402
+from . import _inductor, _utils, compiler, jit, nn, onnx, optim  # noqa: E402
 from .optim import _foreach  # noqa: E402
 # PyTorch's list operations live in its top-level namespace (``torch._foreach_add_``), where code written against
 # its optimizer internals looks for them
