@@ -8,18 +8,21 @@ from . import _dtype
 from ._device import device, get_default_device, set_default_device
 from ._dtype import (bfloat16, bool, double, dtype, float, float16, float32, float64, get_default_dtype, half,
                      int, int8, int16, int32, int64, long, promote_types, set_default_dtype, short, uint8)
+from ._typeinfo import finfo, iinfo
 from .tensor import Size, Tensor
 # the layers above Tensor bind their methods onto it as they are imported
 from . import autograd  # backward, grad_fn edges
 from . import ops  # every op method
 from ._tensor_str import get_printoptions, printoptions, set_printoptions  # __repr__
 from . import cuda
+from . import accelerator  # noqa: E402
 from .autograd import enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, \
     set_grad_enabled  # noqa: E402
 from .ops.binning import *  # noqa: E402,F401,F403
 from .ops.conversion import *  # noqa: E402,F401,F403
 from .ops.creation import *  # noqa: E402,F401,F403
 from .ops.creation import as_tensor, from_numpy  # noqa: E402,F401
+from .ops.legacy_types import CPU_TYPES as _CPU_TYPES  # noqa: E402
 from .ops.elementwise import *  # noqa: E402,F401,F403
 from .ops.distance import *  # noqa: E402,F401,F403
 from .ops.dlpack import *  # noqa: E402,F401,F403
@@ -29,7 +32,11 @@ from .ops.random import *  # noqa: E402,F401,F403
 from .ops.reduction import *  # noqa: E402,F401,F403
 from .ops.shape import *  # noqa: E402,F401,F403
 
-__version__ = "0.1.0"
+from . import version  # noqa: E402
+from .torch_version import TorchVersion as _TorchVersion  # noqa: E402
+
+__version__ = _TorchVersion(version.__version__)
+globals().update(_CPU_TYPES)  # FloatTensor, LongTensor, ...: PyTorch's legacy tensor types
 
 
 def is_tensor(obj):
@@ -57,7 +64,7 @@ def can_cast(from_, to):
     return _dtype.can_cast(from_, to)
 
 
-from . import _utils, compiler, jit, nn, optim  # noqa: E402
+from . import _inductor, _utils, compiler, jit, nn, onnx, optim  # noqa: E402
 from .optim import _foreach  # noqa: E402
 # PyTorch's list operations live in its top-level namespace (``torch._foreach_add_``), where code written against
 # its optimizer internals looks for them

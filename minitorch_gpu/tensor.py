@@ -283,9 +283,10 @@ class Tensor:
         return complex(self.item())
 
     def __format__(self, spec):
-        if self._data.ndim == 0 and spec:
-            return format(self.item(), spec)
-        return object.__format__(self, spec) if spec else repr(self)
+        # PyTorch formats a plain 0-d tensor as its number (f"{loss:.4f}", f"{loss}"); anything else as str()
+        if self._data.ndim == 0 and type(self) is Tensor:
+            return format(self.detach().item(), spec)
+        return object.__format__(self, spec)
 
     def __reduce_ex__(self, proto):
         # pickle rebuilds through NumPy; autograd history cannot cross a process boundary

@@ -216,3 +216,26 @@ def test_pickle_round_trip(device):
     assert v.tolist() == [[0.0, 1.0], [2.0, 3.0]]
     with pytest.raises(RuntimeError, match="Cowardly refusing to serialize non-leaf tensor which requires_grad"):
         pickle.dumps(x * 2.0)
+
+
+# ---------------------------------------------------------------------- format() and f-strings
+
+@pytest.mark.parametrize("spec", ["", ".4f", "8.2e", "g", "+.1%", ">10"])
+def test_zero_dim_tensors_format_as_their_number_like_torch(device, torch, spec):
+    for value, dt in [(1380.0, "float32"), (0.1234567, "float64"), (7, "int64"), (True, "bool")]:
+        t = mt.tensor(value, dtype=getattr(mt, dt), device=device, requires_grad=dt == "float32")
+        theirs = torch.tensor(value, dtype=getattr(torch, dt), requires_grad=dt == "float32")
+        if spec in ("+.1%", "8.2e", ".4f") and dt == "bool":
+            continue
+        assert format(t, spec) == format(theirs, spec)
+        assert f"{t:{spec}}" == f"{theirs:{spec}}"
+
+
+def test_other_tensors_format_as_str_like_torch(device, torch):
+    t = mt.tensor([1.0, 2.0], device=device)
+    assert f"{t}" == str(t) and format(t, "") == str(t)
+    p = mt.nn.Parameter(mt.tensor(2.0))
+    assert f"{p}" == str(p) and f"{torch.nn.Parameter(torch.tensor(2.0))}".startswith("Parameter containing:")
+    for x in (t, torch.tensor([1.0, 2.0])):
+        with pytest.raises(TypeError, match="unsupported format string passed to"):
+            format(x, ".2f")

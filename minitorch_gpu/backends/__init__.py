@@ -9,6 +9,9 @@
 * ``cuda/``, private to this layer: the CUDA runtime (kernel loader, NVRTC, launchers, the CPU simulator, the
   GPU probe). Its ``matmul`` flags are public as ``mt.backends.cuda.matmul``.
 
+The rest is PyTorch's ``torch.backends`` namespace, switches only: ``cudnn`` (stored, since no op uses cuDNN)
+and ``mps`` (not available), so ``import torch.backends.cudnn as cudnn`` runs.
+
 Nothing here imports the public ``mt.cuda`` package, which sits above this layer.
 """
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 
 from .. import _device
 from . import cuda  # ``mt.backends.cuda.matmul.allow_tf32``
+from . import cudnn, mps  # PyTorch's switches: ``mt.backends.cudnn.benchmark``, ``mt.backends.mps.is_available()``
 from .base import Backend
 from .cuda import device as _cuda_device
 from .cuda_backend import make_cuda_backend
@@ -27,7 +31,7 @@ from .numpy_backend import NumpyBackend
 _device_cls: Callable[..., Any] = _device.device
 _cpu_backend_cls: Callable[[], Backend] = NumpyBackend
 
-__all__ = ["Backend", "get_backend", "cpu_backend", "cuda"]
+__all__ = ["Backend", "get_backend", "cpu_backend", "cuda", "cudnn", "mps"]
 
 _cache: dict[Any, Backend] = {}
 

@@ -154,6 +154,11 @@ class ShapeMixin(PrimitiveHost):
             return self.as_strided_view(x, shape, strides)
         return v
 
+    def dtype_view(self, x: Array, dtype: NpDtype) -> Array:
+        """``x``'s memory read as ``dtype``. With another item size the last dim, which the caller has checked
+        is contiguous, grows or shrinks by the ratio of the sizes; the other strides stay the same in bytes."""
+        return x.view(dtype)
+
     def transpose_view(self, x: Array, axes: Sequence[int]) -> Array:
         return x.transpose(axes)
 

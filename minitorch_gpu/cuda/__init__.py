@@ -22,6 +22,7 @@ from ..backends.cuda.device import is_available as is_available
 from ..backends.cuda.device import is_initialized as is_initialized
 from ..backends.cuda.device import is_simulated as is_simulated
 from ..backends.cuda.device import state as _state
+from ..ops.legacy_types import CUDA_TYPES as _CUDA_TYPES
 
 from . import graphs as graphs
 from . import memory as memory
@@ -45,6 +46,10 @@ __all__ = ["is_available", "device_count", "current_device", "set_device", "sync
 
 _DeviceLike = Any  # an int ordinal, a device, or a string such as "cuda:1"
 _dev: Callable[..., Any] = _device.device
+
+
+# FloatTensor, LongTensor, ...: PyTorch's legacy tensor types for CUDA tensors
+globals().update(_CUDA_TYPES)
 
 
 def _random() -> Any:

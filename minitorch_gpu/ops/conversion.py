@@ -11,6 +11,7 @@ from ..tensor import Tensor
 from ..autograd._inplace import apply_inplace
 from ._util import check_tensor, sum_to
 from .creation import zeros_like
+from .legacy_types import LegacyTensorType
 
 __all__ = ["clone", "memory_format", "contiguous_format", "preserve_format", "channels_last"]
 
@@ -203,10 +204,13 @@ def type_(self, dtype=None, non_blocking=False, **kwargs):
         return prefix + self.dtype._tensor_name
     if isinstance(dtype, str):
         dt, on_cuda = _parse_type_string(dtype)
-        if on_cuda != (self._be.device.type == "cuda"):
-            return to(self, "cuda" if on_cuda else "cpu", dt)
-        return to(self, dt)
-    return to(self, _dtype.to_dtype(dtype))
+    elif isinstance(dtype, LegacyTensorType):  # ``x.type(mt.LongTensor)``
+        dt, on_cuda = dtype.dtype, dtype.is_cuda
+    else:
+        return to(self, _dtype.to_dtype(dtype))
+    if on_cuda != (self._be.device.type == "cuda"):
+        return to(self, "cuda" if on_cuda else "cpu", dt)
+    return to(self, dt)
 
 
 def type_as(self, other):

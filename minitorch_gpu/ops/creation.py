@@ -604,27 +604,31 @@ def _legacy_tensor_new(cls, *args, **kwargs):
     device = kwargs.pop("device", None)
     if kwargs:
         raise TypeError(f"Tensor() got unexpected keyword arguments {list(kwargs)}")
-    default = _dtype.get_default_dtype()
-    if not args:
-        t = empty(0, dtype=default, device=device)
-    elif len(args) == 1 and isinstance(args[0], Tensor):
-        src = args[0]
-        if src.dtype is not default:
-            raise TypeError(f"expected {default._scalar_name} (got {src.dtype._scalar_name})")
-        t = src.detach() if device is None or src._be is backend_for(device) else src.detach().to(device)
-    elif len(args) == 1 and isinstance(args[0], Size):
-        t = empty(*args[0], dtype=default, device=device)
-    elif len(args) == 1 and isinstance(args[0], (list, tuple, np.ndarray)):
-        t = tensor(args[0], dtype=default, device=device)
-    elif len(args) == 1 and isinstance(args[0], (builtins.float, builtins.bool, np.floating)):
-        raise TypeError(f"new(): data must be a sequence (got {type(args[0]).__name__})")
-    elif len(args) == 1 and not hasattr(args[0], "__index__"):
-        t = tensor(args[0], dtype=default, device=device)
-    else:
-        t = empty(*args, dtype=default, device=device)
+    t = legacy_new(_dtype.get_default_dtype(), device, args)
     if cls is Tensor:
         return t
     return cls._make(t._data, t._be)
+
+
+def legacy_new(dtype, device, args):
+    """PyTorch's legacy constructors (``Tensor(...)``, ``FloatTensor(...)``): sizes give an uninitialised
+    tensor, a sequence its values, a tensor of ``dtype`` an alias of it, nothing an empty tensor."""
+    if not args:
+        return empty(0, dtype=dtype, device=device)
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        src = args[0]
+        if src.dtype is not dtype:
+            raise TypeError(f"expected {dtype._scalar_name} (got {src.dtype._scalar_name})")
+        return src.detach() if device is None or src._be is backend_for(device) else src.detach().to(device)
+    if len(args) == 1 and isinstance(args[0], Size):
+        return empty(*args[0], dtype=dtype, device=device)
+    if len(args) == 1 and isinstance(args[0], (list, tuple, np.ndarray)):
+        return tensor(args[0], dtype=dtype, device=device)
+    if len(args) == 1 and isinstance(args[0], (builtins.float, builtins.bool, np.floating)):
+        raise TypeError(f"new(): data must be a sequence (got {type(args[0]).__name__})")
+    if len(args) == 1 and not hasattr(args[0], "__index__"):
+        return tensor(args[0], dtype=dtype, device=device)
+    return empty(*args, dtype=dtype, device=device)
 
 
 def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):

@@ -14,7 +14,7 @@ import warnings
 from .. import _dtype
 from ..autograd._inplace import apply_inplace, make_view
 from ..autograd.grad_mode import _state
-from ..autograd.node import Op, bump_version, collect_edges
+from ..autograd.node import Op, VersionCounter, bump_version, collect_edges
 from ..tensor import Size, Tensor
 from .._shapes import broadcast_shapes as _broadcast_shapes
 from ._util import check_out, check_same_device, sum_to, wrap_dim, wrap_dims, write_out
@@ -27,6 +27,7 @@ __all__ = [
     "atleast_2d", "atleast_3d", "cat", "concat", "concatenate", "stack", "hstack", "vstack", "row_stack", "dstack",
     "column_stack", "tril", "triu", "flip", "fliplr", "flipud", "roll", "rot90", "tile", "repeat_interleave",
     "as_strided", "diff", "kron", "cartesian_prod", "pixel_shuffle", "pixel_unshuffle",
+    "meshgrid",
 ]
 
 
@@ -156,9 +157,37 @@ def view(input, *shape, size=None):
     if size is not None:
         shape = (size,)
     if len(shape) == 1 and isinstance(shape[0], _dtype.dtype):
-        raise RuntimeError("view(dtype) is not supported")
+        return _view_dtype(input, shape[0])
     shape = _infer_shape(_shape_arg(shape), input._data.size)
     return make_view(ViewBackward0, input, lambda t: t.view(shape), shape=shape)
+
+
+def _view_dtype(input, dtype):
+    """``input``'s memory read as ``dtype``, sharing its data and version counter, outside autograd (as in
+    PyTorch, the result never requires grad). A different element size scales the last dim, which must then be
+    contiguous; PyTorch's checks and messages, in its order."""
+    src, new = input.itemsize, dtype.itemsize
+    if src != new:
+        what = f"to view {input.dtype._scalar_name} as {dtype._scalar_name} (different element sizes)"
+        if input.dim() == 0:
+            raise RuntimeError(f"self.dim() cannot be 0 {what}")
+        strides = input.stride()
+        # reading wider elements needs whole groups of narrow ones; reading narrower ones only a contiguous last dim
+        ratio = max(new // src, 1)
+        if input.size(-1) % ratio:
+            raise RuntimeError(f"self.size(-1) must be divisible by {ratio} {what}, but got {input.size(-1)}")
+        if input.storage_offset() % ratio:
+            raise RuntimeError(f"self.storage_offset() must be divisible by {ratio} {what}, but got "
+                               f"{input.storage_offset()}")
+        if strides[-1] != 1:
+            raise RuntimeError(f"self.stride(-1) must be 1 {what}, but got {strides[-1]}")
+        for i, st in enumerate(strides[:-1]):
+            if st % ratio:
+                raise RuntimeError(f"self.stride({i}) must be divisible by {ratio} {what}, but got {st}")
+    out = Tensor._make(input._be.dtype_view(input._data, dtype.np_dtype), input._be)
+    out._vc = input._vc = input._vc or VersionCounter()
+    out._inference = input._inference
+    return out
 
 
 def _reshape(input, shape):
@@ -335,6 +364,44 @@ def broadcast_shapes(*shapes):
                                    f"argument at index {k} had {t}; but expected shape should be broadcastable to "
                                    f"{list(out)}")
     return Size(out)
+
+
+def meshgrid(*tensors, indexing=None):
+    """Coordinate grids from 1-d (or 0-d) tensors: with ``indexing="ij"`` output ``i`` has shape
+    ``(len(t0), len(t1), ...)`` and varies along dim ``i``; ``"xy"`` swaps the first two dims (NumPy's default).
+    The outputs are expanded views. Without ``indexing`` it is "ij", with PyTorch's warning.
+
+        >>> ys, xs = meshgrid(arange(3), arange(4), indexing="ij")   # both (3, 4)
+    """
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing is None:
+        warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the indexing argument.",
+                      UserWarning, stacklevel=2)
+        indexing = "ij"
+    tensors = _check_tensor_list(tensors, "meshgrid")
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}')
+    if not tensors:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
+    for t in tensors:
+        if t.dim() > 1:
+            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t}")
+    if any(t.dtype is not tensors[0].dtype for t in tensors):
+        raise RuntimeError("meshgrid expects all tensors to have the same dtype")
+    # the dim each input varies along
+    dims = list(range(len(tensors)))
+    if indexing == "xy" and len(tensors) > 1:
+        dims[0], dims[1] = 1, 0
+    shape = [0] * len(tensors)
+    for t, d in zip(tensors, dims):
+        shape[d] = t.numel()
+    grids = []
+    for t, d in zip(tensors, dims):
+        view_shape = [1] * len(tensors)
+        view_shape[d] = -1
+        grids.append(t.reshape(view_shape).expand(shape))
+    return tuple(grids)
 
 
 def atleast_1d(*tensors):

@@ -309,3 +309,63 @@ def test_module_softmax_without_dim_warns(device):
     with pytest.warns(UserWarning, match="Implicit dimension choice for softmax"):
         y = mt.nn.Softmax()(mt.ones(2, 3, device=device))
     assert_close(y.sum(1), np.ones(2))
+
+
+# ---------------------------------------------------------------------- RReLU and the module path
+
+def test_rrelu_eval_is_leaky_relu_with_the_mean_slope(device, torch):
+    a = _arr(5, 4)
+    for kw in ({}, {"lower": 0.1, "upper": 0.5}):
+        x, xt = mt.tensor(a, device=device, requires_grad=True), torch.tensor(a, requires_grad=True)
+        y, yt = F.rrelu(x, **kw), torch.nn.functional.rrelu(xt, **kw)
+        assert_close(y, yt.detach().numpy(), rtol=1e-12, atol=1e-12)
+        y.sum().backward()
+        yt.sum().backward()
+        assert_close(x.grad, xt.grad.numpy(), rtol=1e-12, atol=1e-12)
+        m, mt_ = mt.nn.RReLU(**kw).eval(), torch.nn.RReLU(**kw).eval()
+        assert_close(m(mt.tensor(a, device=device)), mt_(torch.tensor(a)).numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_rrelu_training_draws_one_slope_per_element(device):
+    a = _arr(200, 50)
+    x = mt.tensor(a, device=device, requires_grad=True)
+    mt.manual_seed(0)
+    y = F.rrelu(x, 0.1, 0.3, training=True)
+    y.backward(mt.ones_like(y))
+    yv, gv = y.detach().cpu().numpy(), x.grad.cpu().numpy()
+    pos = a > 0
+    np.testing.assert_array_equal(yv[pos], a[pos])
+    np.testing.assert_array_equal(gv[pos], 1.0)
+    slopes = yv[~pos] / a[~pos]
+    assert slopes.min() >= 0.1 and slopes.max() <= 0.3 and slopes.std() > 0.04  # spread over the interval
+    np.testing.assert_allclose(gv[~pos], slopes, rtol=1e-12)  # the gradient sees the same slope
+    mt.manual_seed(0)
+    np.testing.assert_array_equal(F.rrelu(x, 0.1, 0.3, training=True).detach().cpu().numpy(), yv)  # seeded
+    m = mt.nn.RReLU(0.1, 0.3)
+    assert m.training and (m(x).detach().cpu().numpy() != a * 0.2)[~pos].any()
+
+
+def test_rrelu_inplace_and_errors(device, torch):
+    a = _arr(3, 4)
+    x = mt.tensor(a, device=device)
+    assert F.rrelu_(x, training=True) is x and (x.cpu().numpy()[a > 0] == a[a > 0]).all()
+    m = mt.nn.RReLU(inplace=True)
+    assert repr(m) == repr(torch.nn.RReLU(inplace=True)) and repr(mt.nn.RReLU()) == repr(torch.nn.RReLU())
+    for training in (True, False):
+        with pytest.raises(RuntimeError) as theirs:
+            torch.nn.functional.rrelu(torch.zeros(2), 0.5, 0.1, training=training)
+        with pytest.raises(RuntimeError, match=f"^{theirs.value}$"):
+            F.rrelu(mt.zeros(2, device=device), 0.5, 0.1, training=training)
+    with pytest.raises(NotImplementedError):
+        F.rrelu(mt.zeros(2, dtype=mt.int64, device=device))
+
+
+def test_every_activation_module_of_torch_is_importable_from_its_path(torch):
+    import minitorch_gpu.nn.modules.activation as ours
+    for name in torch.nn.modules.activation.__all__:
+        assert getattr(ours, name) is getattr(mt.nn, name), name
+    assert set(torch.nn.modules.activation.__all__) <= set(ours.__all__)
+    from minitorch_gpu.nn.modules.linear import NonDynamicallyQuantizableLinear
+    from torch.nn.modules.linear import NonDynamicallyQuantizableLinear as Theirs
+    assert issubclass(NonDynamicallyQuantizableLinear, mt.nn.Linear) and issubclass(Theirs, torch.nn.Linear)
+    assert type(mt.nn.MultiheadAttention(4, 2).out_proj) is NonDynamicallyQuantizableLinear

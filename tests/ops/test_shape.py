@@ -781,3 +781,114 @@ def test_cat_stack_tril_out_dtype_like_torch(torch, device):
     # a wider float dtype is fine for cat, which casts into out
     out = mt.empty(0, dtype=mt.float32, device=device)
     assert mt.cat([x, x], out=out) is out and tuple(out.shape) == (4, 3)
+
+
+# ---------------------------------------------------------------------- meshgrid
+
+@pytest.mark.parametrize("indexing", ["ij", "xy"])
+@pytest.mark.parametrize("shapes", [[(3,), (4,)], [(2,), (3,), (5,)], [(3,)], [(), (4,)], [(0,), (2,)]])
+def test_meshgrid_matches_torch(torch, device, indexing, shapes):
+    arrays = [_arr(*s) for s in shapes]
+    ours = mt.meshgrid(*[_t(a, device) for a in arrays], indexing=indexing)
+    theirs = torch.meshgrid(*[torch.tensor(a) for a in arrays], indexing=indexing)
+    assert isinstance(ours, tuple) and len(ours) == len(theirs)
+    for o, t in zip(ours, theirs):
+        assert tuple(o.shape) == tuple(t.shape) and o.stride() == t.stride()
+        np.testing.assert_array_equal(to_np(o), t.numpy())
+    # a list argument, as PyTorch also takes
+    for o, t in zip(mt.meshgrid([_t(a, device) for a in arrays], indexing=indexing), theirs):
+        np.testing.assert_array_equal(to_np(o), t.numpy())
+
+
+def test_meshgrid_gradients_match_torch(torch, device):
+    a, b = _arr(3), _arr(4)
+    xs = [_t(a, device, True), _t(b, device, True)]
+    txs = [torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)]
+    ours, theirs = mt.meshgrid(*xs, indexing="xy"), torch.meshgrid(*txs, indexing="xy")
+    w = _weights(theirs)
+    _weighted_sum(ours, w, mt, device).backward()
+    _weighted_sum(theirs, w, torch).backward()
+    for x, tx in zip(xs, txs):
+        assert_close(x.grad, tx.grad.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_meshgrid_warns_without_indexing_like_torch(torch):
+    with pytest.warns(UserWarning, match="it will be required to pass the indexing argument") as ours:
+        grids = mt.meshgrid(mt.arange(2), mt.arange(3))
+    assert grids[0].shape == (2, 3)  # "ij"
+    with pytest.warns(UserWarning) as theirs:
+        torch.meshgrid(torch.arange(2), torch.arange(3))
+    assert str(ours[0].message) == str(theirs[0].message).split(" (Triggered internally")[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mt.meshgrid(mt.arange(2), indexing="ij")
+
+
+@pytest.mark.parametrize("case", ["indexing", "empty", "2d", "dtypes", "not_a_tensor"])
+def test_meshgrid_errors_match_torch(torch, case):
+    def call(L):
+        a = L.arange(3)
+        args, kw = {"indexing": ((a, a), {"indexing": "foo"}), "empty": ((), {"indexing": "ij"}),
+                    "2d": ((L.zeros(2, 2),), {"indexing": "ij"}), "dtypes": ((a, a.float()), {"indexing": "ij"}),
+                    "not_a_tensor": ((a, [1, 2]), {"indexing": "ij"})}[case]
+        return L.meshgrid(*args, **kw)
+    with pytest.raises((RuntimeError, TypeError)) as theirs:
+        call(torch)
+    with pytest.raises(theirs.type) as ours:
+        call(mt)
+    if case != "2d":  # PyTorch prints the offending tensor in C++'s format
+        assert str(ours.value) == str(theirs.value)
+
+
+# ---------------------------------------------------------------------- view(dtype)
+
+VIEW_DTYPES = ["float32", "float64", "float16", "int64", "int32", "int16", "int8", "uint8", "bool"]
+
+
+@pytest.mark.parametrize("new", VIEW_DTYPES)
+@pytest.mark.parametrize("old", ["float32", "float64", "int16", "uint8"])
+def test_view_dtype_reinterprets_bits_like_torch(torch, device, old, new):
+    a = _arr(4, 8, dtype=old)
+    if new == "bool":
+        a = (np.arange(32).reshape(4, 8) % 2).astype(old)  # only 0 and 1 bytes may be read as bool
+        if a.dtype.itemsize != 1:
+            return
+    for view in (lambda x: x, lambda x: x[1:3], lambda x: x[:, 4:]):  # contiguous, row offset, column window
+        try:
+            theirs = view(torch.tensor(a)).view(getattr(torch, new))
+        except RuntimeError as e:
+            with pytest.raises(RuntimeError, match=f"^{e}$".replace("(", r"\(").replace(")", r"\)")):
+                view(_t(a, device)).view(getattr(mt, new))
+            continue
+        ours = view(_t(a, device)).view(getattr(mt, new))
+        assert ours.dtype is getattr(mt, new) and tuple(ours.shape) == tuple(theirs.shape)
+        assert ours.stride() == theirs.stride()
+        np.testing.assert_array_equal(to_np(ours).view(np.uint8), theirs.numpy().view(np.uint8))
+
+
+def test_view_dtype_shares_memory_and_has_no_history(device):
+    x = mt.zeros(2, 4, device=device, requires_grad=True)
+    y = x * 1
+    bits = y.view(mt.int32)
+    assert not bits.requires_grad and bits.grad_fn is None
+    bits[0, 0] = 0x3F800000  # the bits of 1.0
+    assert to_np(y)[0, 0] == 1.0
+    assert y._version == bits._version == 1
+    w = mt.zeros(3, 2, device=device).view(mt.float64)
+    assert tuple(w.shape) == (3, 1)
+    assert mt.ones(3, device=device).view(mt.float32).dtype is mt.float32
+
+
+@pytest.mark.parametrize("case", ["0d", "odd_last", "offset", "stride_row", "stride_last", "stride_last_down"])
+def test_view_dtype_errors_match_torch(torch, device, case):
+    def call(L, dev=None):
+        kw = {} if dev is None else {"device": dev}
+        x = L.zeros(6, 6, **kw)
+        v = {"0d": L.tensor(1.0, **kw), "odd_last": x[:, :3], "offset": x[0, 1:5], "stride_row": x[::1, :2].t(),
+             "stride_last": x[:, ::2], "stride_last_down": x[:, ::2]}[case]
+        return v.view(L.uint8 if case == "stride_last_down" else L.float64)
+    with pytest.raises(RuntimeError) as theirs:
+        call(torch)
+    with pytest.raises(RuntimeError) as ours:
+        call(mt, device)
+    assert str(ours.value) == str(theirs.value)

@@ -33,6 +33,8 @@ kernel. The simulated device has no tensor cores and ignores it.
 """
 from __future__ import annotations
 
+from .._flags import BoolFlag
+
 __all__ = ["matmul", "is_built"]
 
 
@@ -40,23 +42,11 @@ class _MatmulFlags:
     """``mt.backends.cuda.matmul``: flags read by the CUDA backend's matmul on every call."""
 
     __slots__ = ("_allow_tf32",)
-    _allow_tf32: bool
 
-    def __init__(self) -> None:
-        object.__setattr__(self, "_allow_tf32", False)
-
-    @property
-    def allow_tf32(self) -> bool:
-        return self._allow_tf32
-
-    @allow_tf32.setter
-    def allow_tf32(self, value: bool) -> None:
-        if not isinstance(value, bool):
-            raise TypeError(f"allow_tf32 must be bool, not {type(value).__name__}")
-        object.__setattr__(self, "_allow_tf32", value)
+    allow_tf32 = BoolFlag(False, "set_allow_tf32_cublas")
 
     def __repr__(self) -> str:
-        return f"<minitorch_gpu.backends.cuda.matmul allow_tf32={self._allow_tf32}>"
+        return f"<minitorch_gpu.backends.cuda.matmul allow_tf32={self.allow_tf32}>"
 
 
 matmul = _MatmulFlags()

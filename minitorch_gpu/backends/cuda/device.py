@@ -11,7 +11,7 @@ import threading
 from typing import Any
 
 __all__ = ["state", "runtime", "is_available", "device_count", "check_device", "current_device", "is_simulated",
-           "is_initialized", "set_simulated", "SimRuntime"]
+           "is_initialized", "set_simulated", "SimRuntime", "cuda_version"]
 
 state = threading.local()
 """Per thread: ``index``, the current device set by ``mt.cuda.set_device`` (absent or None: not set)."""
@@ -82,6 +82,17 @@ def current_device() -> int:
         check_device(0)
         return 0
     return idx
+
+
+def cuda_version() -> str | None:
+    """The CUDA runtime version CuPy was built against (``"12.4"``), None without CuPy. Like PyTorch's
+    ``torch.version.cuda``, it describes the build: it needs no GPU, and the simulator does not change it."""
+    try:
+        import cupy
+        v = int(cupy.cuda.runtime.runtimeGetVersion())
+    except Exception:  # no CuPy, or no CUDA runtime library for it to load
+        return None
+    return f"{v // 1000}.{v % 1000 // 10}"
 
 
 def is_simulated() -> bool:

@@ -11,12 +11,14 @@ import warnings
 
 from ...autograd.node import Op
 from ...ops import elementwise as _E
+from ...ops import random as _random
+from ...ops.creation import empty_like
 from ...ops import reduction as _R
 from ...autograd._inplace import apply_inplace
 from ...ops._util import check_tensor, wrap_dim
 
 __all__ = ["relu", "relu_", "relu6", "gelu", "silu", "mish", "sigmoid", "tanh", "softplus", "leaky_relu",
-           "leaky_relu_", "elu", "elu_", "selu", "selu_", "celu", "celu_", "hardtanh", "hardtanh_", "hardswish",
+           "leaky_relu_", "rrelu", "rrelu_", "elu", "elu_", "selu", "selu_", "celu", "celu_", "hardtanh", "hardtanh_", "hardswish",
            "hardsigmoid", "softsign", "tanhshrink", "softshrink", "hardshrink", "threshold", "threshold_",
            "logsigmoid", "glu", "prelu", "softmax", "log_softmax", "softmin"]
 
@@ -79,6 +81,29 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
 def leaky_relu_(input, negative_slope=0.01):
     """In-place ``leaky_relu``."""
     return leaky_relu(input, negative_slope, True)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """Randomized leaky ReLU: in training each element at or below 0 is scaled by its own slope drawn uniformly
+    from [lower, upper] (the gradient sees the same slope); in evaluation by the mean slope (lower + upper) / 2."""
+    _need_float(input, "rrelu_with_noise")
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2, inplace)
+    slope = _random.uniform_(empty_like(input), lower, upper)
+    if inplace:
+        return apply_inplace(input, _rrelu_train, slope)
+    return _rrelu_train(input, slope)
+
+
+def _rrelu_train(input, slope):
+    return _E.where(input > 0, input, input * slope)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    """In-place ``rrelu``."""
+    return rrelu(input, lower, upper, training, True)
 
 
 class ThresholdBackward0(Op):

@@ -7,10 +7,12 @@ from .. import init
 from ...ops.creation import empty
 from ..module import Module
 from ..parameter import Parameter
+from .attention import MultiheadAttention  # PyTorch defines it among the activations; its module path says so
 
-__all__ = ["Threshold", "ReLU", "ReLU6", "Hardtanh", "Sigmoid", "Tanh", "SiLU", "Mish", "Hardswish", "Hardsigmoid",
+__all__ = ["Threshold", "ReLU", "RReLU", "ReLU6", "Hardtanh", "Sigmoid", "Tanh", "SiLU", "Mish", "Hardswish", "Hardsigmoid",
            "ELU", "CELU", "SELU", "GLU", "GELU", "Hardshrink", "LeakyReLU", "LogSigmoid", "Softplus", "Softshrink",
-           "PReLU", "Softsign", "Tanhshrink", "Softmin", "Softmax", "Softmax2d", "LogSoftmax"]
+           "MultiheadAttention", "PReLU", "Softsign", "Tanhshrink", "Softmin", "Softmax", "Softmax2d",
+           "LogSoftmax"]
 
 
 def _inplace_str(inplace, first=False):
@@ -236,6 +238,23 @@ class LeakyReLU(Module):
 
     def extra_repr(self):
         return f"negative_slope={self.negative_slope}{_inplace_str(self.inplace)}"
+
+
+class RReLU(Module):
+    """Randomized leaky ReLU: in training, x at or below 0 times a slope drawn per element from
+    U(lower, upper); in evaluation times (lower + upper) / 2."""
+
+    def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
+        super().__init__()
+        self.lower = lower
+        self.upper = upper
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self):
+        return f"lower={self.lower}, upper={self.upper}{_inplace_str(self.inplace)}"
 
 
 class LogSigmoid(Module):

@@ -5,14 +5,9 @@ from ...ops.creation import empty
 from ..functional.attention import _canonical_mask, _none_or_dtype
 from ..module import Module
 from ..parameter import Parameter
-from .linear import Linear
+from .linear import NonDynamicallyQuantizableLinear
 
 __all__ = ["MultiheadAttention"]
-
-
-class NonDynamicallyQuantizableLinear(Linear):
-    """A Linear layer; PyTorch gives the attention output projection this name (it only matters to its
-    quantization tooling), and module reprs show it."""
 
 
 class MultiheadAttention(Module):

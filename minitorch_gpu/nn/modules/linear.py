@@ -55,6 +55,11 @@ class Linear(Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """A Linear layer; PyTorch gives the attention output projection this name (it only matters to its
+    quantization tooling), and module reprs and pickled module paths show it."""
+
+
 class Bilinear(Module):
     """y[k] = x1 @ weight[k] @ x2 + bias[k], weight (out_features, in1_features, in2_features); weight and
     bias ~ U(-1/sqrt(in1_features), 1/sqrt(in1_features))."""
