@@ -80,10 +80,12 @@ def accumulate_grad(var, g):
     if g._data.shape != var._data.shape:
         raise RuntimeError(f"AccumulateGrad: gradient of shape {list(g._data.shape)} does not match the shape "
                            f"{list(var._data.shape)} of the tensor it is accumulated into")
+    # a sparse gradient has no array to add into: it is summed as a tensor, like a recorded one
+    generic = _state.grad or g.is_sparse or var.is_sparse
     with _accumulate_lock:
         cur = var._grad
         if cur is None:
-            if _state.grad:
+            if generic:
                 var._grad = g.clone()
             else:
                 be = g._be
@@ -92,7 +94,7 @@ def accumulate_grad(var, g):
                     data = be.astype(data, var._data.dtype)
                 # a plain Tensor even when the leaf is a subclass (a Parameter's grad is not a Parameter)
                 var._grad = _function._make(be.copy(data), be)
-        elif _state.grad:
+        elif generic:
             var._grad = cur + g
         else:
             be = cur._be
@@ -117,7 +119,7 @@ def queue_callback(callback: Callable[[], Any]) -> None:
 
 def _check_nan(node, outs):
     for i, g in enumerate(outs):
-        if g is not None and g._data.dtype.kind in "fV" and g._be.isnan_any(g._data):
+        if g is not None and g._data.dtype.kind in "fV" and g._be.isnan_any((g._values() if g.is_sparse else g)._data):
             msg = f"Function '{node.name()}' returned nan values in its {i}th output."
             if node._trace:
                 msg += ("\nTraceback of the forward call that created it (most recent call last):\n"
@@ -130,7 +132,7 @@ def _sum(cur, g):
     if _state.grad:
         return cur + g
     a, b = cur._data, g._data
-    if a.shape == b.shape and a.dtype == b.dtype:
+    if a.shape == b.shape and a.dtype == b.dtype and not (cur.is_sparse or g.is_sparse):
         be = cur._be
         return _function._make(be.binary("add", a, b), be)
     return cur + g
