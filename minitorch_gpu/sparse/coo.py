@@ -102,18 +102,18 @@ class SparseCooTensorWithDimsAndTensorsBackward0(SparseNode):
     duplicate of a coordinate gets all of it)."""
 
     sparse_sizes: tuple[int, ...]
+    ind: Tensor
 
     def backward(self, grad):
-        ind, = self.saved_tensors
-        return (values_at(grad, ind, self.sparse_sizes),)
+        return (values_at(grad, self.ind, self.sparse_sizes),)
 
 
 def build(ind: Tensor, val: Tensor, size: Sequence[int], coalesced: bool) -> SparseTensor:
     """:func:`make_sparse` from a values tensor that may carry history: the result's gradient flows to it."""
     out = make_sparse(ind, val.detach(), size, coalesced)
     node = SparseCooTensorWithDimsAndTensorsBackward0()
-    node.sparse_sizes = tuple(size[:ind.shape[0]])
-    return record(node, (val,), out, saved=(ind,))
+    node.sparse_sizes, node.ind = tuple(size[:ind.shape[0]]), ind
+    return record(node, (val,), out)
 
 
 class SparseTensor(Tensor):
@@ -170,8 +170,8 @@ class SparseTensor(Tensor):
         if not self._coalesced:
             raise RuntimeError("Cannot get values on an uncoalesced tensor, please call .coalesce() first")
         node = ValuesBackward0()
-        node.size = tuple(self.shape)
-        return record(node, (self,), self._val.detach(), saved=(self._ind,))
+        node.size, node.ind = tuple(self.shape), self._ind
+        return record(node, (self,), self._val.detach())
 
     def coalesce(self) -> SparseTensor:
         """This tensor with duplicate coordinates summed and coordinates in row-major order (itself when it
@@ -197,8 +197,8 @@ class SparseTensor(Tensor):
             flat = val.new_zeros((n,) + tuple(val.shape[1:]))
             out = flat.index_add_(0, linear_index(self._ind, sizes), val).reshape(tuple(self.shape))
         node = ToDenseBackward0()
-        node.sparse_sizes = sizes
-        return record(node, (self,), out, saved=(self._ind,))
+        node.sparse_sizes, node.ind = sizes, self._ind
+        return record(node, (self,), out)
 
     def to_sparse(self, sparse_dim: int | None = None, *, layout: Any = None, blocksize: Any = None,
                   dense_dim: int | None = None) -> SparseTensor:
@@ -305,13 +305,15 @@ def _rebuild_sparse(ind, val, size, coalesced, requires_grad):
 
 
 # ---------------------------------------------------------------------- backward nodes of this module
+# A node keeps the indices it needs as a plain attribute, not a saved tensor: no op writes into the indices of
+# a sparse tensor, so there is no version to check, and they stay readable after a backward (as in PyTorch).
 
 class ValuesBackward0(SparseNode):
     size: tuple[int, ...]
+    ind: Tensor
 
     def backward(self, grad):
-        ind, = self.saved_tensors
-        return (build(ind, grad, self.size, True),)
+        return (build(self.ind, grad, self.size, True),)
 
 
 class CoalesceBackward0(SparseNode):
@@ -330,12 +332,12 @@ class ToDenseBackward0(SparseNode):
     """The dense gradient, read at the input's (coalesced) coordinates: a sparse gradient, as in PyTorch."""
 
     sparse_sizes: tuple[int, ...]
+    ind: Tensor
 
     def backward(self, grad):
-        ind, = self.saved_tensors
         sizes = self.sparse_sizes
         with no_grad():
-            cind, _ = coalesced_indices(ind, sizes)
+            cind, _ = coalesced_indices(self.ind, sizes)
         return (build(cind, values_at(grad, cind, sizes), tuple(grad.shape), True),)
 
 

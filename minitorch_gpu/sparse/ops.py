@@ -87,15 +87,17 @@ def t(self: SparseTensor) -> SparseTensor:
 # ---------------------------------------------------------------------- scalar products
 
 class MulBackward0(SparseNode):
+    scalar: Any
+
     def backward(self, grad):
         s, other = self.saved_tensors
         g_self = g_other = None
         if self.needs_input_grad[0]:
-            g_self = grad * other
+            g_self = grad * (self.scalar if other is None else other)
         if len(self.needs_input_grad) > 1 and self.needs_input_grad[1]:
             sc = s.coalesce()
             g_other = (values_at(grad, sc._ind, s.shape[:s.sparse_dim()]) * sc._val).sum().reshape(other.shape)
-        return (g_self, g_other)
+        return (g_self,) if other is None else (g_self, g_other)
 
 
 class DivBackward0(MulBackward0):
@@ -124,8 +126,11 @@ def mul(self: SparseTensor, other: Any, _node: type[MulBackward0] = MulBackward0
     with no_grad():
         val = self._val * (other.reshape(()) if isinstance(other, Tensor) else other)
     out = make_sparse(self._ind, val, self.shape, self._coalesced)
-    inputs = (self, other) if isinstance(other, Tensor) else (self,)
-    return record(_node(), inputs, out, saved=(self, other if isinstance(other, Tensor) else None))
+    node = _node()
+    if isinstance(other, Tensor):
+        return record(node, (self, other), out, saved=(self, other))
+    node.scalar = other
+    return record(node, (self,), out, saved=(None, None))
 
 
 def div(self: SparseTensor, other: Any) -> SparseTensor:
@@ -192,18 +197,18 @@ class SparseSumBackward0(SparseNode):
 
     sizes: tuple[int, ...]
     keep: list[int] | None
+    ind: Tensor
     dense_reduced: list[int]
     dense_shape: tuple[int, ...]
     dtype: Any
 
     def backward(self, grad):
-        ind, = self.saved_tensors
-        cind = _pattern_of(ind, self.sizes)
+        cind = _pattern_of(self.ind, self.sizes)
         n = cind.shape[1]
         if self.keep is None:  # every sparse dim reduced: a dense gradient over the remaining dense dims
             gv = grad.unsqueeze(0).expand((n,) + tuple(grad.shape))
         else:
-            keep = as_tensor(self.keep, device=ind.device)
+            keep = as_tensor(self.keep, device=cind.device)
             gv = values_at(grad, cind.index_select(0, keep), [self.sizes[d] for d in self.keep])
         for d in self.dense_reduced:
             gv = gv.unsqueeze(d)
@@ -253,8 +258,8 @@ def sum(input: SparseTensor, dim: Any = None, dtype: Any = None) -> Tensor:
             out = make_sparse(kind, val, [sizes[d] for d in keep] + list(val.shape[1:]), True)
     node = SumBackward0() if dim is None else SparseSumBackward0()
     node.sizes, node.keep, node.dense_reduced = sizes, (keep or None), dense_reduced
-    node.dense_shape, node.dtype = tuple(input.shape[sd:]), input.dtype
-    return record(node, (input,), out, saved=(input._ind,))
+    node.dense_shape, node.dtype, node.ind = tuple(input.shape[sd:]), input.dtype, input._ind
+    return record(node, (input,), out)
 
 
 def sum_method(self: SparseTensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
@@ -267,14 +272,22 @@ def sum_method(self: SparseTensor, dim: Any = None, keepdim: bool = False, *, dt
 # ---------------------------------------------------------------------- products
 
 class SparseAddmmBackward0(SparseNode):
+    """sparse @ dense. The sparse operand's gradient is (grad @ dense.T) read at its coordinates only (O(nnz x N),
+    never the dense product), as ``torch.sparse.mm`` gives it; ``masked = False`` gives the whole dense product
+    instead, as PyTorch's ``mv`` does."""
+
+    masked = True
+
     def backward(self, grad):
         s, d = self.saved_tensors
         g_s = g_d = None
         if self.needs_input_grad[0]:
-            # (grad @ d.T) read only at the sparse input's coordinates: O(nnz x N), never the dense product
-            cind = _pattern(s)
-            gv = (grad.index_select(0, cind[0]) * d.index_select(0, cind[1])).sum(1)
-            g_s = build(cind, gv, s.shape, True)
+            if self.masked:
+                cind = _pattern(s)
+                gv = (grad.index_select(0, cind[0]) * d.index_select(0, cind[1])).sum(1)
+                g_s = build(cind, gv, s.shape, True)
+            else:
+                g_s = grad.mm(d.t())
         if self.needs_input_grad[1]:
             g_d = _spmm(t(s), grad, SparseAddmmBackward0)
         return (g_s, g_d)
@@ -284,6 +297,26 @@ class MmBackward0(SparseAddmmBackward0):
     pass
 
 
+class MvBackward0(SparseAddmmBackward0):
+    masked = False
+
+
+class DenseSparseMmBackward0(SparseNode):
+    """dense @ sparse through ``mm``/``matmul``/``@``: PyTorch's gradient of the sparse operand is then dense."""
+
+    def name(self) -> str:
+        return "MmBackward0"
+
+    def backward(self, grad):
+        d, s = self.saved_tensors
+        g_d = g_s = None
+        if self.needs_input_grad[0]:
+            g_d = _spmm(s, grad.t(), SparseAddmmBackward0).t()
+        if self.needs_input_grad[1]:
+            g_s = d.t().mm(grad)
+        return (g_d, g_s)
+
+
 def _check_sparse(x: Any, fn: str) -> None:
     if not (isinstance(x, Tensor) and x.is_sparse):
         raise RuntimeError(f"{fn}(): expected a sparse COO tensor as its first argument, got "
@@ -291,6 +324,8 @@ def _check_sparse(x: Any, fn: str) -> None:
 
 
 def _spmm(s: SparseTensor, d: Tensor, node_cls: type[SparseAddmmBackward0]) -> Tensor:
+    """sparse (M x K) @ dense (K x N) -> dense (M x N): the dense rows the column indices name, scaled by the
+    values, added into the rows the row indices name."""
     if s.sparse_dim() != 2 or s.dense_dim():
         raise RuntimeError(f"addmm: matrices expected, got {s.sparse_dim()}D tensor")
     if d.is_sparse:
@@ -313,9 +348,17 @@ def _spmm(s: SparseTensor, d: Tensor, node_cls: type[SparseAddmmBackward0]) -> T
     return record(node_cls(), (s, d), out, saved=saved)
 
 
+def _dense_spmm(d: Tensor, s: SparseTensor) -> Tensor:
+    """dense (M x K) @ sparse (K x N), as ``(s.T @ d.T).T``."""
+    with no_grad():
+        out = _spmm(t(s), d.t(), SparseAddmmBackward0).t()
+    saved = (d if s.requires_grad else None, s if d.requires_grad else None)
+    return record(DenseSparseMmBackward0(), (d, s), out, saved=saved)
+
+
 def mm(mat1: Tensor, mat2: Tensor) -> Tensor:
     """``torch.sparse.mm``: sparse x dense -> dense (and dense x sparse -> dense; dense x dense as ``mm``).
-    The gradient of a sparse ``mat1`` is sparse, on its coalesced coordinates.
+    The gradient of a sparse operand is sparse, on its coalesced coordinates.
 
     Example::
 
@@ -329,7 +372,7 @@ def mm(mat1: Tensor, mat2: Tensor) -> Tensor:
     if isinstance(mat1, SparseTensor):
         return _spmm(mat1, mat2, SparseAddmmBackward0)
     if isinstance(mat2, SparseTensor):
-        return rmatmul(mat2, mat1)
+        return _spmm(t(mat2), mat1.t(), SparseAddmmBackward0).t()
     return mat1.mm(mat2)
 
 
@@ -340,19 +383,19 @@ def matmul(self: SparseTensor, other: Any, *, out: Any = None) -> Tensor:
     if not isinstance(other, Tensor):
         raise TypeError(f"matmul(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
     if other.dim() == 1 and not other.is_sparse:
-        return _spmm(self, other.unsqueeze(1), MmBackward0).squeeze(1)
+        return _spmm(self, other.unsqueeze(1), MvBackward0).squeeze(1)
     return _spmm(self, other, MmBackward0)
 
 
 def rmatmul(self: SparseTensor, other: Any, *, out: Any = None) -> Tensor:
-    """``other @ self`` for a dense matrix or vector ``other``: ``(self.T @ other.T).T``."""
+    """``other @ self`` for a dense matrix or vector ``other``."""
     if out is not None:
         raise RuntimeError("matmul(): out= is not supported with a sparse operand")
     if not isinstance(other, Tensor):
         raise TypeError(f"matmul(): argument 'input' (position 1) must be Tensor, not {type(other).__name__}")
     if other.dim() == 1:
-        return _spmm(t(self), other.unsqueeze(1), MmBackward0).squeeze(1)
-    return _spmm(t(self), other.t(), MmBackward0).t()
+        return _dense_spmm(other.unsqueeze(0), self).squeeze(0)
+    return _dense_spmm(other, self)
 
 
 # ---------------------------------------------------------------------- softmax over the specified entries

@@ -4,8 +4,6 @@ sparse tensor does not support."""
 import copy
 import pickle
 import re
-import warnings
-
 import numpy as np
 import pytest
 from helpers import assert_close, to_np
@@ -15,13 +13,6 @@ import minitorch_gpu as mt
 IDX = [[0, 1, 1, 0, 2], [2, 0, 2, 2, 1]]
 VAL = [3.0, 4.0, 5.0, 1.0, -2.0]
 
-
-@pytest.fixture(autouse=True)
-def _quiet_torch():
-    # torch warns that its invariant checks are off by default; we always check
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        yield
 
 
 def same_sparse(ours, theirs, exact_indices=True):
