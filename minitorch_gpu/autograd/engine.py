@@ -80,10 +80,11 @@ def accumulate_grad(var, g):
     if g._data.shape != var._data.shape:
         raise RuntimeError(f"AccumulateGrad: gradient of shape {list(g._data.shape)} does not match the shape "
                            f"{list(var._data.shape)} of the tensor it is accumulated into")
-    # a sparse gradient has no array to add into: it is summed as a tensor, like a recorded one
-    generic = _state.grad or g.is_sparse or var.is_sparse
     with _accumulate_lock:
         cur = var._grad
+        # a sparse gradient has no array to add into: it is summed as a tensor, like a recorded one (only a
+        # Tensor subclass can be sparse, so plain gradients pass on two identity tests)
+        generic = _state.grad or g.__class__ is not Tensor or (cur is not None and cur.__class__ is not Tensor)
         if cur is None:
             if generic:
                 var._grad = g.clone()
@@ -95,7 +96,7 @@ def accumulate_grad(var, g):
                 # a plain Tensor even when the leaf is a subclass (a Parameter's grad is not a Parameter)
                 var._grad = _function._make(be.copy(data), be)
         elif generic:
-            var._grad = cur + g
+            var._grad = _layout_sum(cur, g)
         else:
             be = cur._be
             be.copy_into(cur._data, be.binary("add", cur._data, g._data))
@@ -130,12 +131,20 @@ def _check_nan(node, outs):
 def _sum(cur, g):
     """cur + g for gradient buffers: straight through the backend when nothing is being recorded."""
     if _state.grad:
-        return cur + g
+        return _layout_sum(cur, g)
     a, b = cur._data, g._data
-    if a.shape == b.shape and a.dtype == b.dtype and not (cur.is_sparse or g.is_sparse):
+    if a.shape == b.shape and a.dtype == b.dtype and cur.__class__ is Tensor and g.__class__ is Tensor:
         be = cur._be
         return _function._make(be.binary("add", a, b), be)
-    return cur + g
+    return _layout_sum(cur, g)
+
+
+def _layout_sum(a, b):
+    """a + b for gradients of any layout: a dense one plus a sparse one is dense, in either order (as in PyTorch's
+    engine; ``sparse + dense`` itself is refused)."""
+    if a.is_sparse and not b.is_sparse:
+        return b + a
+    return a + b
 
 
 def _pre_hooks(node, grads):

@@ -274,7 +274,7 @@ def sum_method(self: SparseTensor, dim: Any = None, keepdim: bool = False, *, dt
 class SparseAddmmBackward0(SparseNode):
     """sparse @ dense. The sparse operand's gradient is (grad @ dense.T) read at its coordinates only (O(nnz x N),
     never the dense product), as ``torch.sparse.mm`` gives it; ``masked = False`` gives the whole dense product
-    instead, as PyTorch's ``mv`` does."""
+    instead, as PyTorch's ``mm``, ``matmul`` and ``@`` do."""
 
     masked = True
 
@@ -294,15 +294,24 @@ class SparseAddmmBackward0(SparseNode):
 
 
 class MmBackward0(SparseAddmmBackward0):
-    pass
-
-
-class MvBackward0(SparseAddmmBackward0):
     masked = False
 
 
+class MvBackward0(SparseNode):
+    """sparse matrix @ dense vector: the matrix's gradient is the dense outer product, as PyTorch's ``mv``."""
+
+    def backward(self, grad):
+        s, v = self.saved_tensors
+        g_s = g_v = None
+        if self.needs_input_grad[0]:
+            g_s = grad.unsqueeze(1) * v.unsqueeze(0)
+        if self.needs_input_grad[1]:
+            g_v = _spmm(t(s), grad.unsqueeze(1), SparseAddmmBackward0).squeeze(1)
+        return (g_s, g_v)
+
+
 class DenseSparseMmBackward0(SparseNode):
-    """dense @ sparse through ``mm``/``matmul``/``@``: PyTorch's gradient of the sparse operand is then dense."""
+    """dense @ sparse through ``mm``/``matmul``/``@``: the gradient of the sparse operand is dense, as there."""
 
     def name(self) -> str:
         return "MmBackward0"
@@ -383,7 +392,10 @@ def matmul(self: SparseTensor, other: Any, *, out: Any = None) -> Tensor:
     if not isinstance(other, Tensor):
         raise TypeError(f"matmul(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
     if other.dim() == 1 and not other.is_sparse:
-        return _spmm(self, other.unsqueeze(1), MvBackward0).squeeze(1)
+        with no_grad():
+            out = _spmm(self, other.unsqueeze(1), SparseAddmmBackward0).squeeze(1)
+        saved = (self if other.requires_grad else None, other if self.requires_grad else None)
+        return record(MvBackward0(), (self, other), out, saved=saved)
     return _spmm(self, other, MmBackward0)
 
 

@@ -88,13 +88,22 @@ def test_sparse_mm_gradient_of_the_sparse_operand(device, torch, uncoalesced):
     same_grad(s.grad, st.grad)
 
 
-def test_torch_mm_gradient_of_the_sparse_operand(device, torch):
-    # PyTorch 2.13 raises in MmBackward0 for a sparse input that requires grad; ours gives sparse.mm's gradient
+@pytest.mark.parametrize("name", ["torch.mm", "matmul", "at", "method", "dense-first", "vector"])
+def test_dense_products_give_a_sparse_operand_a_dense_gradient(device, torch, name):
+    # PyTorch: only torch.sparse.mm masks the gradient to the sparse operand's coordinates; mm, matmul and @
+    # differentiate the dense product and give a strided gradient
     idx, val = _coo((4, 3), 6)
     s, st = _pair(device, torch, idx, val, (4, 3), requires_grad=True)
     d, dt = _dense_pair(device, torch, 3, 2)
-    (s @ d).sum().backward()
-    torch.sparse.mm(st, dt).sum().backward()
+    e, et = _dense_pair(device, torch, 2, 4)
+    v, vt = _dense_pair(device, torch, 3)
+    fn = {"dense-first": lambda m, s, d, e, v: e @ s, "vector": lambda m, s, d, e, v: m.matmul(s, v)}.get(
+        name, lambda m, s, d, e, v: PRODUCTS[name](m, s, d))
+    o, ot = fn(mt, s, d, e, v), fn(torch, st, dt, et, vt)
+    assert o.grad_fn.name() == type(ot.grad_fn).__name__
+    (o ** 2).sum().backward()
+    (ot ** 2).sum().backward()
+    assert not s.grad.is_sparse
     same_grad(s.grad, st.grad)
 
 
@@ -321,3 +330,22 @@ def test_double_backward_through_sparse_mm(device, torch):
     gg, = mt.autograd.grad(g.sum(), [d])
     ggt, = torch.autograd.grad(gt.sum(), [dt])
     assert_close(gg, ggt.numpy(), **TOL)
+
+
+@pytest.mark.parametrize("order", ["sparse-first", "dense-first"])
+def test_sparse_and_dense_gradients_of_one_leaf_add_up(device, torch, order):
+    # torch.sparse.mm gives the leaf a sparse gradient and ``@`` a dense one: the engine sums them (dense), in
+    # the graph's buffers and across two backward passes into .grad, whichever comes first
+    idx, val = _coo((4, 3), 6)
+    s, st = _pair(device, torch, idx, val, (4, 3), requires_grad=True)
+    d, dt = _dense_pair(device, torch, 3, 2)
+    parts = [lambda m, s, d: m.sparse.mm(s, d), lambda m, s, d: s @ d]
+    if order == "dense-first":
+        parts.reverse()
+    (parts[0](mt, s, d).sum() + 2 * parts[1](mt, s, d).sum()).backward()
+    (parts[0](torch, st, dt).sum() + 2 * parts[1](torch, st, dt).sum()).backward()
+    same_grad(s.grad, st.grad)
+    for part in parts:
+        part(mt, s, d).sum().backward()
+        part(torch, st, dt).sum().backward()
+    same_grad(s.grad, st.grad)
