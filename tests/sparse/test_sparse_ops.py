@@ -50,6 +50,7 @@ PRODUCTS = {
     "matmul": lambda m, s, d: m.matmul(s, d),
     "at": lambda m, s, d: s @ d,
     "method": lambda m, s, d: s.mm(d),
+    "spmm": lambda m, s, d: m.spmm(s, d),
 }
 
 
