@@ -53,7 +53,8 @@ _METHODS: dict[str, Any] = {
     "mul": _mul, "multiply": _mul, "__mul__": _mul, "__rmul__": _mul,
     "div": _ops.div, "divide": _ops.div, "true_divide": _ops.div, "__truediv__": _ops.div,
     "neg": _ops.neg, "negative": _ops.neg, "__neg__": _ops.neg,
-    "add": _add, "__add__": _add, "__radd__": _radd, "__rsub__": _rsub, "sub": _ops.sub, "subtract": _ops.sub, "__sub__": _ops.sub,
+    "add": _add, "__add__": _add, "__radd__": _radd, "__rsub__": _rsub,
+    "sub": _ops.sub, "subtract": _ops.sub, "__sub__": _ops.sub,
     "sum": _ops.sum_method, "mm": _mm, "matmul": _ops.matmul, "__matmul__": _ops.matmul,
     "__rmatmul__": _ops.rmatmul,
 }

@@ -205,8 +205,8 @@ class SparseTensor(Tensor):
         if layout not in (None, sparse_coo) or blocksize is not None:
             raise RuntimeError(f"to_sparse: conversion from Sparse to {layout} is not supported here")
         if sparse_dim is not None and sparse_dim != self.sparse_dim():
-            raise RuntimeError("to_sparse: conversion from Sparse to Sparse with sparse_dim argument !=self.sparse_dim() "
-                               "is not supported")
+            raise RuntimeError("to_sparse: conversion from Sparse to Sparse with sparse_dim argument "
+                               "!=self.sparse_dim() is not supported")
         return self
 
     def __reduce_ex__(self, proto):
@@ -410,8 +410,9 @@ def sparse_coo_tensor(indices: Any, values: Any, size: Sequence[int] | None = No
         if size[sd:] != dense_shape:
             raise RuntimeError(f"values has incorrect size, expected {list((nnz,) + size[sd:])}, got "
                                f"{list(values.shape)}")
-        if check_invariants is not False:
-            _check_indices(ind, size)
+    if check_invariants is not False:
+        # PyTorch checks only when asked; an index out of range would make every later op wrong, so ours always do
+        _check_indices(ind, size)
     coalesced = bool(is_coalesced) if is_coalesced is not None else nnz <= 1
     out = build(ind, values, size, coalesced)
     if requires_grad:

@@ -196,6 +196,13 @@ def test_construction_errors_match_torch(torch, args):
     assert (e, m) == (et, mt_)
 
 
+def test_negative_index_without_a_size(torch):
+    with pytest.raises(RuntimeError, match="found negative index -1 for dim 0"):
+        mt.sparse_coo_tensor([[0, -1]], [1.0, 2.0])
+    s = mt.sparse_coo_tensor([[0, 5]], [1.0, 2.0], (3,), check_invariants=False)  # the caller's promise
+    assert s.shape == (3,)
+
+
 def test_requires_grad_needs_floating_values():
     with pytest.raises(RuntimeError, match="only Tensors of floating point"):
         mt.sparse_coo_tensor(IDX, [1, 2, 3, 4, 5], (3, 4), requires_grad=True)
