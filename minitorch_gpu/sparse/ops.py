@@ -2,8 +2,9 @@
 sums, sparse x dense products and softmax over the specified entries.
 
 A sparse x dense product is a gather of the dense rows the coordinates name, scaled by the values, and an
-``index_add`` into the output rows: O(nnz x N) work on any device, no kernel of its own. Gradients for a sparse
-input are sparse, on the input's coalesced coordinates, as PyTorch's are.
+``index_add`` into the output rows: O(nnz x N) work on any device, no kernel of its own. Gradients of a sparse
+input have PyTorch's layouts: sparse, on the input's coalesced coordinates, except through ``mm``, ``matmul``
+and ``@``, which differentiate the dense product.
 """
 from __future__ import annotations
 
