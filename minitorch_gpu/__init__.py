@@ -66,6 +66,9 @@ def can_cast(from_, to):
 
 from . import _inductor, _utils, compiler, jit, nn, onnx, optim  # noqa: E402
 from .optim import _foreach  # noqa: E402
+from . import sparse  # noqa: E402
+from .sparse import layout, sparse_coo, sparse_coo_tensor, strided  # noqa: E402,F401
+from .sparse import mm as spmm  # noqa: E402,F401
 # PyTorch's list operations live in its top-level namespace (``torch._foreach_add_``), where code written against
 # its optimizer internals looks for them
 globals().update({_name: getattr(_foreach, _name) for _name in _foreach.TORCH_NAMESPACE})

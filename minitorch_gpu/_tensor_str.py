@@ -205,13 +205,16 @@ def _tensor_str(t, indent):
     return _nested_str(host.tolist(), cuts, summarize, indent, fmt)
 
 
-def _add_suffixes(body, suffixes, indent):
+def _add_suffixes(body, suffixes, indent, force_newline=False):
+    """``body`` closed with its suffixes, wrapped at the line width (``force_newline``: the first one on a line of
+    its own, as sparse reprs have it)."""
     parts = [body]
     last_line_len = len(body) - body.rfind("\n") + 1
     for s in suffixes:
-        if last_line_len + len(s) + 2 > PRINT_OPTS.linewidth:
+        if force_newline or last_line_len + len(s) + 2 > PRINT_OPTS.linewidth:
             parts.append(",\n" + " " * indent + s)
             last_line_len = indent + len(s)
+            force_newline = False
         else:
             parts.append(", " + s)
             last_line_len += len(s) + 2
@@ -223,13 +226,7 @@ def tensor_repr(t, tensor_contents=None):
     """``repr(t)``: ``tensor([...], <suffixes>)``; ``tensor_contents`` replaces the element listing."""
     prefix = "tensor(" if type(t) is Tensor or t._is_param else f"{type(t).__name__}("
     indent = len(prefix)
-    suffixes = []
-    dev = t.device
-    if dev.type != get_default_device().type:
-        suffixes.append(f"device='{dev}'")
-    elif dev.type == "cuda":
-        if _current_cuda_device() != dev.index:
-            suffixes.append(f"device='{dev}'")
+    suffixes = device_suffixes(t)
     dt = t.dtype
     default = _dtype.get_default_dtype()
     if t._data.size == 0:
@@ -246,6 +243,21 @@ def tensor_repr(t, tensor_contents=None):
         body = None if tensor_contents is not None else _tensor_str(t, indent)
     if tensor_contents is not None:
         body = tensor_contents
+    return _add_suffixes(prefix + body, suffixes + autograd_suffixes(t), indent)
+
+
+def device_suffixes(t):
+    """``["device='cuda:1'"]`` when the device is not the default one, else ``[]``."""
+    dev = t.device
+    if dev.type != get_default_device().type:
+        return [f"device='{dev}'"]
+    if dev.type == "cuda" and _current_cuda_device() != dev.index:
+        return [f"device='{dev}'"]
+    return []
+
+
+def autograd_suffixes(t):
+    """``["grad_fn=<...>"]``, ``["requires_grad=True"]`` or ``[]``."""
     try:
         fn = t.grad_fn
         name = fn.name() if fn is not None else None
@@ -253,10 +265,8 @@ def tensor_repr(t, tensor_contents=None):
         # rebuilding a view's history can fail (a no-grad view modified in place); still print it
         name = "Invalid"
     if name is not None:
-        suffixes.append(f"grad_fn=<{name}>")
-    elif t.requires_grad:
-        suffixes.append("requires_grad=True")
-    return _add_suffixes(prefix + body, suffixes, indent)
+        return [f"grad_fn=<{name}>"]
+    return ["requires_grad=True"] if t.requires_grad else []
 
 
 def _tensor_repr_method(self, *, tensor_contents=None):

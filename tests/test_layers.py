@@ -14,13 +14,13 @@ ROOT = pathlib.Path(__file__).resolve().parents[1] / PKG
 
 # bottom to top: a unit may import its own layer's units and those below, never one above
 LAYERS = [
-    {"_mode", "_shapes", "_dtype", "_device", "_native", "_op_range", "utils.hooks", "jit", "compiler", "_utils",
-     "torch_version", "_typeinfo", "_inductor", "onnx"},
+    {"_mode", "_shapes", "_dtype", "_device", "_layout", "_native", "_op_range", "utils.hooks", "jit", "compiler",
+     "_utils", "torch_version", "_typeinfo", "_inductor", "onnx"},
     {"backends", "version"},
     {"tensor", "_tensor_str"},
     {"autograd"},
     {"ops"},
-    {"cuda", "accelerator", "optim", "utils._foreach_utils"},
+    {"cuda", "accelerator", "optim", "utils._foreach_utils", "sparse"},
     {"distributed", "profiler"},
     {"nn", "utils.data"},
     {"models", "serialization", "_compile"},

@@ -82,8 +82,11 @@ def accumulate_grad(var, g):
                            f"{list(var._data.shape)} of the tensor it is accumulated into")
     with _accumulate_lock:
         cur = var._grad
+        # a sparse gradient has no array to add into: it is summed as a tensor, like a recorded one (only a
+        # Tensor subclass can be sparse, so plain gradients pass on two identity tests)
+        generic = _state.grad or g.__class__ is not Tensor or (cur is not None and cur.__class__ is not Tensor)
         if cur is None:
-            if _state.grad:
+            if generic:
                 var._grad = g.clone()
             else:
                 be = g._be
@@ -92,8 +95,8 @@ def accumulate_grad(var, g):
                     data = be.astype(data, var._data.dtype)
                 # a plain Tensor even when the leaf is a subclass (a Parameter's grad is not a Parameter)
                 var._grad = _function._make(be.copy(data), be)
-        elif _state.grad:
-            var._grad = cur + g
+        elif generic:
+            var._grad = _layout_sum(cur, g)
         else:
             be = cur._be
             be.copy_into(cur._data, be.binary("add", cur._data, g._data))
@@ -117,7 +120,7 @@ def queue_callback(callback: Callable[[], Any]) -> None:
 
 def _check_nan(node, outs):
     for i, g in enumerate(outs):
-        if g is not None and g._data.dtype.kind in "fV" and g._be.isnan_any(g._data):
+        if g is not None and g._data.dtype.kind in "fV" and g._be.isnan_any((g._values() if g.is_sparse else g)._data):
             msg = f"Function '{node.name()}' returned nan values in its {i}th output."
             if node._trace:
                 msg += ("\nTraceback of the forward call that created it (most recent call last):\n"
@@ -128,12 +131,20 @@ def _check_nan(node, outs):
 def _sum(cur, g):
     """cur + g for gradient buffers: straight through the backend when nothing is being recorded."""
     if _state.grad:
-        return cur + g
+        return _layout_sum(cur, g)
     a, b = cur._data, g._data
-    if a.shape == b.shape and a.dtype == b.dtype:
+    if a.shape == b.shape and a.dtype == b.dtype and cur.__class__ is Tensor and g.__class__ is Tensor:
         be = cur._be
         return _function._make(be.binary("add", a, b), be)
-    return cur + g
+    return _layout_sum(cur, g)
+
+
+def _layout_sum(a, b):
+    """a + b for gradients of any layout: a dense one plus a sparse one is dense, in either order (as in PyTorch's
+    engine; ``sparse + dense`` itself is refused)."""
+    if a.is_sparse and not b.is_sparse:
+        return b + a
+    return a + b
 
 
 def _pre_hooks(node, grads):

@@ -221,12 +221,21 @@ def _check_expand(shape, target, dtype):
 
 # ---------------------------------------------------------------------- public products
 
+def _sparse_product(a, b, out):
+    """``a @ b`` with a sparse operand: sparse layouts bring their own products (``minitorch_gpu.sparse`` binds
+    them as the sparse tensor's ``__matmul__`` / ``__rmatmul__``). Only a Tensor subclass can be sparse, so the
+    callers test the classes first: plain tensors pay two identity tests."""
+    return a.__matmul__(b, out=out) if a.is_sparse else b.__rmatmul__(a, out=out)
+
+
 def matmul(input, other, *, out=None):
     """Matrix product with PyTorch's rules: 1-D operands are a row / column vector whose dim is dropped
     from the result, and the batch dims of >2-D operands broadcast."""
     if not (isinstance(input, Tensor) and isinstance(other, Tensor)):
         check_tensor(input, "matmul", "input", 1)
         check_tensor(other, "matmul", "other", 2)
+    if (input.__class__ is not Tensor or other.__class__ is not Tensor) and (input.is_sparse or other.is_sparse):
+        return _sparse_product(input, other, out)
     if out is not None:
         check_out(out, "matmul", input, other)
     da, db = input._data.ndim, other._data.ndim
@@ -366,6 +375,8 @@ def mm(input, mat2, *, out=None):
     """Matrix product of two 2-D tensors (no broadcasting)."""
     check_tensor(input, "mm", "input", 1)
     check_tensor(mat2, "mm", "mat2", 2)
+    if (input.__class__ is not Tensor or mat2.__class__ is not Tensor) and (input.is_sparse or mat2.is_sparse):
+        return _sparse_product(input, mat2, out)
     check_out(out, "mm", input, mat2)
     if input._data.ndim != 2:
         raise RuntimeError("self must be a matrix")
