@@ -19,6 +19,7 @@ from .autograd import enable_grad, inference_mode, is_grad_enabled, is_inference
 from .ops.conversion import *  # noqa: E402,F401,F403
 from .ops.creation import *  # noqa: E402,F401,F403
 from .ops.creation import as_tensor, from_numpy  # noqa: E402,F401
+from .ops.decomposition import *  # noqa: E402,F401,F403
 from .ops.elementwise import *  # noqa: E402,F401,F403
 from .ops.dlpack import *  # noqa: E402,F401,F403
 from .ops.indexing import *  # noqa: E402,F401,F403
@@ -55,7 +56,7 @@ def can_cast(from_, to):
     return _dtype.can_cast(from_, to)
 
 
-from . import _utils, compiler, jit, nn, optim  # noqa: E402
+from . import _utils, compiler, jit, linalg, nn, optim  # noqa: E402
 from .optim import _foreach  # noqa: E402
 # PyTorch's list operations live in its top-level namespace (``torch._foreach_add_``), where code written against
 # its optimizer internals looks for them

@@ -18,7 +18,7 @@ LAYERS = [
     {"backends"},
     {"tensor", "_tensor_str"},
     {"autograd"},
-    {"ops"},
+    {"ops", "linalg"},
     {"cuda", "optim", "utils._foreach_utils"},
     {"distributed", "profiler"},
     {"nn", "utils.data"},
