@@ -19,7 +19,7 @@ LAYERS = [
     {"tensor", "_tensor_str"},
     {"autograd"},
     {"ops", "linalg"},
-    {"cuda", "optim", "utils._foreach_utils"},
+    {"cuda", "optim", "utils._foreach_utils", "testing"},
     {"distributed", "profiler"},
     {"nn", "utils.data"},
     {"models", "serialization", "_compile"},
