@@ -70,4 +70,5 @@ autograd.profiler = _autograd_profiler  # type: ignore[attr-defined]
 _sys.modules[__name__ + ".autograd.profiler"] = _autograd_profiler
 from ._compile import compile  # noqa: E402
 from .utils import data as _data  # noqa: E402,F401  (makes mt.utils.data resolve, as torch.utils.data does)
+from .utils import checkpoint as _checkpoint  # noqa: E402,F401  (and mt.utils.checkpoint)
 from .serialization import *  # noqa: E402,F401,F403

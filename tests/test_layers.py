@@ -19,7 +19,7 @@ LAYERS = [
     {"tensor", "_tensor_str"},
     {"autograd"},
     {"ops", "linalg"},
-    {"cuda", "optim", "utils._foreach_utils", "testing"},
+    {"cuda", "optim", "utils._foreach_utils", "testing", "utils.checkpoint"},
     {"distributed", "profiler"},
     {"nn", "utils.data"},
     {"models", "serialization", "_compile"},
