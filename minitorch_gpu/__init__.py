@@ -56,7 +56,7 @@ def can_cast(from_, to):
     return _dtype.can_cast(from_, to)
 
 
-from . import _utils, compiler, jit, linalg, nn, optim, testing  # noqa: E402
+from . import _utils, compiler, distributions, jit, linalg, nn, optim, testing  # noqa: E402
 from .optim import _foreach  # noqa: E402
 # PyTorch's list operations live in its top-level namespace (``torch._foreach_add_``), where code written against
 # its optimizer internals looks for them

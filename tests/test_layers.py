@@ -19,7 +19,7 @@ LAYERS = [
     {"tensor", "_tensor_str"},
     {"autograd"},
     {"ops", "linalg"},
-    {"cuda", "optim", "utils._foreach_utils", "testing", "utils.checkpoint"},
+    {"cuda", "optim", "utils._foreach_utils", "testing", "utils.checkpoint", "distributions"},
     {"distributed", "profiler"},
     {"nn", "utils.data"},
     {"models", "serialization", "_compile"},
