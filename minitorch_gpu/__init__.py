@@ -23,6 +23,7 @@ from .ops.conversion import *  # noqa: E402,F401,F403
 from .ops.creation import *  # noqa: E402,F401,F403
 from .ops.creation import as_tensor, from_numpy  # noqa: E402,F401
 from .ops.legacy_types import CPU_TYPES as _CPU_TYPES  # noqa: E402
+from .ops.decomposition import *  # noqa: E402,F401,F403
 from .ops.elementwise import *  # noqa: E402,F401,F403
 from .ops.distance import *  # noqa: E402,F401,F403
 from .ops.dlpack import *  # noqa: E402,F401,F403
@@ -64,7 +65,7 @@ def can_cast(from_, to):
     return _dtype.can_cast(from_, to)
 
 
-from . import _inductor, _utils, compiler, jit, nn, onnx, optim  # noqa: E402
+from . import _inductor, _utils, compiler, distributions, jit, linalg, nn, onnx, optim, testing  # noqa: E402
 from .optim import _foreach  # noqa: E402
 from . import sparse  # noqa: E402
 from .sparse import layout, sparse_coo, sparse_coo_tensor, strided  # noqa: E402,F401
@@ -81,4 +82,5 @@ autograd.profiler = _autograd_profiler  # type: ignore[attr-defined]
 _sys.modules[__name__ + ".autograd.profiler"] = _autograd_profiler
 from ._compile import compile  # noqa: E402
 from .utils import data as _data  # noqa: E402,F401  (makes mt.utils.data resolve, as torch.utils.data does)
+from .utils import checkpoint as _checkpoint  # noqa: E402,F401  (and mt.utils.checkpoint)
 from .serialization import *  # noqa: E402,F401,F403

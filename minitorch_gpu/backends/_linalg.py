@@ -1,4 +1,5 @@
-"""Linear-algebra primitives: matmul (with batch broadcasting) and einsum.
+"""Linear-algebra primitives: matmul (with batch broadcasting), einsum, and the factorisations and solves of
+``torch.linalg`` (``linalg_*``, on the array library's own ``linalg``).
 
 ``matmul`` is the one entry point every product in ``ops/linalg.py`` goes through (mm, bmm, mv, dot,
 addmm, the backward passes), so a backend with its own GEMM kernel overrides this one method. Its
@@ -11,9 +12,11 @@ operands agree on every letter's size or have size 1 there (broadcast).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -155,3 +158,144 @@ class LinalgMixin(PrimitiveHost):
         bat = r.shape[:nbat]
         r = r.reshape(bat + left_shape + right_shape)
         return "".join(batch + left + right), r
+
+    # ------------------------------------------------------------------ decompositions and solves
+    # The bodies below are NumPy's ``linalg`` on the CPU and on the simulator, CuPy's (cuSOLVER) on a GPU. The
+    # factorisations that can fail (inv, solve, cholesky) return the failure alongside the result, as PyTorch's
+    # ``*_ex`` functions return their LAPACK ``info``: ``(batch index, info)`` of the first matrix that failed,
+    # or None. The ops layer turns it into PyTorch's message.
+
+    def _linalg_raising(self) -> contextlib.AbstractContextManager[Any]:
+        """CuPy reports a failed factorisation only when asked to (otherwise the result holds NaN or garbage);
+        NumPy always raises."""
+        if self.xp is np:
+            return contextlib.nullcontext()
+        import cupyx
+        ctx: contextlib.AbstractContextManager[Any] = cupyx.errstate(linalg="raise")
+        return ctx
+
+    def _first_failure(self, a: Array, fn: Callable[[Array], object],
+                       info: Callable[[Array], int]) -> tuple[int, int]:
+        """(flat batch index, info) of the first matrix of ``a`` on which ``fn`` fails."""
+        mats = a.reshape((-1,) + a.shape[-2:])
+        for i in range(mats.shape[0]):
+            try:
+                with self._linalg_raising():
+                    fn(mats[i])
+            except np.linalg.LinAlgError:
+                return i, info(mats[i])
+        # the batched call failed but no single matrix does: report the first, as LAPACK would have
+        return 0, info(mats[0])
+
+    def _zero_pivot(self, m: Array) -> int:
+        """LAPACK getrf's ``info`` for one square matrix: the 1-based index of the first exactly zero
+        diagonal element of U in the LU factorisation with partial pivoting, or ``n`` when rounding hid it."""
+        xp = self.xp
+        a = m.copy()
+        n = int(a.shape[-1])
+        for k in range(n):
+            p = k + int(xp.argmax(xp.abs(a[k:, k])))
+            if float(a[p, k]) == 0.0:
+                return k + 1
+            if p != k:
+                a[[k, p]] = a[[p, k]]
+            a[k + 1:, k:] -= xp.outer(a[k + 1:, k] / a[k, k], a[k, k:])
+        return n
+
+    def _not_pd_order(self, m: Array) -> int:
+        """LAPACK potrf's ``info`` for one matrix: the order of the first leading minor that is not positive
+        definite."""
+        n = int(m.shape[-1])
+        for k in range(1, n + 1):
+            try:
+                with self._linalg_raising():
+                    self.xp.linalg.cholesky(m[:k, :k])
+            except np.linalg.LinAlgError:
+                return k
+        return n
+
+    def linalg_inv(self, a: Array) -> tuple[Array, tuple[int, int] | None]:
+        """The inverse of each matrix of ``a`` (..., n, n), and the first failure (a zero pivot) or None."""
+        try:
+            with self._linalg_raising():
+                return self.xp.linalg.inv(a), None
+        except np.linalg.LinAlgError:
+            return a, self._first_failure(a, self.xp.linalg.inv, self._zero_pivot)
+
+    def linalg_solve(self, a: Array, b: Array) -> tuple[Array, tuple[int, int] | None]:
+        """X with A X = B for matrices B (..., n, k) whose batch dims broadcast with A's, and the first
+        failure or None."""
+        xp = self.xp
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        a = xp.broadcast_to(a, batch + a.shape[-2:])
+        b = xp.broadcast_to(b, batch + b.shape[-2:])
+        try:
+            with self._linalg_raising():
+                return xp.linalg.solve(a, b), None
+        except np.linalg.LinAlgError:
+            return b, self._first_failure(a, xp.linalg.inv, self._zero_pivot)
+
+    def linalg_cholesky(self, a: Array) -> tuple[Array, tuple[int, int] | None]:
+        """The lower Cholesky factor of each matrix (only its lower triangle is read), and the first failure
+        (the order of a leading minor that is not positive definite) or None."""
+        try:
+            with self._linalg_raising():
+                return self.xp.linalg.cholesky(a), None
+        except np.linalg.LinAlgError:
+            return a, self._first_failure(a, self.xp.linalg.cholesky, self._not_pd_order)
+
+    def linalg_det(self, a: Array) -> Array:
+        return self.xp.asarray(self.xp.linalg.det(a))
+
+    def linalg_slogdet(self, a: Array) -> tuple[Array, Array]:
+        """(sign, log |det|) of each matrix: the log stays finite where the determinant underflows."""
+        sign, logabs = self.xp.linalg.slogdet(a)
+        return self.xp.asarray(sign), self.xp.asarray(logabs)
+
+    def linalg_qr(self, a: Array, mode: str) -> tuple[Array | None, Array]:
+        """(Q, R) of each matrix; mode "reduced", "complete" or "r" (Q is None)."""
+        xp = self.xp
+        if mode == "r":
+            return None, xp.linalg.qr(a, mode="r")
+        q, r = xp.linalg.qr(a, mode=mode)
+        return q, r
+
+    def linalg_svd(self, a: Array, full_matrices: bool) -> tuple[Array, Array, Array]:
+        """(U, S, Vh) of each matrix, singular values in descending order."""
+        u, s, vh = self.xp.linalg.svd(a, full_matrices=full_matrices)
+        return u, s, vh
+
+    def linalg_svdvals(self, a: Array) -> Array:
+        s: Array = self.xp.linalg.svd(a, compute_uv=False)
+        return s
+
+    def linalg_eigh(self, a: Array, upper: bool) -> tuple[Array, Array]:
+        """(eigenvalues ascending, eigenvectors as columns) of each symmetric matrix, read from the lower
+        (or upper) triangle."""
+        w, v = self.xp.linalg.eigh(a, UPLO="U" if upper else "L")
+        return w, v
+
+    def linalg_eigvalsh(self, a: Array, upper: bool) -> Array:
+        w: Array = self.xp.linalg.eigvalsh(a, UPLO="U" if upper else "L")
+        return w
+
+    def linalg_pinv(self, a: Array, atol: float, rtol: float, hermitian: bool) -> Array:
+        """The Moore-Penrose pseudo-inverse (..., n, m) of each matrix: singular values (for ``hermitian``, the
+        absolute eigenvalues) at or below max(atol, rtol * the largest) count as zero."""
+        xp = self.xp
+        m, n = a.shape[-2:]
+        if m == 0 or n == 0:
+            return xp.zeros(a.shape[:-2] + (n, m), dtype=a.dtype)
+        if hermitian:
+            w, v = xp.linalg.eigh(a)
+            size = xp.abs(w)
+            left, right = v, v.swapaxes(-1, -2)
+        else:
+            u, size, vh = xp.linalg.svd(a, full_matrices=False)
+            w = size
+            left, right = vh.swapaxes(-1, -2), u.swapaxes(-1, -2)
+        cutoff = xp.maximum(atol, rtol * size.max(axis=-1, keepdims=True))
+        keep = size > cutoff
+        inv_w = xp.where(keep, 1 / xp.where(keep, w, 1), 0).astype(a.dtype)
+        r: Array = xp.matmul(left * inv_w[..., None, :], right)
+        return r

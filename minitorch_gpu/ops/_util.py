@@ -11,12 +11,12 @@ from .. import _dtype
 from .._mode import _state
 from .._shapes import broadcast_shapes, is_expandable_to, wrap_dim, wrap_dims
 from ..autograd._inplace import write_result
-from ..autograd.node import sum_to
+from ..autograd.node import Node, _OutputRef, collect_edges, sum_to
 from ..tensor import Tensor
 
 __all__ = ["wrap_dim", "wrap_dims", "sum_to", "is_expandable_to", "broadcast_shapes", "to_tensor_like",
            "scalar_for", "is_tensor", "METHODS_ATTR", "check_tensor", "check_same_device", "check_out",
-           "write_out", "write_outs"]
+           "write_out", "write_outs", "apply_outputs"]
 
 METHODS_ATTR = "METHODS"
 
@@ -148,3 +148,27 @@ def _store(result, out, resize_warning):
                           "inplace, to zero elements with t.resize_(0).", UserWarning, stacklevel=4)
         out._data = out._be.empty(shape, out._data.dtype)
     write_result(out, result)
+
+
+# ---------------------------------------------------------------------- ops with several outputs
+
+def apply_outputs(cls, *inputs, **params):
+    """Run op ``cls`` whose ``forward`` returns several arrays, all outputs of one node (``Op.apply`` records
+    one). A node with ``save_output`` keeps every output for its backward, after what it saved itself."""
+    node = cls.__new__(cls)
+    edges = collect_edges(inputs) if _state.grad else None
+    node.next_functions = edges if edges is not None else tuple((None, 0) for _ in inputs)
+    arrays = node.forward(*inputs, **params)
+    be = inputs[0]._be
+    outs = tuple(Tensor._make(a, be) for a in arrays)
+    if edges is not None:
+        Node._connect(node, inputs)
+        node._n_outputs = len(outs)
+        for nr, o in enumerate(outs):
+            o._grad_fn = node
+            o._output_nr = nr
+            o._requires_grad = True
+        if cls.save_output:
+            node._saved = (node._saved or ()) + tuple(_OutputRef(o, nr) for nr, o in enumerate(outs))
+            node._saved_versions = (node._saved_versions or ()) + (0,) * len(outs)
+    return outs

@@ -1,4 +1,4 @@
-"""Reductions (sum, mean, prod, max/min, amax/amin, argmax/argmin, var/std, logsumexp, norm, any/all,
+"""Reductions (sum, mean, prod, max/min, amax/amin, argmax/argmin, var/std, logsumexp, vector_norm, any/all,
 count_nonzero), scans (cumsum, cumprod) and softmax / log_softmax.
 
 Each differentiable op is an ``Op`` named like PyTorch's node. A backward first gives the gradient its
@@ -20,7 +20,7 @@ from ..tensor import Tensor
 from ._util import wrap_dim, wrap_dims, write_out, write_outs
 
 __all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std", "var_mean",
-           "std_mean", "logsumexp", "norm", "any", "all", "cumsum", "cumprod", "count_nonzero", "softmax",
+           "std_mean", "logsumexp", "any", "all", "cumsum", "cumprod", "count_nonzero", "softmax",
            "log_softmax", "return_types"]
 
 _INT64 = _dtype.int64.np_dtype
@@ -731,27 +731,6 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     return r if out is None else write_out(r, out, "linalg_vector_norm", exact_dtype=True)
 
 
-def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
-    """Vector p-norm over ``dim`` (all dims by default): p = 'fro' (the 2-norm), a number, inf or -inf.
-
-    >>> mt.tensor([[3., 4.], [0., 0.]]).norm(dim=1)
-    tensor([5., 0.])
-    """
-    if isinstance(p, str):
-        if p == "fro":
-            if isinstance(dim, (tuple, list)) and len(dim) > 2:
-                raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dim))}")
-            p = 2
-        elif p == "nuc":
-            raise RuntimeError("norm(p='nuc'): the nuclear norm needs a singular value decomposition, which "
-                               "minitorch_gpu does not provide; use p='fro' or a number")
-        else:
-            raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
-    elif p is None:
-        p = 2
-    return vector_norm(input, p, dim, keepdim, dtype=dtype, out=out)
-
-
 # ---------------------------------------------------------------------- any, all, count_nonzero
 
 def _logical(name, input, dim, keepdim, out):
@@ -877,7 +856,7 @@ def log_softmax(input, dim, dtype=None):
 
 METHODS = {
     "sum": sum, "mean": mean, "prod": prod, "max": max, "min": min, "amax": amax, "amin": amin,
-    "argmax": argmax, "argmin": argmin, "var": var, "std": std, "logsumexp": logsumexp, "norm": norm,
+    "argmax": argmax, "argmin": argmin, "var": var, "std": std, "logsumexp": logsumexp,
     "any": any, "all": all, "count_nonzero": count_nonzero, "cumsum": cumsum, "cumprod": cumprod,
     "cumsum_": cumsum_, "cumprod_": cumprod_, "softmax": softmax, "log_softmax": log_softmax,
 }

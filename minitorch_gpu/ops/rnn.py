@@ -13,30 +13,12 @@ so that gradients of gradients come out right.
 from __future__ import annotations
 
 from ..autograd.grad_mode import _state
-from ..autograd.node import Node, Op, collect_edges
+from ..autograd.node import Op
 from ..tensor import Tensor
+from ._util import apply_outputs
 from .shape import cat
 
 __all__ = ["lstm_cell_fused", "gru_cell_fused"]
-
-
-def _apply_multi(cls: type[Op], *inputs: Tensor) -> tuple[Tensor, ...]:
-    """Run op ``cls`` whose ``forward`` returns several arrays, all outputs of one node (``Op.apply`` records a
-    single output)."""
-    node = cls.__new__(cls)
-    edges = collect_edges(inputs) if _state.grad else None
-    node.next_functions = edges if edges is not None else tuple((None, 0) for _ in inputs)
-    arrays = node.forward(*inputs)
-    be = inputs[0]._be
-    outs = tuple(Tensor._make(a, be) for a in arrays)
-    if edges is not None:
-        Node._connect(node, inputs)
-        node._n_outputs = len(outs)
-        for nr, o in enumerate(outs):
-            o._grad_fn = node
-            o._output_nr = nr
-            o._requires_grad = True
-    return outs
 
 
 class ThnnFusedLstmCellBackward0(Op):
@@ -109,7 +91,7 @@ class ThnnFusedGruCellBackward0(Op):
 def lstm_cell_fused(gi: Tensor, gh: Tensor, c: Tensor) -> tuple[Tensor, Tensor]:
     """(h', c') of an LSTM step: ``gi``, ``gh`` (B, 4H) are the input and hidden projections with their biases
     (gates i, f, g, o), ``c`` (B, H) the cell state. c' = f c + i g, h' = o tanh(c')."""
-    h, c_new = _apply_multi(ThnnFusedLstmCellBackward0, gi, gh, c)
+    h, c_new = apply_outputs(ThnnFusedLstmCellBackward0, gi, gh, c)
     return h, c_new
 
 
