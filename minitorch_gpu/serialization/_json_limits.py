@@ -2,7 +2,7 @@
 by a scan of the raw bytes before ``json`` builds a single object.
 
 Under safetensors' 100 MB header cap, 95 MB of ``[],`` is 31 million lists: ``json.loads`` took 24 s and 4.6 GB
-to build them. The scan counts the values (commas and openings outside strings) and the depth in 4 MiB NumPy
+to build them. The scan counts the values (commas and openings outside strings) and the depth in 1 MiB NumPy
 chunks, stops at the first limit crossed, and costs about a second per 100 MB at worst; what passes is parsed
 with the garbage collector paused (JSON has no cycles to collect, and its passes over millions of new lists
 made parsing ten times slower).
@@ -24,7 +24,7 @@ MAX_DEPTH = 256
 # tensors in one safetensors file: each costs far more to check and build than a JSON entry
 MAX_TENSORS = 200_000
 
-_SCAN_CHUNK = 1 << 22
+_SCAN_CHUNK = 1 << 20
 _QUOTE, _COMMA = ord('"'), ord(",")
 _OPENS, _CLOSES = (ord("["), ord("{")), (ord("]"), ord("}"))
 
