@@ -48,7 +48,9 @@ def save(obj: Any, f: str | os.PathLike[str] | IO[bytes], pickle_module: Any = p
          pickle_protocol: int = DEFAULT_PROTOCOL, _use_new_zipfile_serialization: bool = True) -> None:
     """Save ``obj`` (anything picklable) to ``f``, a path or a binary file object, in PyTorch's zip checkpoint
     format, which PyTorch's ``torch.load`` reads. Saving to a path is atomic: the new file is written next to
-    the old one and renamed over it, so a crash mid-save leaves the previous checkpoint intact.
+    the old one and renamed over it (keeping its mode), so a crash mid-save leaves the previous checkpoint
+    intact. A path that is not a regular file or a new file (a directory, device, FIFO, socket, symlink loop)
+    raises RuntimeError.
 
     >>> torch.save({"model": model.state_dict(), "step": 5}, "ckpt.pt")  # doctest: +SKIP
     """

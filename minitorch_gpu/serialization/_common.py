@@ -1,15 +1,15 @@
 """What both checkpoint formats share: the error type, device checks for ``map_location``, opening the file and
-the atomic write of a path."""
+writing to a path or a file object."""
 from __future__ import annotations
 
 import io
 import os
-import uuid
 from collections.abc import Callable
 from typing import IO, Any
 
 from .. import cuda
 from .._device import device as _device_cls
+from ._atomic import atomic_write
 
 
 class CheckpointError(RuntimeError):
@@ -64,50 +64,6 @@ def open_for_read(f: Any) -> tuple[IO[bytes], bool]:
     if isinstance(data, str):
         raise TypeError("minitorch_gpu.load: the file object must be opened in binary mode ('rb')")
     return io.BytesIO(data), True
-
-
-def _fsync_dir(path: str) -> None:
-    # the rename is durable only once the directory entry is on disk; not every platform can open a dir
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def atomic_write(path: str, write: Callable[[IO[bytes]], None]) -> None:
-    """Call ``write`` on a temporary file in ``path``'s folder, fsync it and rename it over ``path``; on any
-    failure the temporary file is removed and ``path`` is untouched."""
-    # through a symlink, replace the file it points to (as a plain write would), not the link itself
-    path = os.path.realpath(path)
-    folder = os.path.dirname(path)
-    if not os.path.isdir(folder):
-        raise RuntimeError(f"Parent directory {folder} does not exist.")
-    tmp = os.path.join(folder, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
-    try:
-        try:
-            fh = os.fdopen(fd, "wb")
-        except BaseException:
-            os.close(fd)
-            raise
-        with fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    _fsync_dir(folder)
 
 
 def write_to(f: Any, write: Callable[[IO[bytes]], None]) -> None:

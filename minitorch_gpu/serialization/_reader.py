@@ -110,7 +110,9 @@ class _Archive:
         self.fh = fh
         try:
             self.zf = zipfile.ZipFile(fh)
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError, struct.error, OSError) as e:
+        # (zipfile raises NotImplementedError, a RuntimeError, for flags and versions that a flipped bit can make)
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError, struct.error, OSError,
+                RuntimeError) as e:
             raise CheckpointError(f"PytorchStreamReader failed reading zip archive: {e} (truncated or corrupt "
                                   "file?)") from None
         names = [i.filename for i in self.zf.infolist()]
@@ -149,7 +151,7 @@ class _Archive:
         try:
             with self.zf.open(info) as r:
                 data = r.read()
-        except (zipfile.BadZipFile, zlib.error, EOFError, ValueError, struct.error, OSError) as e:
+        except (zipfile.BadZipFile, zlib.error, EOFError, ValueError, struct.error, OSError, RuntimeError) as e:
             raise CheckpointError(f"cannot read record {name}: {e} (truncated or corrupt file?)") from None
         if len(data) != info.file_size:
             raise CheckpointError(f"record {name} holds {len(data)} bytes, not the {info.file_size} it declares")

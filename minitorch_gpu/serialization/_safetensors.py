@@ -28,13 +28,13 @@ from .._device import device as _device_cls
 from ..nn.parameter import Parameter
 from ..ops.creation import from_numpy
 from ..tensor import Size, Tensor
+from . import _checksum, _json_limits
 from ._common import CheckpointError, check_target, typename, write_to
 
 # the __metadata__ entry that holds our structure JSON
 _STRUCTURE_KEY = "minitorch_gpu"
 _FORMAT_VERSION = 1
-# safetensors' own cap on the header size: a larger length field is corruption, not a big model
-_MAX_HEADER_BYTES = 100_000_000
+_MAX_HEADER_BYTES = _json_limits.MAX_METADATA_BYTES
 
 # safetensors dtype codes of the dtypes minitorch_gpu has, and their element sizes
 _CODE_OF = {"bool": "BOOL", "uint8": "U8", "int8": "I8", "int16": "I16", "int32": "I32", "int64": "I64",
@@ -138,15 +138,32 @@ class _Encoder:
 def _structure_json(obj):
     enc = _Encoder()
     root = enc.encode(obj, [])
-    text = json.dumps({"version": _FORMAT_VERSION, "root": root}, allow_nan=False, separators=(",", ":"))
+    stored = {k: (_CODE_OF[a.dtype.name], a.shape, _checksum.stored_bytes(a)) for k, a in enc.arrays.items()}
+    crcs = _checksum.record(_FORMAT_VERSION, root, stored)
+    text = _checksum.dumps({"version": _FORMAT_VERSION, "root": root, "crc32": crcs})
+    _within_limits(text.encode("utf-8"), "structure")
     return text, enc.arrays
+
+
+def _within_limits(raw, what):
+    # a file that load would refuse is never written
+    try:
+        _json_limits.check(raw)
+    except _json_limits.LimitError as e:
+        raise ValueError(f"minitorch_gpu.save_safetensors: the checkpoint's {what} metadata is too large to load "
+                         f"back: {e} (store long lists of numbers as tensors)") from None
 
 
 def _serialize(obj):
     text, arrays = _structure_json(obj)
+    if len(arrays) > _json_limits.MAX_TENSORS:
+        raise ValueError(f"minitorch_gpu.save_safetensors: the object holds {len(arrays)} tensors, more than a "
+                         f"checkpoint file may ({_json_limits.MAX_TENSORS}); save it in several files")
     # one metadata entry only: safetensors writes metadata in hash-map order, and a single key keeps the
     # bytes of a checkpoint a pure function of its contents
-    return _st_save(arrays, metadata={_STRUCTURE_KEY: text})
+    data = _st_save(arrays, metadata={_STRUCTURE_KEY: text})
+    _within_limits(data[8:8 + int.from_bytes(data[:8], "little")], "header")
+    return data
 
 
 def save_safetensors(obj, f):
@@ -191,9 +208,14 @@ def _reject_constant(name):
     raise _bad(f"the header contains the non-JSON constant {name}")
 
 
-def _parse_json(text, what):
+def _parse_json(text, what, raw=None):
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+        _json_limits.check(text.encode("utf-8") if raw is None else raw)
+    except _json_limits.LimitError as e:
+        raise _bad(f"the {what} is too costly to parse: {e} (corrupt or hostile file)") from None
+    try:
+        with _json_limits.gc_paused():
+            return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
     except CheckpointError:
         raise
     except RecursionError:
@@ -235,10 +257,13 @@ def _check_header(buf):
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise _bad("the header is not valid UTF-8") from None
-    header = _parse_json(text, "header")
+    header = _parse_json(text, "header", raw)
     if not isinstance(header, dict):
         raise _bad("the header is not a JSON object")
     metadata = header.pop("__metadata__", None)
+    if len(header) > _json_limits.MAX_TENSORS:
+        raise _bad(f"the header lists {len(header)} tensors, above the limit of {_json_limits.MAX_TENSORS} (corrupt "
+                   "or hostile file)")
     if metadata is not None:
         if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
             raise _bad("the header's __metadata__ must map strings to strings")
@@ -470,15 +495,25 @@ def load_safetensors(buf, map_location=None):
     structure = None
     if metadata is not None and _STRUCTURE_KEY in metadata:
         structure = _parse_json(metadata[_STRUCTURE_KEY], "structure metadata")
-        if not isinstance(structure, dict) or set(structure) != {"version", "root"}:
-            raise _bad("the structure metadata must be an object with 'version' and 'root'")
+        if not isinstance(structure, dict) or set(structure) - {"crc32"} != {"version", "root"}:
+            raise _bad("the structure metadata must be an object with 'version' and 'root' (and 'crc32')")
         if structure["version"] != _FORMAT_VERSION:
             raise CheckpointError(f"checkpoint format version {structure['version']!r} is not supported by this "
                                   f"minitorch_gpu (it reads version {_FORMAT_VERSION})")
+        # files saved before checksums were recorded have none, and still load
+        if "crc32" in structure:
+            view, start = memoryview(buf), 8 + int.from_bytes(buf[:8], "little")
+            _checksum.verify(structure["crc32"], structure["version"], structure["root"],
+                             {name: (code, shape, view[start + b:start + e])
+                              for name, (code, shape, b, e) in entries.items()})
+    elif metadata is not None and any(v.startswith('{"version":') for v in metadata.values()):
+        # our structure under another key: a corrupted key would otherwise load as a flat dict of tensors
+        raise _bad(f"the metadata holds minitorch_gpu structure under a key other than {_STRUCTURE_KEY!r}")
     mat = _Materializer(_host_arrays(buf, entries), map_location)
     if structure is None:
         return {name: mat.tensor(name, "cpu") for name in entries}
     try:
-        return _Decoder(mat).decode(structure["root"])
+        with _json_limits.gc_paused():
+            return _Decoder(mat).decode(structure["root"])
     except RecursionError:
         raise _bad("the structure metadata is nested too deeply") from None
