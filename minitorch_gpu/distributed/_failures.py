@@ -21,6 +21,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import sys
+import threading
 import time
 from collections.abc import Callable
 from types import ModuleType
@@ -73,6 +74,8 @@ class FailureChannel:
         self._status = mpi.Status()
         self._recv: Any = comm.Irecv(self._buf, mpi.ANY_SOURCE, _TAG)
         self._sends: list[Any] = []
+        # MPI forbids testing one request from two threads at once (two threads may wait on collectives)
+        self._lock = threading.Lock()
         self._armed = 0
         self._aborters: list[Callable[[], None]] = []
         self._previous_hook: Callable[..., Any] | None = None
@@ -84,13 +87,12 @@ class FailureChannel:
     def poll(self) -> dict[int, tuple[int, str]]:
         """Take in the notices that have arrived; returns every failure heard of (global rank -> (origin,
         text))."""
-        recv = self._recv
-        if recv is None:
-            return self.failed
-        while recv.Test(self._status):
-            origin, _, text = bytes(self._buf).rstrip(b"\0").decode("utf-8", "replace").partition("\t")
-            self.failed.setdefault(self._status.Get_source(), (int(origin), text))
-            recv = self._recv = self.comm.Irecv(self._buf, self._MPI.ANY_SOURCE, _TAG)
+        with self._lock:
+            recv = self._recv
+            while recv is not None and recv.Test(self._status):
+                origin, _, text = bytes(self._buf).rstrip(b"\0").decode("utf-8", "replace").partition("\t")
+                self.failed.setdefault(self._status.Get_source(), (int(origin), text))
+                recv = self._recv = self.comm.Irecv(self._buf, self._MPI.ANY_SOURCE, _TAG)
         return self.failed
 
     # ------------------------------------------------------------------ failing
@@ -161,7 +163,8 @@ class FailureChannel:
         raise SystemExit(1)  # not reached: MPI_Abort does not return
 
     def _close(self) -> None:
-        recv, self._recv = self._recv, None
+        with self._lock:
+            recv, self._recv = self._recv, None
         if recv is None:
             return
         with contextlib.suppress(Exception):

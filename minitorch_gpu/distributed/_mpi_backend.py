@@ -259,17 +259,16 @@ class MPIProcessGroup(ProcessGroup):
         """Block (polling, with the group's deadline) until ``reqs`` complete."""
         Testall = self._MPI.Request.Testall
         spin_until(lambda: Testall(reqs), self._timeout_s, lambda: self._raise_timeout(what, self._timeout_s),
-                   lambda: self._check_peers(what))
+                   lambda: self._peer_failure(what))
 
-    def _check_peers(self, what: str) -> None:
+    def _peer_failure(self, what: str) -> Callable[[], None] | None:
         failed = self._failures.poll()
-        if not failed:
-            return
-        for r in self.ranks:
+        for r in self.ranks if failed else ():
             if r in failed:
                 origin, cause = failed[r]
                 msg = f"[rank {self._global_rank()}] rank {origin} failed, so {what} cannot complete: {cause}"
-                self._break(msg, PeerFailure(msg, origin, cause))
+                return lambda: self._break(msg, PeerFailure(msg, origin, cause))
+        return None
 
     def _call(self, fn: Callable[..., Request], *args: Any) -> Request:
         try:

@@ -12,7 +12,7 @@ Without a GPU this module cannot run (it is imported only for ``backend="nccl"``
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -163,13 +163,20 @@ class NCCLProcessGroup(ProcessGroup):
         self._abort_nccl()
         self._mpi_pg._abort(code)
 
-    def _check_peers(self, what: str) -> None:
-        try:
-            self._mpi_pg._check_peers(what)
-        except RuntimeError as e:
-            # kernels waiting on the failed peer would never finish
-            self._abort_nccl()
-            self._break(str(e), e)
+    def _peer_failure(self, what: str) -> Callable[[], None] | None:
+        fail = self._mpi_pg._peer_failure(what)
+        if fail is None:
+            return None
+
+        def abort_and_fail() -> None:
+            try:
+                fail()
+            except RuntimeError as e:
+                # kernels waiting on the failed peer would never finish
+                self._abort_nccl()
+                self._break(str(e), e)
+
+        return abort_and_fail
 
     def _destroy(self) -> None:
         self._mpi_pg._failures.remove_aborter(self._abort_nccl)

@@ -132,12 +132,18 @@ def dtype_name(t: Tensor) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- waiting
+#: how long a wait still polls its collective after a peer reported a failure: the peer may have done its
+#: part before failing, and then the collective completes
+PEER_SETTLE_S = 1.0
+
+
 def spin_until(done: Callable[[], bool], timeout: float, on_timeout: Callable[[], object],
-               check: Callable[[], object] | None = None) -> None:
+               peer_failure: Callable[[], Callable[[], object] | None] | None = None) -> None:
     """Poll ``done()`` until it is true. The first polls spin (a small collective finishes in microseconds and
     MPI only progresses while it is being called); after a millisecond the loop backs off to short sleeps.
-    Past ``timeout`` seconds ``on_timeout()`` runs (it raises); ``check()`` (which raises when a peer reported
-    a failure) runs with the deadline test, so a quick collective never pays for it."""
+    Past ``timeout`` seconds ``on_timeout()`` runs (it raises). ``peer_failure()`` runs with the deadline test
+    (so a quick collective never pays for it): once a peer has failed it returns the function that raises,
+    which runs unless the collective still completes within :data:`PEER_SETTLE_S`."""
     if done():
         return
     start = time.monotonic()
@@ -150,8 +156,14 @@ def spin_until(done: Callable[[], bool], timeout: float, on_timeout: Callable[[]
             now = time.monotonic()
             if now >= deadline:
                 on_timeout()
-            if check is not None:
-                check()
+            fail = peer_failure() if peer_failure is not None else None
+            if fail is not None:
+                settle = now + PEER_SETTLE_S
+                while time.monotonic() < settle:
+                    if done():
+                        return
+                    sleep(1e-3)
+                fail()
             elapsed = now - start
             if elapsed > 1e-3:
                 sleep(min(1e-3, elapsed * 0.02))
@@ -214,7 +226,7 @@ class Work:
             self._on_timeout()
             self._pg._raise_timeout(self._what, limit)
 
-        spin_until(self._poll, limit, expired, lambda: self._pg._check_peers(self._what))
+        spin_until(self._poll, limit, expired, lambda: self._pg._peer_failure(self._what))
         self._finish()
         return True
 
@@ -315,9 +327,11 @@ class ProcessGroup(abc.ABC):
             atexit.register(_abort_at_exit)
         raise error if error is not None else RuntimeError(msg)
 
-    def _check_peers(self, what: str) -> None:
-        """Raise (breaking the group) when a peer rank has reported a failure, which means that ``what`` can
-        never complete; backends with a way to hear about one override this."""
+    def _peer_failure(self, what: str) -> Callable[[], None] | None:
+        """None while no member of the group has reported a failure; after one has, the function that raises
+        (and breaks the group: ``what`` may never complete). Backends with a way to hear of failures
+        override this."""
+        return None
 
     def _begin(self, name: str, details: str, tensor: Tensor | None = None, extra: int = 0) -> str:
         """Check the call against the other ranks' (DETAIL debug), number the collective about to start and

@@ -118,7 +118,7 @@ def _worker(argv: list[str]) -> None:
             runpy.run_path(target, run_name="__main__")
     except SystemExit as e:
         code = _exit_code(e)
-        _record(rank, "exit", f"{code} {time.time()!r} exit code {code}")
+        _record(rank, "exit", f"{code} {time.time()!r} SystemExit: {_one_line(str(e.code))}")
         channel = armed_channel()
         if code != 0 and channel is not None:
             # the peers may be waiting for this rank in a collective: end the job instead of leaving them
