@@ -4,7 +4,6 @@ the same RuntimeError on every rank instead of an MPI abort with a C backtrace, 
 different results; a rank that raises or exits non-zero ends the job instead of leaving its peers blocked.
 The ranks run scripts/collective_faults.py under mpiexec, on 2 and 3 ranks, on the CPU and the simulated GPU.
 """
-import importlib.util
 import os
 import re
 import subprocess
@@ -13,6 +12,7 @@ import tempfile
 import time
 
 import pytest
+from mpi_launch import MPIEXEC, requires_mpi
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts", "collective_faults.py")
@@ -20,19 +20,7 @@ SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts", "co
 TIMEOUT_S = 90
 SUGGESTION = "every rank must call the same collectives in the same order, on tensors of the same dtype and shape"
 
-
-def _mpiexec():
-    if importlib.util.find_spec("mpi4py") is None:
-        return None
-    from minitorch_gpu.distributed.run import find_mpiexec
-    try:
-        return find_mpiexec()
-    except RuntimeError:
-        return None
-
-
-MPIEXEC = _mpiexec()
-pytestmark = pytest.mark.skipif(MPIEXEC is None, reason="needs mpi4py and mpiexec (pip install '.[mpi]')")
+pytestmark = requires_mpi
 
 
 def _env(out, device):
