@@ -17,6 +17,13 @@ ranks aligned by a barrier before each step. With two ranks it also reports:
   wait of the last rank to finish (an earlier rank also waits for that one);
 * ``hidden_fraction`` = 1 - exposed / comm: the share of the all-reduce time hidden behind backward.
 
+With two ranks it also measures what the cross-rank fingerprint check of every collective costs (one small
+all-reduce before each, on by default; ``MINITORCH_DISTRIBUTED_CHECKS=0`` turns it off): the ``overlap`` DDP
+step again on a process group made without the check (``overlap_unchecked``, interleaved with the others),
+their ratio (``check.step_overhead``), a one-element all-reduce on either group (``check.tiny_*_us``), and
+from these the share of a step the checks take (``check.estimated_overhead``: the extra time of one checked
+collective times the buckets, over the unchecked step), which the noise of a shared machine cannot hide.
+
 The single-bucket baseline shows what this measurement reports when nothing can overlap (a late rank finds
 its peer's part of the all-reduce already under way, so it is not exactly 0). ``added_to_compute_s`` (step
 time minus the compute-only step) is the end-to-end cost; on a machine shared with other work it is noisier
@@ -41,19 +48,29 @@ def _worker(args):
     dist.init_process_group("mpi")
     rank, world = dist.get_rank(), dist.get_world_size()
 
-    def build(bucket_cap_mb):
+    def build(bucket_cap_mb, group=None):
         mt.manual_seed(0)
         layers = []
         for _ in range(args.depth):
             layers += [mt.nn.Linear(args.width, args.width), mt.nn.Tanh()]
         net = mt.nn.Sequential(*layers)
-        model = mt.nn.parallel.DistributedDataParallel(net, bucket_cap_mb=bucket_cap_mb)
+        model = mt.nn.parallel.DistributedDataParallel(net, bucket_cap_mb=bucket_cap_mb, process_group=group)
         return net, model, mt.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
+
+    # a group reads the check setting when it is made: this one runs its collectives unchecked
+    previous = os.environ.get("MINITORCH_DISTRIBUTED_CHECKS")
+    os.environ["MINITORCH_DISTRIBUTED_CHECKS"] = "0"
+    unchecked = dist.new_group()
+    if previous is None:
+        del os.environ["MINITORCH_DISTRIBUTED_CHECKS"]
+    else:
+        os.environ["MINITORCH_DISTRIBUTED_CHECKS"] = previous
 
     g = mt.Generator().manual_seed(rank)
     x = mt.randn(args.batch, args.width, generator=g)
     y = mt.randn(args.batch, args.width, generator=g)
-    configs = {"overlap": build(args.bucket_cap_mb), "single_bucket": build(1e6)}
+    configs = {"overlap": build(args.bucket_cap_mb), "single_bucket": build(1e6),
+               "overlap_unchecked": build(args.bucket_cap_mb, unchecked)}
 
     def step(model, opt, sync=True):
         dist.barrier()  # the ranks start every timed step together
@@ -68,8 +85,8 @@ def _worker(args):
         return time.perf_counter() - t0
 
     # interleaved (A B C A B C ...) so that the machine's drift hits every variant alike
-    times = {"overlap": [], "single_bucket": [], "compute_only": []}
-    waits = {"overlap": [], "single_bucket": []}
+    times = {label: [] for label in [*configs, "compute_only"]}
+    waits = {label: [] for label in configs}
     for i in range(args.warmup + args.steps):
         for label, (net, model, opt) in configs.items():
             dt = step(model, opt)
@@ -94,10 +111,21 @@ def _worker(args):
             dist.barrier()
             t0 = time.perf_counter()
             for b in buckets:
-                dist.all_reduce(b)
+                dist.all_reduce(b, group=model.process_group)
             if i >= args.warmup:
                 ts.append(time.perf_counter() - t0)
         comm[label] = statistics.median(ts)
+    # the check alone: a one-element all-reduce on the checked and on the unchecked group, in interleaved blocks
+    tiny = {"checked": [], "unchecked": []}
+    one = mt.zeros(1)
+    for i in range(args.warmup + args.steps):
+        for label, group in (("checked", None), ("unchecked", unchecked)):
+            dist.barrier()
+            t0 = time.perf_counter()
+            for _ in range(100):
+                dist.all_reduce(one, group=group)
+            if i >= args.warmup:
+                tiny[label].append((time.perf_counter() - t0) / 100)
     out = {"world": world, "params": sum(p.numel() for p in configs["overlap"][0].parameters())}
     base = statistics.median(times["compute_only"])
     out["compute_only"] = {"step_s": base, "samples_per_s": world * args.batch / base}
@@ -109,6 +137,16 @@ def _worker(args):
             exposed = statistics.median(waits[label])
             res.update(comm_s=comm[label], exposed_s=exposed, hidden_fraction=max(0.0, 1.0 - exposed / comm[label]))
         out[label] = res
+    if world > 1:
+        # the step times carry the machine's noise; the estimate is the check's own time (one small all-reduce
+        # per bucket) over the step, which noise cannot hide
+        checked, unchecked_step = out["overlap"]["step_s"], out["overlap_unchecked"]["step_s"]
+        per_check = statistics.median(tiny["checked"]) - statistics.median(tiny["unchecked"])
+        out["check"] = {"step_s_checked": checked, "step_s_unchecked": unchecked_step,
+                        "step_overhead": checked / unchecked_step - 1.0,
+                        "tiny_checked_us": statistics.median(tiny["checked"]) * 1e6,
+                        "tiny_unchecked_us": statistics.median(tiny["unchecked"]) * 1e6,
+                        "estimated_overhead": per_check * out["overlap"]["buckets"] / unchecked_step}
     if rank == 0:
         with open(args.out, "w") as f:
             json.dump(out, f)
@@ -154,13 +192,20 @@ def main(argv=None):
     print(f"{'procs':>5} {'variant':>14} {'buckets':>7} {'step ms':>8} {'samples/s':>10} {'vs 1 proc':>9} "
           f"{'comm ms':>8} {'exposed ms':>10} {'hidden':>7}")
     for run in runs:
-        for label in ("compute_only", "overlap", "single_bucket"):
+        for label in ("compute_only", "overlap", "overlap_unchecked", "single_bucket"):
             r = run[label]
             extra = ""
             if "comm_s" in r:
                 extra = f"{r['comm_s'] * 1e3:8.1f} {r['exposed_s'] * 1e3:10.1f} {r['hidden_fraction'] * 100:6.0f}%"
             print(f"{run['world']:5d} {label:>14} {r.get('buckets', 0):7d} {r['step_s'] * 1e3:8.1f} "
                   f"{r['samples_per_s']:10.0f} {r['samples_per_s'] / base:8.2f}x {extra}")
+    for run in runs:
+        if "check" in run:
+            c = run["check"]
+            print(f"fingerprint check, {run['world']} procs: DDP step {c['step_s_checked'] * 1e3:.1f} ms checked vs "
+                  f"{c['step_s_unchecked'] * 1e3:.1f} ms unchecked ({c['step_overhead']:+.2%}); a one-element "
+                  f"all_reduce {c['tiny_checked_us']:.0f} us checked vs {c['tiny_unchecked_us']:.0f} us, so the "
+                  f"checks of a step's {run['overlap']['buckets']} buckets take {c['estimated_overhead']:.2%} of it")
     config = {k: getattr(args, k) for k in ("width", "depth", "batch", "bucket_cap_mb", "steps", "warmup")}
     result = {"benchmark": "ddp_scaling", "device": "cpu", "config": config, "cpu_count": os.cpu_count(),
               "load_average_before": load_before, "runs": runs}

@@ -13,11 +13,14 @@ and in the script::
     dist.init_process_group("mpi")            # "nccl" with one GPU per rank
     model = torch.nn.parallel.DistributedDataParallel(model)
 
-Importing this package does not start MPI; ``init_process_group`` does. With
-``MINITORCH_DISTRIBUTED_DEBUG=DETAIL`` every collective is checked across ranks first (name, dtype, shape,
-sequence number) and a mismatch raises on every rank instead of returning garbage. Every wait has the
-group's deadline (``init_process_group(timeout=...)``): a rank that dies or stops calling collectives makes
-the others raise a RuntimeError naming the collective, and such a process leaves through ``MPI_Abort``.
+Importing this package does not start MPI; ``init_process_group`` does. Every collective is checked across
+ranks first (name, dtype, shape, reduce op or root, sequence number: one small all-reduce) and a mismatch
+raises the same RuntimeError on every rank instead of returning garbage; ``MINITORCH_DISTRIBUTED_CHECKS=0``
+turns the check off, ``MINITORCH_DISTRIBUTED_DEBUG=DETAIL`` gathers every rank's fingerprint each time.
+While the default group is up, an exception escaping a rank (or a non-zero exit under the launcher) tells
+the other ranks, which raise naming it, and then aborts the job (``_failures``). Every wait has the group's
+deadline (``init_process_group(timeout=...)``): a rank that dies or stops calling collectives makes the others
+raise a RuntimeError naming the collective, and such a process leaves through ``MPI_Abort``.
 
 MPI advances a non-blocking collective only inside MPI calls, so the MPI backend runs a small progress
 thread that polls the pending ones every ``MINITORCH_MPI_PROGRESS_US`` microseconds (default 500; 0 turns it
@@ -32,10 +35,11 @@ The package is layered; each module imports only from the ones below it:
     c10d.py, optimizer.py    the public API: process group creation, collectives, DistributedOptimizer
     _mpi_backend.py          the MPI process group (mpi4py); _nccl_backend.py: NCCL (CuPy), bootstrapped over MPI
     _process_group.py        the ProcessGroup/Work interface every backend implements, and the backend registry
+    _failures.py             one rank's failure told to the others, and the job aborted (used by _mpi_backend)
 
 A backend module registers itself (``Backend.register_backend``) when this package is imported; ``c10d`` looks
-it up by name and never imports a backend module. ``run.py`` (the launcher) stands apart: it only starts
-``mpiexec``.
+it up by name and never imports a backend module. ``run.py`` (the launcher) stands apart: it starts
+``mpiexec`` and watches how the ranks end (it imports only ``_failures``).
 """
 # the backends register themselves on import: after these lines Backend("mpi") and Backend("nccl") resolve
 from . import _mpi_backend, _nccl_backend  # noqa: F401

@@ -6,7 +6,8 @@ memory), goes through a contiguous host copy that is written back when the colle
 Dtypes MPI cannot reduce (bfloat16, float8) are reduced locally after an all-gather of their bytes.
 
 Every process group of either backend is built on a split of one duplicate of ``COMM_WORLD`` (see
-:func:`world_comm`), so a script's own mpi4py traffic never interleaves with ours.
+:func:`world_comm`), so a script's own mpi4py traffic never interleaves with ours; a second duplicate carries
+the failure notices of ``_failures`` (armed while the default group exists).
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..autograd.function import bump_version
+from ._failures import FailureChannel, PeerFailure
 from ._process_group import BOOL_REDUCE_OP, Backend, ProcessGroup, ReduceOp, Work, spin_until
 
 if TYPE_CHECKING:
@@ -50,14 +52,24 @@ def is_available() -> bool:
 
 
 _world: list[Comm] = []
+_channel: list[FailureChannel] = []
 
 
 def world_comm() -> Comm:
     """This job's own duplicate of ``COMM_WORLD``, made on first use and kept for the life of the process (a
-    default group destroyed and created again reuses it)."""
+    default group destroyed and created again reuses it). Every rank makes it (in ``init_process_group``),
+    and with it the job's failure channel."""
     if not _world:
-        _world.append(_mpi().COMM_WORLD.Dup())
+        MPI = _mpi()
+        _world.append(MPI.COMM_WORLD.Dup())
+        _channel.append(FailureChannel(MPI, MPI.COMM_WORLD.Dup()))
     return _world[0]
+
+
+def failure_channel() -> FailureChannel:
+    """The job's failure notices (see ``_failures``)."""
+    world_comm()
+    return _channel[0]
 
 
 def _host(t: Tensor, copy_in: bool = True) -> tuple[np.ndarray, Callable[[], None] | None]:
@@ -231,6 +243,11 @@ class MPIProcessGroup(ProcessGroup):
                      _R.MIN: self._MPI.MIN, _R.MAX: self._MPI.MAX, _R.BAND: self._MPI.BAND,
                      _R.BOR: self._MPI.BOR, _R.BXOR: self._MPI.BXOR}
         self._req_lock = threading.Lock()
+        self._failures = failure_channel()
+        # the default group arms the failure channel: an escaping exception then ends the job on every rank
+        self._arms = group_rank is None and self.size() > 1
+        if self._arms:
+            self._failures.arm()
         interval = _progress_interval()
         self._progress = _ProgressThread(interval) if interval > 0 else None
         if self._progress is not None:
@@ -241,7 +258,17 @@ class MPIProcessGroup(ProcessGroup):
     def _wait(self, reqs: list[Request], what: str) -> None:
         """Block (polling, with the group's deadline) until ``reqs`` complete."""
         Testall = self._MPI.Request.Testall
-        spin_until(lambda: Testall(reqs), self._timeout_s, lambda: self._raise_timeout(what, self._timeout_s))
+        spin_until(lambda: Testall(reqs), self._timeout_s, lambda: self._raise_timeout(what, self._timeout_s),
+                   lambda: self._peer_failure(what))
+
+    def _peer_failure(self, what: str) -> Callable[[], None] | None:
+        failed = self._failures.poll()
+        for r in self.ranks if failed else ():
+            if r in failed:
+                origin, cause = failed[r]
+                msg = f"[rank {self._global_rank()}] rank {origin} failed, so {what} cannot complete: {cause}"
+                return lambda: self._break(msg, PeerFailure(msg, origin, cause))
+        return None
 
     def _call(self, fn: Callable[..., Request], *args: Any) -> Request:
         try:
@@ -267,11 +294,14 @@ class MPIProcessGroup(ProcessGroup):
             self._progress.add(w)
         return w
 
-    def _exchange_fingerprints(self, fp: np.ndarray) -> np.ndarray:
+    # a wait in the check is reported as a wait for the collective: to the caller it is part of it
+    def _exchange_fingerprints(self, fp: np.ndarray, what: str) -> np.ndarray:
         rows = np.empty((self.size(), fp.size), np.int64)
-        self._start(f"the debug fingerprint exchange before collective #{self._seq + 1}", self.comm.Iallgather, fp,
-                    rows)
+        self._start(what, self.comm.Iallgather, fp, rows)
         return rows
+
+    def _max_fingerprints(self, both: np.ndarray, what: str) -> None:
+        self._start(what, self.comm.Iallreduce, self._MPI.IN_PLACE, both, self._MPI.MAX)
 
     def _split(self, ranks: list[int]) -> Comm | None:
         MPI = self._MPI
@@ -286,6 +316,9 @@ class MPIProcessGroup(ProcessGroup):
         self._MPI.COMM_WORLD.Abort(code)
 
     def _destroy(self) -> None:
+        if self._arms:
+            self._arms = False
+            self._failures.disarm()
         if self._progress is not None:
             self._progress.stop()
         # the world duplicate outlives its groups: a later init_process_group builds on it again

@@ -12,7 +12,7 @@ Without a GPU this module cannot run (it is imported only for ``backend="nccl"``
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -148,6 +148,7 @@ class NCCLProcessGroup(ProcessGroup):
         uid = data.view(np.int8)
         with cupy.cuda.Device(dev):
             self._nccl = nccl.NcclCommunicator(self.size(), tuple(int(x) for x in uid), self.rank())
+        self._mpi_pg._failures.add_aborter(self._abort_nccl)
         self._dtypes = _dtype_table(nccl)
         self._ops = {_R.SUM: nccl.NCCL_SUM, _R.AVG: nccl.NCCL_SUM, _R.PRODUCT: nccl.NCCL_PROD,
                      _R.MIN: nccl.NCCL_MIN, _R.MAX: nccl.NCCL_MAX}
@@ -162,15 +163,33 @@ class NCCLProcessGroup(ProcessGroup):
         self._abort_nccl()
         self._mpi_pg._abort(code)
 
+    def _peer_failure(self, what: str) -> Callable[[], None] | None:
+        fail = self._mpi_pg._peer_failure(what)
+        if fail is None:
+            return None
+
+        def abort_and_fail() -> None:
+            try:
+                fail()
+            except RuntimeError as e:
+                # kernels waiting on the failed peer would never finish
+                self._abort_nccl()
+                self._break(str(e), e)
+
+        return abort_and_fail
+
     def _destroy(self) -> None:
+        self._mpi_pg._failures.remove_aborter(self._abort_nccl)
         if self._broken is None:
             self._nccl.destroy()
         self._mpi_pg._destroy()
         self._broken = "it was destroyed (destroy_process_group)"
 
-    def _exchange_fingerprints(self, fp: np.ndarray) -> np.ndarray:
-        self._mpi_pg._seq = self._seq
-        return self._mpi_pg._exchange_fingerprints(fp)
+    def _exchange_fingerprints(self, fp: np.ndarray, what: str) -> np.ndarray:
+        return self._mpi_pg._exchange_fingerprints(fp, what)
+
+    def _max_fingerprints(self, both: np.ndarray, what: str) -> None:
+        self._mpi_pg._max_fingerprints(both, what)
 
     def _split(self, ranks: list[int]) -> Comm | None:
         return self._mpi_pg._split(ranks)

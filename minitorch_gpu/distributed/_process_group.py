@@ -5,10 +5,13 @@ subclasses :class:`ProcessGroup` and :class:`Work` and announces itself with :me
 ``c10d`` (the public collectives) finds it here by name. Neither this module nor a backend imports ``c10d``.
 
 A process group is one communicator plus the bookkeeping every collective shares: a sequence number, the
-timeout, and (with ``MINITORCH_DISTRIBUTED_DEBUG=DETAIL``) a fingerprint exchange before each collective.
-Every collective is non-blocking underneath and returns a :class:`Work`. Waiting is a polling loop with a
-deadline, never a blocking call into the library, so a peer that died or stopped calling collectives turns
-into a RuntimeError naming the collective instead of a hang.
+timeout, and a fingerprint check before each collective (see :meth:`ProcessGroup._fingerprint`): by default
+one small all-reduce that tells whether every rank is about to run the same collective on the same dtype and
+shape, with ``MINITORCH_DISTRIBUTED_DEBUG=DETAIL`` an all-gather of every rank's fingerprint, and none with
+``MINITORCH_DISTRIBUTED_CHECKS=0``. Every collective is non-blocking underneath and returns a :class:`Work`.
+Waiting is a polling loop with a deadline, never a blocking call into the library, so a peer that died or
+stopped calling collectives turns into a RuntimeError naming the collective instead of a hang, and a peer
+that reported a failure (see ``_failures``) into one naming that peer at once.
 """
 from __future__ import annotations
 
@@ -36,7 +39,8 @@ if TYPE_CHECKING:
     #: where a group's GPU is named: an index, "cuda:1", a device, or None for "pick one per rank"
     DeviceId = int | str | device | None
 
-__all__ = ["Backend", "DebugLevel", "ProcessGroup", "ProcessGroupFactory", "ReduceOp", "Work", "get_debug_level"]
+__all__ = ["Backend", "DebugLevel", "ProcessGroup", "ProcessGroupFactory", "ReduceOp", "Work", "checks_enabled",
+           "get_debug_level"]
 
 
 class _RedOpType(enum.IntEnum):
@@ -100,6 +104,17 @@ def get_debug_level() -> DebugLevel:
             from None
 
 
+def checks_enabled() -> bool:
+    """Whether collectives check their fingerprints across ranks: yes unless ``MINITORCH_DISTRIBUTED_CHECKS=0``
+    (the debug level DETAIL checks regardless)."""
+    raw = os.environ.get("MINITORCH_DISTRIBUTED_CHECKS", "1").strip().lower()
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return get_debug_level() == DebugLevel.DETAIL
+    raise ValueError(f"Invalid value for MINITORCH_DISTRIBUTED_CHECKS: '{raw}' (expected 1 or 0)")
+
+
 def seconds(timeout: timedelta | float | None) -> float | None:
     """A timeout in seconds (None stays None); TypeError for anything but a timedelta or a number."""
     if timeout is None:
@@ -117,10 +132,18 @@ def dtype_name(t: Tensor) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- waiting
-def spin_until(done: Callable[[], bool], timeout: float, on_timeout: Callable[[], object]) -> None:
+#: how long a wait still polls its collective after a peer reported a failure: the peer may have done its
+#: part before failing, and then the collective completes
+PEER_SETTLE_S = 1.0
+
+
+def spin_until(done: Callable[[], bool], timeout: float, on_timeout: Callable[[], object],
+               peer_failure: Callable[[], Callable[[], object] | None] | None = None) -> None:
     """Poll ``done()`` until it is true. The first polls spin (a small collective finishes in microseconds and
     MPI only progresses while it is being called); after a millisecond the loop backs off to short sleeps.
-    Past ``timeout`` seconds ``on_timeout()`` runs (it raises)."""
+    Past ``timeout`` seconds ``on_timeout()`` runs (it raises). ``peer_failure()`` runs with the deadline test
+    (so a quick collective never pays for it): once a peer has failed it returns the function that raises,
+    which runs unless the collective still completes within :data:`PEER_SETTLE_S`."""
     if done():
         return
     start = time.monotonic()
@@ -133,6 +156,14 @@ def spin_until(done: Callable[[], bool], timeout: float, on_timeout: Callable[[]
             now = time.monotonic()
             if now >= deadline:
                 on_timeout()
+            fail = peer_failure() if peer_failure is not None else None
+            if fail is not None:
+                settle = now + PEER_SETTLE_S
+                while time.monotonic() < settle:
+                    if done():
+                        return
+                    sleep(1e-3)
+                fail()
             elapsed = now - start
             if elapsed > 1e-3:
                 sleep(min(1e-3, elapsed * 0.02))
@@ -195,7 +226,7 @@ class Work:
             self._on_timeout()
             self._pg._raise_timeout(self._what, limit)
 
-        spin_until(self._poll, limit, expired)
+        spin_until(self._poll, limit, expired, lambda: self._pg._peer_failure(self._what))
         self._finish()
         return True
 
@@ -224,6 +255,8 @@ _DTYPE_CODE = {n: i for i, n in enumerate(_DTYPES)}
 _FP_DIMS = 12
 # slots: seq, collective, dtype, ndim, extra (op or root), shape hash, dims...
 _FP_LEN = 6 + _FP_DIMS
+# what differs, named from the first slot that does (the dims and the hash both mean the shape)
+_FP_FIELDS = ["sequence number", "collective", "dtype", "shape", "op or root", "shape"] + ["shape"] * _FP_DIMS
 
 _broken_groups: list[ProcessGroup] = []
 _abort_registered: list[bool] = []
@@ -259,6 +292,7 @@ class ProcessGroup(abc.ABC):
         self._seq = 0
         self._broken: str | None = None
         self._debug = get_debug_level() == DebugLevel.DETAIL
+        self._checked = checks_enabled()
 
     def rank(self) -> int:
         return self._rank
@@ -278,29 +312,50 @@ class ProcessGroup(abc.ABC):
                                f"{self._broken}")
 
     def _raise_timeout(self, what: str, limit: float) -> None:
-        msg = (f"[rank {self._global_rank()}] {self.backend} process group timed out after {limit:g}s waiting for "
-               f"{what}; a peer rank may have died or stopped calling collectives")
+        self._break(f"[rank {self._global_rank()}] {self.backend} process group timed out after {limit:g}s waiting "
+                    f"for {what}; a peer rank may have died or stopped calling collectives")
+
+    def _break(self, msg: str, error: RuntimeError | None = None) -> None:
+        """Raise ``error`` (a RuntimeError of ``msg`` by default) and leave the group unusable: a collective is
+        still in flight, so this process must leave through an abort rather than MPI_Finalize (which would
+        wait for it)."""
         self._broken = msg
         if self not in _broken_groups:
             _broken_groups.append(self)
         if not _abort_registered:
             _abort_registered.append(True)
             atexit.register(_abort_at_exit)
-        raise RuntimeError(msg)
+        raise error if error is not None else RuntimeError(msg)
+
+    def _peer_failure(self, what: str) -> Callable[[], None] | None:
+        """None while no member of the group has reported a failure; after one has, the function that raises
+        (and breaks the group: ``what`` may never complete). Backends with a way to hear of failures
+        override this."""
+        return None
 
     def _begin(self, name: str, details: str, tensor: Tensor | None = None, extra: int = 0) -> str:
         """Check the call against the other ranks' (DETAIL debug), number the collective about to start and
         describe it (for timeouts and mismatch reports)."""
-        self._fingerprint(name, tensor, extra)
+        seq = self._seq + 1
+        what = f"{name} #{seq} ({details})" if details else f"{name} #{seq}"
         self._check_usable()
-        self._seq += 1
-        return f"{name} #{self._seq} ({details})" if details else f"{name} #{self._seq}"
+        self._fingerprint(name, what, tensor, extra)
+        self._seq = seq
+        return what
 
-    # ------------------------------------------------------------------ DETAIL debug fingerprints
-    def _fingerprint(self, name: str, tensor: Tensor | None = None, extra: int = 0) -> None:
-        """Before collective number ``self._seq + 1``: every rank shares what it is about to call and all raise
-        the same error, naming the first rank that differs from rank 0, if the calls do not match."""
-        if not self._debug or self.size() == 1:
+    # ------------------------------------------------------------------ fingerprints
+    def _fingerprint(self, name: str, what: str, tensor: Tensor | None = None, extra: int = 0) -> None:
+        """Before collective number ``self._seq + 1``: check that every rank is about to run the same
+        collective (name, dtype, shape, op or root, sequence number) and raise the same RuntimeError on every
+        rank, naming what differs and the ranks that differ from the group's first, if not.
+
+        A mismatched payload is never sent: with different sizes MPI would truncate (an abort with a C
+        backtrace) or hand one rank garbage, and with different ops the ranks would silently diverge. The
+        default check costs one all-reduce of 36 integers (each rank's fingerprint and its negation, under
+        MAX: every slot's maximum and minimum at once, equal on every slot exactly when all ranks agree);
+        only when they disagree is every rank's fingerprint gathered to name the difference. DETAIL debug
+        gathers them always; ``MINITORCH_DISTRIBUTED_CHECKS=0`` skips the check."""
+        if not (self._checked or self._debug) or self.size() == 1:
             return
         shape: tuple[int, ...] = tuple(tensor.shape) if tensor is not None else ()
         fp = np.zeros(_FP_LEN, np.int64)
@@ -309,22 +364,39 @@ class ProcessGroup(abc.ABC):
         fp[2] = _DTYPE_CODE.get(dtype_name(tensor), -1) if tensor is not None else -2
         fp[3] = len(shape) if tensor is not None else -1
         fp[4] = int(extra)
-        fp[5] = hash(shape)  # ints hash the same in every process, unlike str
+        # ints hash the same in every process, unlike str; 62 bits so that the negation cannot overflow
+        fp[5] = hash(shape) & ((1 << 62) - 1)
         for i, d in enumerate(shape[:_FP_DIMS]):
             fp[6 + i] = d
-        rows = self._exchange_fingerprints(fp)
+        if not self._debug:
+            both = np.concatenate([fp, -fp])
+            self._max_fingerprints(both, what)
+            if np.array_equal(both[:_FP_LEN], -both[_FP_LEN:]):
+                return
+            # every rank saw the same maximum and minimum, so every rank takes this branch
+        rows = self._exchange_fingerprints(fp, what)
         ref = rows[0]
-        for r in range(1, rows.shape[0]):
-            if not np.array_equal(rows[r], ref):
-                show_extra = bool(rows[r][4] != ref[4])
-                raise RuntimeError(f"collective mismatch at sequence {int(ref[0])}: rank {self.ranks[0]} "
-                                   f"{_fp_text(ref, show_extra)} vs rank {self.ranks[r]} "
-                                   f"{_fp_text(rows[r], show_extra, int(ref[0]))}")
+        differ = [r for r in range(1, rows.shape[0]) if not np.array_equal(rows[r], ref)]
+        if not differ:
+            return
+        slots = [i for i in range(_FP_LEN) if any(rows[r][i] != ref[i] for r in differ)]
+        fields = list(dict.fromkeys(_FP_FIELDS[i] for i in slots))
+        show_extra = "op or root" in fields
+        sides = ", ".join(f"rank {self.ranks[r]} {_fp_text(rows[r], show_extra, int(ref[0]))}" for r in differ)
+        raise RuntimeError(f"collective mismatch at sequence {int(ref[0])}: rank {self.ranks[0]} "
+                           f"{_fp_text(ref, show_extra)} vs {sides} (the {' and the '.join(fields)} differ"
+                           f"{'s' if len(fields) == 1 else ''}); every rank must call the same collectives in "
+                           "the same order, on tensors of the same dtype and shape")
 
     # ------------------------------------------------------------------ what a backend provides
     @abc.abstractmethod
-    def _exchange_fingerprints(self, fp: np.ndarray) -> np.ndarray:
-        """Every rank's ``fp``, stacked in group order (completes before returning)."""
+    def _exchange_fingerprints(self, fp: np.ndarray, what: str) -> np.ndarray:
+        """Every rank's ``fp``, stacked in group order (completes before returning); ``what`` names the
+        collective it checks, for errors."""
+
+    @abc.abstractmethod
+    def _max_fingerprints(self, both: np.ndarray, what: str) -> None:
+        """All-reduce the int64 array ``both`` in place under MAX (completes before returning)."""
 
     @abc.abstractmethod
     def _split(self, ranks: list[int]) -> Comm | None:

@@ -1,13 +1,12 @@
 """Run a script of tests/distributed/scripts on N ranks (``mpiexec -n N python script``) or as one plain
 process (a world of one), and read what each rank logged (see scripts/_common.py)."""
-import importlib.util
 import os
 import subprocess
 import sys
 import tempfile
 import time
 
-import pytest
+from mpi_launch import MPIEXEC, requires_mpi  # noqa: F401 - the tests import them from here
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts")
@@ -15,20 +14,6 @@ SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts")
 ENV = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
 ENV.pop("MINITORCH_DISTRIBUTED_DEBUG", None)
 ENV.pop("TORCH_DISTRIBUTED_DEBUG", None)
-
-
-def _mpiexec():
-    if importlib.util.find_spec("mpi4py") is None:
-        return None
-    from minitorch_gpu.distributed.run import find_mpiexec
-    try:
-        return find_mpiexec()
-    except RuntimeError:
-        return None
-
-
-MPIEXEC = _mpiexec()
-requires_mpi = pytest.mark.skipif(MPIEXEC is None, reason="needs mpi4py and mpiexec (pip install '.[mpi]')")
 
 
 class Result:

@@ -13,13 +13,14 @@ PACKAGE = Path(dist.__file__).parent
 # the package; a subpackage by its dotted path, its __init__ by the subpackage's name)
 ALLOWED = {
     "_process_group": set(),
-    "_mpi_backend": {"_process_group"},
+    "_failures": set(),
+    "_mpi_backend": {"_process_group", "_failures"},
     "_nccl_backend": {"_process_group", "_mpi_backend"},
     "c10d": {"_process_group"},
     "optimizer": {"_process_group", "c10d"},
     "optim": {"optim"},
     "optim.zero_redundancy_optimizer": {"_process_group", "c10d"},
-    "run": set(),
+    "run": {"_failures"},
 }
 
 

@@ -29,7 +29,8 @@ def shape_mismatch_is_named_on_every_rank():
     err = expect_raises(RuntimeError, lambda: dist.all_reduce(t), "collective mismatch")
     log.emit(f"MSG {err}")
     assert str(err) == (f"collective mismatch at sequence 3: rank 0 all_reduce float32 [4] vs rank {last} "
-                        "all_reduce float32 [5]"), str(err)
+                        "all_reduce float32 [5] (the shape differs); every rank must call the same collectives in "
+                        "the same order, on tensors of the same dtype and shape"), str(err)
 
 
 @log.check
