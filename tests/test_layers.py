@@ -20,7 +20,7 @@ LAYERS = [
     {"autograd"},
     {"ops"},
     {"cuda", "optim", "utils._foreach_utils"},
-    {"distributed", "profiler"},
+    {"distributed", "profiler", "amp"},
     {"nn", "utils.data"},
     {"models", "serialization", "_compile"},
     {"train"},
