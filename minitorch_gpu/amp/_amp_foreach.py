@@ -51,14 +51,14 @@ def _amp_update_scale_(scale: Tensor, growth_tracker: Tensor, found_inf: Tensor,
     if growth_tracker.numel() != 1 or growth_tracker.dtype is not _dtype.int32:
         raise RuntimeError("growth_tracker must be a 1-element int tensor.")
     with no_grad():
-        found = found_inf > 0
+        found = found_inf.gt(0)
         counted = growth_tracker + 1
-        at_interval = counted == int(growth_interval)
+        at_interval = counted.eq(int(growth_interval))
         # float32 times a double factor, rounded once to float32, as PyTorch's kernels compute it
         wide = scale.double()
         grown = (wide * float(scale_growth_factor)).float()
         backed = (wide * float(scale_backoff_factor)).float()
-        kept = where(at_interval & grown.isfinite(), grown, scale)
+        kept = where(at_interval.logical_and(grown.isfinite()), grown, scale)
         scale.copy_(where(found, backed, kept))
-        growth_tracker.copy_(where(found | at_interval, growth_tracker.new_zeros(()), counted))
+        growth_tracker.copy_(where(found.logical_or(at_interval), growth_tracker.new_zeros(()), counted))
     return scale

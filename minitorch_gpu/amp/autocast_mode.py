@@ -150,14 +150,13 @@ class autocast:
         _ac.set_cache_enabled(self._cache_enabled)
         return self
 
-    def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> bool:
+    def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> None:
         # the weight casts live as long as the outermost region
         if _ac.decrement_nesting() == 0:
             _ac.clear_cache()
         _ac.set_enabled(self.device, self.prev)
         _ac.set_dtype(self.device, self.prev_fastdtype)
         _ac.set_cache_enabled(self.prev_cache_enabled)
-        return False
 
     def __call__(self, func: F) -> F:
         if not callable(func):

@@ -195,11 +195,10 @@ def _run(name: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[
     first = next(_tensors(args), None)
     if first is None:
         first = next(_tensors(kwargs.values()), None)
-    device_type = None if first is None else first.device.type
-    if device_type is None or not getattr(state, device_type):
-        policy = None
-    else:
-        policy = POLICIES[device_type].get(name)
+    if first is None:
+        return fn(*args, **kwargs)
+    device_type: str = first.device.type
+    policy = POLICIES[device_type].get(name) if getattr(state, device_type) else None
     if policy is None:
         return fn(*args, **kwargs)
     low = get_dtype(device_type)
