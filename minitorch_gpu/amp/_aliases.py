@@ -35,26 +35,16 @@ class _CpuAutocast(_autocast):
         super().__init__("cpu", enabled=enabled, dtype=dtype, cache_enabled=cache_enabled)
 
 
-class _CudaGradScaler(_GradScaler):
-    """``torch.cuda.amp.GradScaler(...)``: ``torch.amp.GradScaler("cuda", ...)``, deprecated."""
-
-    def __init__(self, init_scale: float = 2.0 ** 16, growth_factor: float = 2.0, backoff_factor: float = 0.5,
-                 growth_interval: int = 2000, enabled: bool = True) -> None:
-        warnings.warn("`torch.cuda.amp.GradScaler(args...)` is deprecated. Please use "
-                      "`torch.amp.GradScaler('cuda', args...)` instead.", FutureWarning, stacklevel=2)
-        super().__init__("cuda", init_scale=init_scale, growth_factor=growth_factor, backoff_factor=backoff_factor,
-                         growth_interval=growth_interval, enabled=enabled)
-
-
-class _CpuGradScaler(_GradScaler):
-    """``torch.cpu.amp.GradScaler(...)``: ``torch.amp.GradScaler("cpu", ...)``, deprecated."""
-
-    def __init__(self, init_scale: float = 2.0 ** 16, growth_factor: float = 2.0, backoff_factor: float = 0.5,
-                 growth_interval: int = 2000, enabled: bool = True) -> None:
-        warnings.warn("`torch.cpu.amp.GradScaler(args...)` is deprecated. Please use "
-                      "`torch.amp.GradScaler('cpu', args...)` instead.", FutureWarning, stacklevel=2)
-        super().__init__("cpu", init_scale=init_scale, growth_factor=growth_factor, backoff_factor=backoff_factor,
-                         growth_interval=growth_interval, enabled=enabled)
+def _device_scaler(device_type: str) -> type[_GradScaler]:
+    """``torch.<device_type>.amp.GradScaler(...)``: ``torch.amp.GradScaler(device_type, ...)``, deprecated."""
+    class GradScaler(_GradScaler):
+        def __init__(self, init_scale: float = 2.0 ** 16, growth_factor: float = 2.0, backoff_factor: float = 0.5,
+                     growth_interval: int = 2000, enabled: bool = True) -> None:
+            warnings.warn(f"`torch.{device_type}.amp.GradScaler(args...)` is deprecated. Please use "
+                          f"`torch.amp.GradScaler('{device_type}', args...)` instead.", FutureWarning, stacklevel=2)
+            super().__init__(device_type, init_scale=init_scale, growth_factor=growth_factor,
+                             backoff_factor=backoff_factor, growth_interval=growth_interval, enabled=enabled)
+    return GradScaler
 
 
 def _device_fwd(device_type: str) -> Any:
@@ -83,9 +73,9 @@ def _module(name: str, **attrs: Any) -> types.ModuleType:
 
 
 _pkg = __name__.rsplit(".", 2)[0]
-cuda_amp = _module(_pkg + ".cuda.amp", autocast=_CudaAutocast, GradScaler=_CudaGradScaler,
+cuda_amp = _module(_pkg + ".cuda.amp", autocast=_CudaAutocast, GradScaler=_device_scaler("cuda"),
                    custom_fwd=_device_fwd("cuda"), custom_bwd=_device_bwd("cuda"))
-cpu_amp = _module(_pkg + ".cpu.amp", autocast=_CpuAutocast, GradScaler=_CpuGradScaler)
+cpu_amp = _module(_pkg + ".cpu.amp", autocast=_CpuAutocast, GradScaler=_device_scaler("cpu"))
 # ``torch.cpu``: the host as a device, for the scripts that ask it what ``torch.cuda`` answers
 cpu = _module(_pkg + ".cpu", amp=cpu_amp, is_available=lambda: True, device_count=lambda: 1,
               current_device=lambda: "cpu", synchronize=lambda device=None: None)

@@ -13,6 +13,8 @@ The public API (``torch.autocast``, ``torch.get_autocast_dtype``, ...) is ``amp`
 from __future__ import annotations
 
 import functools
+import inspect
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -75,9 +77,15 @@ _BANNED_MSG = (
     "safe to autocast.")
 
 
+on = False
+"""The fast flag the op wrappers test: autocast is enabled on some thread (each thread's own state decides)."""
+_threads_on: set[int] = set()
+_threads_lock = threading.Lock()
+
+
 class _State(threading.local):
     """Per-thread autocast state; class attributes are the defaults a new thread sees."""
-    on: bool = False                 # the fast flag: autocast is enabled for some device type on this thread
+    on: bool = False                 # autocast is enabled for some device type on this thread
     cpu: bool = False
     cuda: bool = False
     cpu_dtype: _dtype.dtype = _dtype.bfloat16
@@ -101,8 +109,15 @@ def is_enabled(device_type: str) -> bool:
 
 
 def set_enabled(device_type: str, enabled: bool) -> None:
+    global on
     setattr(state, _check_device_type(device_type), bool(enabled))
     state.on = state.cpu or state.cuda
+    with _threads_lock:
+        if state.on:
+            _threads_on.add(threading.get_ident())
+        else:
+            _threads_on.discard(threading.get_ident())
+        on = bool(_threads_on)
 
 
 def get_dtype(device_type: str) -> _dtype.dtype:
@@ -192,6 +207,8 @@ def _widest(tensors: Any, device_type: str, low: _dtype.dtype) -> _dtype.dtype:
 
 
 def _run(name: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    if not state.on:  # another thread's region, or inside an op this thread is already running
+        return fn(*args, **kwargs)
     first = next(_tensors(args), None)
     if first is None:
         first = next(_tensors(kwargs.values()), None)
@@ -222,17 +239,66 @@ def _run(name: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[
         state.on = state.cpu or state.cuda
 
 
+def _forwarding_source(fn: Callable[..., Any]) -> tuple[str, str, str, str]:
+    """Source text for a wrapper with ``fn``'s signature: (its parameter list, the call passing every parameter on
+    to ``fn``, the positional arguments as a tuple, the keyword arguments as a dict). Defaults are placeholders
+    that the wrapper replaces with ``fn``'s own objects."""
+    params, pos, kw, kw_dict = [], [], [], []
+    var_kw = None
+    star = open_posonly = False
+    for p in inspect.signature(fn).parameters.values():
+        n = p.name
+        default = "" if p.default is p.empty else "=_D"
+        if open_posonly and p.kind is not p.POSITIONAL_ONLY:
+            params.append("/")
+            open_posonly = False
+        if p.kind is p.VAR_POSITIONAL:
+            params.append("*" + n)
+            pos.append("*" + n)
+            star = True
+        elif p.kind is p.VAR_KEYWORD:
+            params.append("**" + n)
+            var_kw = n
+        elif p.kind is p.KEYWORD_ONLY:
+            if not star:
+                params.append("*")
+                star = True
+            params.append(n + default)
+            kw.append(f"{n}={n}")
+            kw_dict.append(f"{n!r}: {n}")
+        else:
+            params.append(n + default)
+            pos.append(n)
+            open_posonly = p.kind is p.POSITIONAL_ONLY
+    if open_posonly:
+        params.append("/")
+    call = ", ".join(pos + kw + ([f"**{var_kw}"] if var_kw else []))
+    args = f"({', '.join(pos)},)" if pos else "()"
+    kwargs = "{" + ", ".join(kw_dict + ([f"**{var_kw}"] if var_kw else [])) + "}"
+    return ", ".join(params), call, args, kwargs
+
+
 def autocast_op(name: str) -> Callable[[F], F]:
     """Decorate the public function of the op PyTorch's autocast lists call ``name``: under autocast its
-    arguments are cast as ``POLICIES`` says; otherwise it runs as it is."""
+    arguments are cast as ``POLICIES`` says; otherwise it runs as it is.
+
+    The wrapper has the op's own signature, so that with autocast off it costs one call and one module-global
+    test (no argument packing: about 75 ns against 600 for a ``*args, **kwargs`` wrapper reading the
+    thread-local state, measured with timeit on a no-op function)."""
     def wrap(fn: F) -> F:
-        @functools.wraps(fn)
-        def op(*args: Any, **kwargs: Any) -> Any:
-            if state.on:
-                return _run(name, fn, args, kwargs)
-            return fn(*args, **kwargs)
-        op.__autocast_name__ = name  # type: ignore[attr-defined]
-        return op  # type: ignore[return-value]
+        params, call, args, kwargs = _forwarding_source(fn)
+        src = (f"def {fn.__name__}({params}):\n"
+               f"    if _m.on:\n"
+               f"        return _run(_name, _fn, {args}, {kwargs})\n"
+               f"    return _fn({call})\n")
+        ns: dict[str, Any] = {"_m": sys.modules[__name__], "_run": _run, "_name": name, "_fn": fn, "_D": None}
+        exec(compile(src, f"<autocast {name}>", "exec"), ns)  # noqa: S102 - the source is built from a signature
+        op = ns[fn.__name__]
+        op.__defaults__ = fn.__defaults__
+        op.__kwdefaults__ = fn.__kwdefaults__
+        functools.update_wrapper(op, fn)
+        op.__autocast_name__ = name
+        return op  # type: ignore[no-any-return]
     return wrap
 
 
