@@ -1331,8 +1331,9 @@ def _unary(name, node, prim, *, dtype=FLOAT, saves=None, grad, check=None, alias
         return apply_inplace(self, fn, keeps_self=keeps_self)
     inplace.__name__ = inplace.__qualname__ = name + "_"
     globals()[name + "_"] = inplace
-    UNARY_OPS[name] = fn
-    return _export(name, fn, aliases, inplace, dunder)
+    # the in-place form keeps the unwrapped op: PyTorch's autocast lists no in-place op
+    public = UNARY_OPS[name] = _export(name, fn, aliases, inplace, dunder)
+    return public
 
 
 def _refuse(message):
