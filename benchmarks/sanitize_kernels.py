@@ -200,6 +200,17 @@ def checks(be: Any) -> list[tuple[str, Callable[[], None]]]:
             got = be.foreach_addcdiv([dev(h) for h in hs], ys, zs, 0.5)
             for g, h in zip(got, hs):
                 close(g, h + 0.5 * (h + 2) / (h * h + 1), 1e-5)
+            # GradScaler's unscale: a clean list, then one with an inf in the long tensor's tail
+            xs = [dev(h) for h in hs]
+            found, inv = dev(np.zeros(1, F32)), dev(np.full(1, 0.25, F32))
+            be.amp_unscale_(xs, found, inv)
+            assert host(found)[0] == 0.0
+            for x, h in zip(xs, hs):
+                close(x, h * 0.25, 1e-6)
+            bad = [h.copy() for h in hs]
+            bad[-1][-3] = np.inf
+            be.amp_unscale_([dev(h) for h in bad], found, inv)
+            assert host(found)[0] == 1.0
 
     def attention() -> None:
         # every head-dim variant, causal with L != S, a 1-element tail and dropout (the in-kernel Philox)

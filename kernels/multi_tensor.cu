@@ -11,6 +11,9 @@
 //                           from the norm in device memory, so clipping never waits for the host
 //   foreach_ternary<T>      out = lerp(x, y, w) | x + alpha * y * z | x + alpha * y / z | clamp(x, -w, w), with one
 //                           alpha for the list or one per tensor; roles x, y, z, out (out may be x: in place)
+//   multi_unscale<T>        GradScaler's unscale: x *= inv_scale[0] in place for every tensor, and found_inf[0] = 1
+//                           when any element was inf or NaN (torch._amp_foreach_non_finite_check_and_unscale_); both
+//                           scalars stay in device memory, so checking gradients never waits for the host
 //
 // A clip_grad_norm_ is three launches whatever the number of tensors: partial, finish, scale. The norm
 // partials accumulate in T (float32 for float32 gradients, as PyTorch's foreach norm does in its opmath type).
@@ -129,4 +132,28 @@ __global__ void foreach_ternary(const i64* __restrict__ table, i64 n_tensors, i6
         if (per_tensor != nullptr) f.w = (T)per_tensor[m.ti];
         mt_span<T, 4>(m, load, 8, f);
     }
+}
+
+// ---------------------------------------------------------------------- GradScaler's unscale
+template <typename T> struct UnscaleBatch {
+    T inv;
+    bool bad;
+    __device__ __forceinline__ void operator()(T (&r)[1][MT_ILP], int k) {
+        T v = r[0][k];
+        if (!mt_isfinite(v)) bad = true;
+        // PyTorch leaves the values untouched (NaN payloads included) when the scale is 1
+        r[0][k] = inv == (T)1 ? v : v * inv;
+    }
+};
+
+template <typename T>
+__global__ void multi_unscale(const i64* __restrict__ table, i64 n_tensors, i64 n_chunks, i64 chunk,
+                              float* __restrict__ found_inf, const float* __restrict__ inv_scale) {
+    UnscaleBatch<T> op{(T)inv_scale[0], false};
+    for (i64 ci = blockIdx.x; ci < n_chunks; ci += gridDim.x) {
+        MtChunk<T> m = mt_chunk<T>(table, n_tensors, ci, chunk);
+        mt_span<T, 1>(m, 1, 1, op);
+    }
+    // every thread that saw a non-finite value stores the same 1.0f: the race is benign, as in PyTorch's kernel
+    if (op.bad) found_inf[0] = 1.0f;
 }

@@ -75,6 +75,15 @@ from .sparse import mm as spmm  # noqa: E402,F401
 globals().update({_name: getattr(_foreach, _name) for _name in _foreach.TORCH_NAMESPACE})
 from . import distributed  # noqa: E402
 from . import profiler  # noqa: E402
+from . import amp  # noqa: E402
+from .amp import (autocast, autocast_decrement_nesting, autocast_increment_nesting, clear_autocast_cache,  # noqa: E402
+                  get_autocast_dtype, is_autocast_cache_enabled, is_autocast_enabled, set_autocast_cache_enabled,
+                  set_autocast_dtype, set_autocast_enabled, _amp_foreach_non_finite_check_and_unscale_,
+                  _amp_update_scale_)
+from .amp._aliases import cpu  # noqa: E402
+
+# ``torch.cuda.amp``: amp sits above the CUDA API, so the namespace hangs the deprecated spelling there
+cuda.amp = amp._aliases.cuda_amp  # type: ignore[attr-defined]
 from .profiler import legacy as _autograd_profiler  # noqa: E402
 
 # ``torch.autograd.profiler``: autograd sits below the profiler, so the namespace hangs it there

@@ -6,8 +6,8 @@ source files, read from the running interpreter in a fixed order (the first ``--
 10% of the corpus is held out for validation.
 
 Everything lands in ``--out`` (default ``out/``): ``metrics.jsonl`` (one JSON object per step: step, loss,
-lr, tokens_per_s, and val_loss at evaluation steps), ``checkpoint.safetensors`` (model, optimizer, scheduler,
-step, random-number-generator states, model config and vocabulary, written with
+lr, tokens_per_s, dtype, and val_loss at evaluation steps), ``checkpoint.safetensors`` (model, optimizer,
+scheduler, step, random-number-generator states, model config, vocabulary, dtype and GradScaler state, written with
 ``mt.serialization.save_safetensors``) and ``loss.png`` (train and validation curves; needs matplotlib). A text
 sample is printed at the end.
 
@@ -16,8 +16,13 @@ state is checkpointed with everything else, so on the CPU a resumed run reproduc
 uninterrupted one exactly (``--stop-after N`` ends a run early at step N, as an interruption would; Ctrl-C
 also saves a checkpoint before exiting).
 
+``--dtype`` picks the precision of the forward pass: ``float32``, or ``bfloat16`` / ``float16`` under
+``mt.autocast`` (parameters, gradients and optimizer state stay float32; ``float16`` adds a ``GradScaler``).
+``auto`` is bfloat16 on a GPU that supports it, else float32; a resumed run keeps its checkpoint's dtype.
+
 Bad input (a missing data path, an empty corpus, ``--resume`` without a checkpoint, a checkpoint from another
-model config or vocabulary, ``--device cuda`` without a GPU, bad numbers) is reported in one line on stderr
+model config or vocabulary, ``--device cuda`` without a GPU, a ``--dtype`` the device cannot do, bad numbers)
+is reported in one line on stderr
 with exit code 2.
 """
 from __future__ import annotations
@@ -57,6 +62,7 @@ DEFAULTS = {
     "cuda": dict(steps=2000, batch_size=64, block_size=256, n_layer=6, n_head=6, n_embd=384, dropout=0.2,
                  lr=1e-3, warmup=100, eval_every=250, eval_iters=40),
 }
+DTYPES = ("auto", "float32", "bfloat16", "float16")
 MODEL_FIELDS = ("block_size", "n_layer", "n_head", "n_embd", "dropout")
 
 # directories of the standard library that are not plain library source (tests hold deliberately odd files;
@@ -137,6 +143,9 @@ def build_parser():
     p.add_argument("--top-k", type=_positive_int, default=40, help="sample from the k most likely characters")
     p.add_argument("--prompt", default=None, help="text the samples start from (default: a newline)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--dtype", default="auto", choices=DTYPES,
+                   help="precision of the forward pass under autocast (auto: bfloat16 on GPUs that support it, "
+                        "else float32; float16 adds a GradScaler)")
     p.add_argument("--cuda-graph", action="store_true",
                    help="capture the training step (forward, backward, clipping, optimizer step) in a CUDA graph "
                         "after warm-up and replay it (CUDA only, with --dropout 0)")
@@ -424,11 +433,35 @@ def _resolve(args, device, ckpt):
             setattr(args, name, value)
     if args.n_embd % args.n_head != 0:
         raise UsageError(f"--n-embd ({args.n_embd}) must be divisible by --n-head ({args.n_head})")
+    args.dtype = _resolve_dtype(args.dtype, device, ckpt)
+    if args.cuda_graph and args.dtype == "float16":
+        raise UsageError("--cuda-graph cannot be used with --dtype float16: the GradScaler reads its overflow flag "
+                         "on the host every step; use --dtype bfloat16 or float32")
     if args.cuda_graph and device.type != "cuda":
         raise UsageError(f"--cuda-graph needs a CUDA device, but the run is on {device}; use --device cuda")
     if args.cuda_graph and args.dropout:
         raise UsageError(f"--cuda-graph needs --dropout 0 (got {args.dropout}): random numbers cannot be "
                          "captured in a CUDA graph here")
+
+
+def _resolve_dtype(name: str, device: mt_device, ckpt: dict[str, Any] | None) -> str:
+    """The run's dtype: ``auto`` (bfloat16 on a GPU that does it, else float32; a resumed run's own), or the one
+    asked for when ``device`` can do it."""
+    import minitorch_gpu as mt
+
+    if name == "auto":
+        if ckpt is not None:
+            return str(ckpt["run"].get("dtype", "float32"))
+        return "bfloat16" if device.type == "cuda" and mt.cuda.is_bf16_supported() else "float32"
+    if name == "bfloat16":
+        if device.type == "cuda" and not mt.cuda.is_bf16_supported():
+            raise UsageError(f"--dtype bfloat16: {device} does not support bfloat16 here "
+                             "(mt.cuda.is_bf16_supported() is False); use --dtype float16 or float32")
+        try:
+            mt.zeros(1, dtype=mt.bfloat16)
+        except TypeError as e:
+            raise UsageError(f"--dtype bfloat16 on the CPU: {e}") from None
+    return name
 
 
 EXIT_DIVERGED = 1
@@ -458,6 +491,23 @@ class Job:
         return self.args.steps if self.args.stop_after is None else self.args.stop_after
 
 
+class Precision:
+    """The run's mixed precision: an autocast region for the forward pass (a no-op for float32) and, for float16,
+    the GradScaler that keeps small gradients from flushing to zero."""
+
+    def __init__(self, dtype: str, device: mt_device) -> None:
+        import minitorch_gpu as mt
+
+        self.dtype = dtype
+        self.device_type = device.type
+        self.low = None if dtype == "float32" else getattr(mt, dtype)
+        self.scaler = mt.amp.GradScaler(device.type) if dtype == "float16" else None
+
+    def autocast(self) -> Any:
+        import minitorch_gpu as mt
+        return mt.autocast(self.device_type, dtype=self.low, enabled=self.low is not None)
+
+
 @dataclass
 class Trainer:
     """The state a checkpoint holds: model, optimizer, schedule, the batch generator, the step reached, and
@@ -466,12 +516,15 @@ class Trainer:
     optimizer: Optimizer
     scheduler: LRScheduler
     data_gen: Generator
+    precision: Precision
     step: int = 0
     records: list[dict[str, Any]] = field(default_factory=list)
 
     def save(self, job: Job) -> None:
+        scaler = self.precision.scaler
+        run = {**job.run_info, "scaler": scaler.state_dict() if scaler is not None else {}}
         save_checkpoint(job.ckpt_path, self.model, self.optimizer, self.scheduler, self.step, self.data_gen,
-                        job.device, job.config, job.vocab, job.run_info)
+                        job.device, job.config, job.vocab, run)
 
 
 def prepare(args: argparse.Namespace) -> Job:
@@ -505,7 +558,8 @@ def prepare(args: argparse.Namespace) -> Job:
         os.makedirs(args.out, exist_ok=True)
     except OSError as e:
         raise UsageError(f"cannot create output directory {args.out}: {e.strerror}") from None
-    run_info = {"seed": args.seed, "steps": args.steps, "batch_size": args.batch_size, "data": origin}
+    run_info = {"seed": args.seed, "steps": args.steps, "batch_size": args.batch_size, "data": origin,
+                "dtype": args.dtype}
     return Job(args, device, ckpt, len(text), origin, vocab, config, prompt, batches, ckpt_path,
                os.path.join(args.out, METRICS), run_info)
 
@@ -524,7 +578,7 @@ def build(job: Job) -> Trainer:
     optimizer = mt.optim.AdamW(param_groups(model, args.weight_decay), lr=lr, betas=(0.9, 0.99),
                                capturable=args.cuda_graph)
     scheduler = mt.optim.lr_scheduler.LambdaLR(optimizer, lr_schedule(args.warmup, args.steps))
-    return Trainer(model, optimizer, scheduler, data_gen)
+    return Trainer(model, optimizer, scheduler, data_gen, Precision(args.dtype, job.device))
 
 
 def resume(job: Job, ckpt: dict[str, Any], trainer: Trainer) -> None:
@@ -536,22 +590,40 @@ def resume(job: Job, ckpt: dict[str, Any], trainer: Trainer) -> None:
         trainer.optimizer.load_state_dict(ckpt["optimizer"])
         trainer.scheduler.load_state_dict(ckpt["scheduler"])
         _set_rng_states(ckpt["rng"], trainer.data_gen, job.device)
+        scaler_state = ckpt["run"].get("scaler")
+        if trainer.precision.scaler is not None and scaler_state:
+            trainer.precision.scaler.load_state_dict(scaler_state)
     except (RuntimeError, KeyError, ValueError, TypeError) as e:
         raise UsageError(f"--resume: the checkpoint does not fit this model: {e}") from None
     trainer.step = int(ckpt["step"])
     trainer.records = read_metrics(job.metrics_path, trainer.step)
 
 
-def train_step(model: GPT, optimizer: Optimizer, x: Any, y: Any, grad_clip: float) -> Any:
-    """One optimizer step on batch (x, y); returns the loss tensor (not read back)."""
+def train_step(model: GPT, optimizer: Optimizer, x: Any, y: Any, grad_clip: float,
+               precision: Precision | None = None) -> Any:
+    """One optimizer step on batch (x, y), the forward pass under ``precision``'s autocast; returns the loss tensor
+    (not read back)."""
     import minitorch_gpu as mt
 
-    _, loss = model(x, y)
+    scaler = None if precision is None else precision.scaler
+    if precision is None:
+        _, loss = model(x, y)
+    else:
+        with precision.autocast():
+            _, loss = model(x, y)
     optimizer.zero_grad(set_to_none=True)
-    loss.backward()
+    if scaler is None:
+        loss.backward()
+        if grad_clip > 0:
+            mt.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+        optimizer.step()
+        return loss
+    scaler.scale(loss).backward()
     if grad_clip > 0:
+        scaler.unscale_(optimizer)  # clip the true gradients, not the scaled ones
         mt.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
-    optimizer.step()
+    scaler.step(optimizer)  # skipped when a gradient overflowed
+    scaler.update()
     return loss
 
 
@@ -562,8 +634,9 @@ class GraphedStep:
 
     WARMUP = 3
 
-    def __init__(self, model: GPT, optimizer: Optimizer, grad_clip: float) -> None:
+    def __init__(self, model: GPT, optimizer: Optimizer, grad_clip: float, precision: Precision | None = None) -> None:
         self.model, self.optimizer, self.grad_clip = model, optimizer, grad_clip
+        self.precision = precision
         self.steps = 0
         self.graph: Any = None
         self.static: tuple[Any, Any, Any] | None = None
@@ -581,14 +654,14 @@ class GraphedStep:
             side = mt.cuda.Stream()
             side.wait_stream(mt.cuda.current_stream())
             with mt.cuda.stream(side):
-                loss = train_step(self.model, self.optimizer, sx, sy, self.grad_clip)
+                loss = train_step(self.model, self.optimizer, sx, sy, self.grad_clip, self.precision)
             mt.cuda.current_stream().wait_stream(side)
             return loss
         if self.graph is None:
             self.graph = mt.cuda.CUDAGraph()
             self.optimizer.zero_grad(set_to_none=True)
             with mt.cuda.graph(self.graph):
-                loss = train_step(self.model, self.optimizer, sx, sy, self.grad_clip)
+                loss = train_step(self.model, self.optimizer, sx, sy, self.grad_clip, self.precision)
             self.static = (sx, sy, loss)
         self.graph.replay()
         return self.static[2]
@@ -611,7 +684,8 @@ def train_loop(job: Job, trainer: Trainer) -> int:
     bar = tqdm(total=args.steps, initial=trainer.step, desc="train", unit="step", disable=args.quiet,
                file=sys.stderr, dynamic_ncols=True, mininterval=0.5)
     metrics = open(job.metrics_path, "a")
-    graphed = GraphedStep(model, optimizer, args.grad_clip) if args.cuda_graph else None
+    precision = trainer.precision
+    graphed = GraphedStep(model, optimizer, args.grad_clip, precision) if args.cuda_graph else None
     try:
         while trainer.step < job.stop:
             t0 = time.perf_counter()
@@ -620,19 +694,20 @@ def train_loop(job: Job, trainer: Trainer) -> int:
             if graphed is not None:
                 loss = graphed(x, y)
             else:
-                loss = train_step(model, optimizer, x, y, args.grad_clip)
+                loss = train_step(model, optimizer, x, y, args.grad_clip, precision)
             scheduler.step()
             loss_value = loss.item()  # also waits for the GPU, so the timing below is real
             trainer.step += 1
             step = trainer.step
             rec = {"step": step, "loss": loss_value, "lr": lr,
-                   "tokens_per_s": tokens_per_step / max(time.perf_counter() - t0, 1e-9)}
+                   "tokens_per_s": tokens_per_step / max(time.perf_counter() - t0, 1e-9), "dtype": precision.dtype}
             if not math.isfinite(loss_value):
                 bar.close()
                 print(f"{PROG}: the loss became {loss_value} at step {step}; try a lower --lr", file=sys.stderr)
                 return EXIT_DIVERGED
             if step % args.eval_every == 0 or step == args.steps:
-                rec["val_loss"] = evaluate(model, job.batches, args.eval_iters, args.seed + 1)
+                with precision.autocast():
+                    rec["val_loss"] = evaluate(model, job.batches, args.eval_iters, args.seed + 1)
                 bar.write(f"step {step}: train loss {loss_value:.4f}, val loss {rec['val_loss']:.4f}",
                           file=sys.stderr)
                 trainer.save(job)
@@ -691,7 +766,7 @@ def run(args: argparse.Namespace) -> int:
     config = job.config
     print(f"{PROG}: {job.corpus_chars:,} characters of {job.origin}, vocabulary {len(job.vocab)}; GPT "
           f"{config.n_layer} layers, {config.n_head} heads, width {config.n_embd}, context {config.block_size} "
-          f"({trainer.model.num_params():,} parameters) on {job.device}; steps {trainer.step + 1}..{job.stop}",
+          f"({trainer.model.num_params():,} parameters) on {job.device} in {trainer.precision.dtype}; steps {trainer.step + 1}..{job.stop}",
           file=sys.stderr)
 
     exit_code = train_loop(job, trainer)

@@ -21,7 +21,7 @@ LAYERS = [
     {"autograd"},
     {"ops", "linalg"},
     {"cuda", "accelerator", "optim", "utils._foreach_utils", "sparse", "testing", "utils.checkpoint", "distributions"},
-    {"distributed", "profiler"},
+    {"distributed", "profiler", "amp"},
     {"nn", "utils.data"},
     {"models", "serialization", "_compile"},
     {"train"},

@@ -380,3 +380,54 @@ def test_cuda_graph_is_refused_on_the_cpu_and_with_dropout(corpus, tmp_path, cap
     finally:
         mt.cuda.use_simulator(prev)
     assert code == 2 and "--cuda-graph needs --dropout 0" in err
+
+
+# ------------------------------------------------------------------------------------------------ --dtype
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_mixed_precision_runs_records_its_dtype_and_resumes(corpus, tmp_path, dtype):
+    """--dtype trains under autocast (float16 with a GradScaler whose state goes into the checkpoint), records the
+    dtype in every metrics record and in the checkpoint, stays close to the float32 run, and a resumed run keeps
+    the checkpoint's dtype and repeats the uninterrupted run's losses."""
+    args = ["--data", corpus, *TINY, "--steps", "8", "--eval-every", "4"]
+    ref, mixed, resumed = (str(tmp_path / n) for n in ("ref", "mixed", "resumed"))
+    for out, extra in ((ref, ["--dtype", "float32"]), (mixed, ["--dtype", dtype]),
+                       (resumed, ["--dtype", dtype, "--stop-after", "4"])):
+        r = run_cli(*args, *extra, "--out", out)
+        assert r.returncode == 0, r.stderr
+    r = run_cli(*args, "--resume", "--out", resumed)  # --dtype auto: the checkpoint's
+    assert r.returncode == 0, r.stderr
+    a, m, b = read_metrics(ref), read_metrics(mixed), read_metrics(resumed)
+    assert {rec["dtype"] for rec in m} == {dtype} and {rec["dtype"] for rec in b} == {dtype}
+    assert {rec["dtype"] for rec in a} == {"float32"}
+    np.testing.assert_allclose([rec["loss"] for rec in m], [rec["loss"] for rec in a], rtol=3e-2)
+    assert [rec["loss"] for rec in b] == [rec["loss"] for rec in m]
+    ckpt = mt.load(os.path.join(mixed, "checkpoint.safetensors"))
+    assert ckpt["run"]["dtype"] == dtype
+    scaler = ckpt["run"]["scaler"]
+    assert (scaler["scale"] == 2.0 ** 16 and scaler["_growth_tracker"] == 8) if dtype == "float16" else scaler == {}
+    # parameters stay float32
+    assert all(v.dtype is mt.float32 for k, v in ckpt["model"].items() if v.dtype.is_floating_point)
+
+
+def test_dtype_auto_and_refusals(corpus, tmp_path, capsys, monkeypatch):
+    small = ["--data", corpus, "--steps", "2", "--batch-size", "2", "--block-size", "8", "--n-layer", "1",
+             "--n-head", "1", "--n-embd", "8", "--quiet", "--eval-every", "2", "--eval-iters", "1",
+             "--sample-chars", "5"]
+    code, _ = _main(small + ["--out", str(tmp_path / "auto")], capsys)
+    assert code == 0 and {r["dtype"] for r in read_metrics(str(tmp_path / "auto"))} == {"float32"}
+    with pytest.raises(SystemExit) as e:  # argparse's own one-line error, exit 2
+        train.main(small + ["--dtype", "int8", "--out", str(tmp_path / "x")])
+    assert e.value.code == 2 and "invalid choice: 'int8'" in capsys.readouterr().err
+    prev = mt.cuda.use_simulator(True)
+    try:
+        code, err = _main(small + ["--device", "cuda", "--dtype", "bfloat16", "--out", str(tmp_path / "y")], capsys)
+        assert code == 2 and "does not support bfloat16" in err and "Traceback" not in err
+        code, err = _main(small + ["--device", "cuda", "--dtype", "float16", "--cuda-graph", "--dropout", "0",
+                                   "--out", str(tmp_path / "z")], capsys)
+        assert code == 2 and "--cuda-graph cannot be used with --dtype float16" in err
+    finally:
+        mt.cuda.use_simulator(prev)
+    monkeypatch.setattr(mt.cuda, "is_bf16_supported", lambda including_emulation=True: True)
+    assert train._resolve_dtype("auto", mt.device("cuda"), None) == "bfloat16"
+    assert train._resolve_dtype("auto", mt.device("cpu"), None) == "float32"

@@ -206,6 +206,21 @@ class OptimMixin:
             for x in xs:
                 xp.multiply(x, coef, out=x)
 
+    def amp_unscale_(self, xs: Arrays, found_inf: Array, inv_scale: Array) -> None:
+        """GradScaler's unscale (``torch._amp_foreach_non_finite_check_and_unscale_``): every array times the
+        1-element float32 ``inv_scale`` in place, computed in float32 for half types, and the 1-element float32
+        ``found_inf`` set to 1 when any element is inf or NaN. Both stay arrays: nothing is read on the host."""
+        xp = self.xp
+        with np.errstate(invalid="ignore", over="ignore"):
+            for x in xs:
+                bad = xp.logical_not(xp.isfinite(x)).any()
+                xp.maximum(found_inf, bad.astype(found_inf.dtype), out=found_inf)
+                inv = inv_scale.reshape(()).astype(x.dtype) if x.dtype.itemsize > 4 else inv_scale.reshape(())
+                if x.dtype.itemsize < 4:
+                    x[...] = (x.astype(np.float32) * inv).astype(x.dtype)
+                else:
+                    xp.multiply(x, inv, out=x)
+
     # ------------------------------------------------------------------ the fused driver
     def _optim_scratch(self, n: int, np_dtype: Any, k: int) -> Arrays:
         """``k`` scratch arrays of at least ``n`` elements, kept per thread and grown on demand."""

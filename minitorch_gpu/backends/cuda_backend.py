@@ -58,7 +58,7 @@ _KERNEL_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 Primitive = Literal[
     "unary", "binary", "where", "clamp", "gelu", "gelu_backward", "softplus",
     "foreach_lerp", "foreach_addcmul", "foreach_addcdiv", "foreach_clamp_", "foreach_norm", "total_norm",
-    "foreach_clip_",
+    "foreach_clip_", "amp_unscale_",
     "softmax_forward", "log_softmax_forward", "softmax_backward", "log_softmax_backward",
     "cross_entropy_forward", "cross_entropy_backward", "layer_norm_forward", "layer_norm_backward",
     "matmul", "_fused_step", "philox4x32_10", "rand_uniform", "rand_normal", "rand_int", "rand_dropout", "add_at",
@@ -223,6 +223,11 @@ def _total_norm(be: CudaBackend, kern: Launcher, xs: list[Array], ord: float) ->
 def _foreach_clip_(be: CudaBackend, kern: Launcher, xs: list[Array], total: Array,
                    max_norm: float) -> Literal[True] | None:
     return kern.clip_scale(xs, total, float(max_norm))
+
+
+def _amp_unscale_(be: CudaBackend, kern: Launcher, xs: list[Array], found_inf: Array,
+                  inv_scale: Array) -> Literal[True] | None:
+    return kern.amp_unscale_(xs, found_inf, inv_scale)
 
 
 # softmax.cu: rows of the last dim
@@ -417,6 +422,7 @@ ROUTES: dict[Primitive, Route] = {
     "foreach_norm": Route(_foreach_norm),
     "total_norm": Route(_total_norm),
     "foreach_clip_": Route(_foreach_clip_, in_place=True),
+    "amp_unscale_": Route(_amp_unscale_, in_place=True),
     "softmax_forward": Route(_softmax(False), when=_last_axis),
     "log_softmax_forward": Route(_softmax(True), when=_last_axis),
     "softmax_backward": Route(_softmax_backward(False), when=_last_axis_backward),

@@ -16,6 +16,7 @@ from .. import _dtype
 from .._mode import _state
 from ..autograd.node import Op
 from ..tensor import Tensor
+from ._autocast import autocast_op
 from ._util import apply_outputs, check_out, check_same_device, check_tensor, sum_to, wrap_dim, write_out
 from .reduction import _return_type, vector_norm
 from .shape import cat
@@ -730,6 +731,7 @@ def linalg_norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
     return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype, out=out)
 
 
+@autocast_op("norm")
 def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     """``torch.norm``: the vector p-norm over ``dim`` (all dims by default), the Frobenius norm for
     p="fro", the nuclear norm of a matrix (or of two dims) for p="nuc".

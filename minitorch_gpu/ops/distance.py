@@ -11,6 +11,7 @@ import builtins
 from ._util import check_tensor
 from .elementwise import where
 from .shape import cat
+from ._autocast import autocast_op
 
 __all__ = ["cdist", "pairwise_distance"]
 
@@ -31,6 +32,7 @@ def _euclid_by_matmul(x1, x2):
     return where(pos, where(pos, sq, 1.0).sqrt(), 0.0)
 
 
+@autocast_op("cdist")
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     """The p-norm distance between every row of ``x1`` (..., P, M) and every row of ``x2`` (..., R, M), as a
     (..., P, R) tensor; batch dims broadcast.

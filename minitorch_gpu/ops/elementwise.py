@@ -28,6 +28,7 @@ from ..tensor import Tensor
 from ..autograd._inplace import apply_inplace
 from ._util import broadcast_shapes, check_tensor, sum_to, write_out
 from .creation import zeros_like
+from ._autocast import autocast_listed, autocast_op
 
 __all__ = [
     # arithmetic
@@ -51,6 +52,7 @@ METHODS: dict[str, Any] = {}
 
 def _export(name, fn, aliases=(), inplace=None, dunder=None):
     """Make ``fn`` (and its aliases) module functions, exported and Tensor methods, with the in-place form."""
+    fn = autocast_listed(name, fn)
     for n in (name,) + tuple(aliases):
         globals()[n] = fn
         __all__.append(n)
@@ -59,6 +61,7 @@ def _export(name, fn, aliases=(), inplace=None, dunder=None):
             METHODS[n + "_"] = inplace
     if dunder is not None:
         METHODS[dunder] = fn
+    return fn
 
 
 _BOOL, _INT, _FLOAT = 0, 1, 2
@@ -391,8 +394,7 @@ def _binary(name, node, prim, grad_a, grad_b, reads, *, doc, aliases=(), true_di
         def fn_(self, other):
             return apply_inplace(self, fn, other)
         fn_.__name__ = fn_.__qualname__ = name + "_"
-    _export(name, fn, aliases, fn_)
-    return fn
+    return _export(name, fn, aliases, fn_)
 
 
 # binary rows whose functions are hand-written below (scalars, alpha, dunders): (node, primitive, d/da, d/db,
@@ -792,6 +794,7 @@ def fmod(input, other, *, out=None):
     return r if out is None else write_out(r, out, "fmod")
 
 
+@autocast_op("pow")
 def _pow(input, exponent):
     if isinstance(exponent, Tensor):
         if not isinstance(input, Tensor):
@@ -806,6 +809,7 @@ def _pow(input, exponent):
     return PowBackward0.apply(input, exponent=s)
 
 
+@autocast_op("pow")
 def pow(input, exponent, *, out=None):
     """input ** exponent; either may be a Python number (but not both). Integer tensors raised to a negative
     integer scalar raise, as in PyTorch."""
@@ -816,6 +820,7 @@ def pow(input, exponent, *, out=None):
     return r if out is None else write_out(r, out, "pow")
 
 
+@autocast_op("pow")
 def _rpow(self, other):
     s = _scalar_value(other)
     if s is None:
@@ -1326,9 +1331,9 @@ def _unary(name, node, prim, *, dtype=FLOAT, saves=None, grad, check=None, alias
         return apply_inplace(self, fn, keeps_self=keeps_self)
     inplace.__name__ = inplace.__qualname__ = name + "_"
     globals()[name + "_"] = inplace
-    _export(name, fn, aliases, inplace, dunder)
-    UNARY_OPS[name] = fn
-    return fn
+    # the in-place form keeps the unwrapped op: PyTorch's autocast lists no in-place op
+    public = UNARY_OPS[name] = _export(name, fn, aliases, inplace, dunder)
+    return public
 
 
 def _refuse(message):
@@ -2030,6 +2035,7 @@ class AddcdivBackward0(_AddcBackward):
                 _grad_to(-gv * t1 / (t2 * t2), s2, d2) if n2 else None)
 
 
+@autocast_op("addcmul")
 def addcmul(input, tensor1, tensor2, *, value=1, out=None):
     """input + value * tensor1 * tensor2 (broadcast)."""
     input, tensor1 = _same_device(input, tensor1)
@@ -2038,6 +2044,7 @@ def addcmul(input, tensor1, tensor2, *, value=1, out=None):
     return r if out is None else write_out(r, out, "addcmul")
 
 
+@autocast_op("addcdiv")
 def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
     """input + value * tensor1 / tensor2 (broadcast); integer tensor1 / tensor2 are refused, as in PyTorch."""
     if tensor1._data.dtype.kind in "iub" and tensor2._data.dtype.kind in "iub":

@@ -29,6 +29,7 @@ from ._util import (broadcast_shapes, check_same_device, check_tensor, is_expand
                     wrap_dim, write_out, write_outs)
 from .reduction import _return_type as _make_return_type
 from .reduction import return_types
+from ._autocast import autocast_op
 
 __all__ = ["masked_fill", "masked_select", "masked_scatter", "gather", "scatter", "scatter_add", "scatter_reduce",
            "index_select", "index_add", "index_copy", "index_fill", "index_put", "take", "take_along_dim", "nonzero",
@@ -665,6 +666,7 @@ def _put_indices(self, indices, values, name):
     return idx
 
 
+@autocast_op("index_put")
 def index_put(input, indices, values, accumulate=False):
     """A copy of ``input`` with ``values`` written at ``input[indices]`` (added when ``accumulate``)."""
     idx = _put_indices(input, indices, values, "index_put")
@@ -876,6 +878,7 @@ def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
                          keeps_self=False)
 
 
+@autocast_op("scatter_add")
 def scatter_add(input, dim, index, src, *, out=None):
     """A copy of ``input`` with ``src`` added at ``index`` along ``dim`` (repeated indices accumulate)."""
     check_tensor(src, "scatter_add", "src", 3)
@@ -1163,6 +1166,7 @@ def _index_copy_args(input, dim, index, source):
     return dim, idx
 
 
+@autocast_op("index_copy")
 def index_copy(input, dim, index, source, *, out=None):
     """A copy of ``input`` with the slices of ``source`` written at positions ``index`` along ``dim``."""
     dim, idx = _index_copy_args(input, dim, index, source)

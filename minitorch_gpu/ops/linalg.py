@@ -16,6 +16,7 @@ from ..autograd.node import Op
 from ..tensor import Tensor
 from ..autograd._inplace import apply_inplace
 from ._util import check_out, check_same_device, check_tensor, scalar_for, sum_to, wrap_dims, write_out
+from ._autocast import autocast_op
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "inner", "outer", "ger", "addmm", "baddbmm",
            "tensordot", "einsum"]
@@ -228,6 +229,7 @@ def _sparse_product(a, b, out):
     return a.__matmul__(b, out=out) if a.is_sparse else b.__rmatmul__(a, out=out)
 
 
+@autocast_op("matmul")
 def matmul(input, other, *, out=None):
     """Matrix product with PyTorch's rules: 1-D operands are a row / column vector whose dim is dropped
     from the result, and the batch dims of >2-D operands broadcast."""
@@ -371,6 +373,7 @@ def _mm(a, b):
     return MmBackward0.apply(a, b)
 
 
+@autocast_op("mm")
 def mm(input, mat2, *, out=None):
     """Matrix product of two 2-D tensors (no broadcasting)."""
     check_tensor(input, "mm", "input", 1)
@@ -399,6 +402,7 @@ def _bmm_checks(b1, b2):
     _not_for_bool("bmm", b1)
 
 
+@autocast_op("bmm")
 def bmm(input, mat2, *, out=None):
     """Batched matrix product of two 3-D tensors with the same batch size."""
     check_tensor(input, "bmm", "input", 1)
@@ -408,6 +412,7 @@ def bmm(input, mat2, *, out=None):
     return write_out(BmmBackward0.apply(input, mat2), out, "bmm", exact_dtype=True)
 
 
+@autocast_op("mv")
 def mv(input, vec, *, out=None):
     """Matrix (2-D) times vector (1-D)."""
     check_tensor(input, "mv", "input", 1)
@@ -419,6 +424,7 @@ def mv(input, vec, *, out=None):
     return write_out(MvBackward0.apply(input, vec), out, "mv", exact_dtype=True)
 
 
+@autocast_op("dot")
 def dot(input, tensor, *, out=None):
     """Inner product of two 1-D tensors of the same size and dtype."""
     check_tensor(input, "dot", "input", 1)
@@ -428,6 +434,7 @@ def dot(input, tensor, *, out=None):
     return write_out(DotBackward0.apply(input, tensor), out, "dot", exact_dtype=True)
 
 
+@autocast_op("vdot")
 def vdot(input, other, *, out=None):
     """dot with the first argument conjugated; the same as dot for real tensors."""
     check_tensor(input, "vdot", "input", 1)
@@ -472,6 +479,7 @@ def _scalar_arg(value, dt):
     return scalar_for(value, dt) if not dt.is_floating_point else float(value)
 
 
+@autocast_op("addmm")
 def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * (mat1 @ mat2)``; ``input`` broadcasts to the product's shape."""
     check_tensor(input, "addmm", "input", 1)
@@ -504,6 +512,7 @@ def addmm_(self, mat1, mat2, *, beta=1, alpha=1):
     return apply_inplace(self, addmm, mat1, mat2, beta=beta, alpha=alpha, keeps_self=False)
 
 
+@autocast_op("baddbmm")
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * bmm(batch1, batch2)``; ``input`` broadcasts to the product's shape."""
     check_tensor(input, "baddbmm", "input", 1)
@@ -527,6 +536,7 @@ def baddbmm_(self, batch1, batch2, *, beta=1, alpha=1):
     return apply_inplace(self, baddbmm, batch1, batch2, beta=beta, alpha=alpha, keeps_self=False)
 
 
+@autocast_op("matmul")
 def _matmul_method(self, other):
     if not isinstance(other, Tensor):
         return NotImplemented
@@ -535,6 +545,7 @@ def _matmul_method(self, other):
     return matmul(self, other)
 
 
+@autocast_op("matmul")
 def _rmatmul_method(self, other):
     if not isinstance(other, Tensor):
         return NotImplemented
@@ -758,6 +769,7 @@ def _sublist_equation(args):
     return ",".join(term(s) for s in subl) + (out or ""), operands
 
 
+@autocast_op("einsum")
 def einsum(*args):
     """Sum of products over the subscripts of an equation, e.g. ``einsum('bij,bjk->bik', a, b)``.
 
@@ -797,6 +809,7 @@ def einsum(*args):
     return _einsum_apply(subs, out, operands)
 
 
+@autocast_op("tensordot")
 def tensordot(a, b, dims=2, out=None):
     """Contract ``dims`` trailing dims of ``a`` with leading dims of ``b`` (an int), or the listed dims
     (``dims=([1, 2], [0, 1])``)."""

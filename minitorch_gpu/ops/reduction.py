@@ -18,6 +18,7 @@ from ..autograd.grad_mode import _state
 from ..autograd._inplace import apply_inplace
 from ..tensor import Tensor
 from ._util import wrap_dim, wrap_dims, write_out, write_outs
+from ._autocast import autocast_op
 
 __all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std", "var_mean",
            "std_mean", "logsumexp", "any", "all", "cumsum", "cumprod", "count_nonzero", "softmax",
@@ -139,6 +140,7 @@ class SumBackward1(SumBackward0):
     """sum over given dims (PyTorch names the two overloads' nodes apart)."""
 
 
+@autocast_op("sum")
 def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Sum of elements over all dims or over ``dim`` (an int or a tuple); integers and bools sum as int64.
 
@@ -229,6 +231,7 @@ class ProdBackward1(ProdBackward0):
     """prod over one dim."""
 
 
+@autocast_op("prod")
 def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Product of all elements, or along one ``dim``; integers and bools multiply as int64.
 
@@ -333,6 +336,7 @@ def _scan(op, name, input, dim, dtype, out):
     return r if out is None else write_out(r, out, name)
 
 
+@autocast_op("cumsum")
 def cumsum(input, dim, *, dtype=None, out=None):
     """Running sum along ``dim``; integers and bools accumulate as int64.
 
@@ -342,6 +346,7 @@ def cumsum(input, dim, *, dtype=None, out=None):
     return _scan(CumsumBackward0, "cumsum", input, dim, dtype, out)
 
 
+@autocast_op("cumprod")
 def cumprod(input, dim, *, dtype=None, out=None):
     """Running product along ``dim``; the gradient is exact with zeros in the input.
 
@@ -634,6 +639,7 @@ class LogsumexpBackward0(Op):
         return (_restore(g, in_shape, self.axes, self.keepdim) * (x - out).exp(),)
 
 
+@autocast_op("logsumexp")
 def logsumexp(input, dim, keepdim=False, *, out=None):
     """log(sum(exp(input))) over ``dim``, computed without overflow; integers give the default float dtype.
 
@@ -840,6 +846,7 @@ def _softmax_like(name, op, input, dim, dtype):
     return op.apply(input, axis=axis if ndim else None)
 
 
+@autocast_op("softmax")
 def softmax(input, dim, dtype=None):
     """exp(input) normalised to sum to 1 along ``dim`` (computed stably); ``dtype`` casts the input first.
 
@@ -849,6 +856,7 @@ def softmax(input, dim, dtype=None):
     return _softmax_like("softmax", SoftmaxBackward0, input, dim, dtype)
 
 
+@autocast_op("log_softmax")
 def log_softmax(input, dim, dtype=None):
     """log(softmax(input)) along ``dim``, computed directly (stable for very negative logits)."""
     return _softmax_like("log_softmax", LogSoftmaxBackward0, input, dim, dtype)

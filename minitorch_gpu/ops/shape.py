@@ -18,6 +18,7 @@ from ..autograd.node import Op, VersionCounter, bump_version, collect_edges
 from ..tensor import Size, Tensor
 from .._shapes import broadcast_shapes as _broadcast_shapes
 from ._util import check_out, check_same_device, sum_to, wrap_dim, wrap_dims, write_out
+from ._autocast import autocast_op
 
 __all__ = [
     "reshape", "expand", "flatten", "unflatten", "ravel", "permute", "transpose", "swapaxes", "swapdims", "t",
@@ -1177,6 +1178,7 @@ class CatBackward0(Op):
         return tuple(out)
 
 
+@autocast_op("cat")
 def cat(tensors, dim=0, *, out=None):
     """Concatenate tensors along an existing dim (all other sizes must match; dtypes are promoted)."""
     tensors = _check_tensor_list(tensors, "cat")
@@ -1236,6 +1238,7 @@ class StackBackward0(Op):
                      for i, (need, npd) in enumerate(zip(self.needs_input_grad, self.dtypes)))
 
 
+@autocast_op("stack")
 def stack(tensors, dim=0, *, out=None):
     """Join equally-shaped tensors along a new dim ``dim``."""
     tensors = _check_tensor_list(tensors, "stack")

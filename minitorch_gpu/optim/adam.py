@@ -7,7 +7,7 @@ from ..ops.creation import zeros_like
 from ..ops.elementwise import maximum
 from ..tensor import Tensor
 from . import _foreach as F
-from .optimizer import (Optimizer, ParamsT, _check_fused_foreach, _device_dtype_check_for_fused,
+from .optimizer import (Optimizer, ParamsT, _amp_unscale_or_skip, _check_fused_foreach, _device_dtype_check_for_fused,
                         _get_value, _new_step, _resolve_impl, _to_scalar, _use_grad_for_differentiable)
 
 __all__ = ["Adam", "adam"]
@@ -71,6 +71,9 @@ class Adam(Optimizer):
                         decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
         _check_fused_foreach(fused, foreach, differentiable)
+        if fused:
+            # GradScaler hands a fused step its scale and overflow flag instead of unscaling first
+            self._step_supports_amp_scaling = True
 
     def __setstate__(self, state):
         super().__setstate__(state)
@@ -128,15 +131,17 @@ class Adam(Optimizer):
                  amsgrad=group["amsgrad"], beta1=beta1, beta2=beta2, lr=group["lr"],
                  weight_decay=group["weight_decay"], eps=group["eps"], maximize=group["maximize"],
                  foreach=group["foreach"], capturable=group["capturable"], differentiable=group["differentiable"],
-                 fused=group["fused"], decoupled_weight_decay=group["decoupled_weight_decay"])
+                 fused=group["fused"], decoupled_weight_decay=group["decoupled_weight_decay"],
+                 grad_scale=getattr(self, "grad_scale", None), found_inf=getattr(self, "found_inf", None))
         return loss
 
 
 def adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor], exp_avg_sqs: list[Tensor],
          max_exp_avg_sqs: list[Tensor], state_steps: list[Tensor], foreach: bool | None = None,
          capturable: bool = False, differentiable: bool = False, fused: bool | None = None, has_complex: bool = False,
-         decoupled_weight_decay: bool = False, *, amsgrad: bool, beta1: float | Tensor, beta2: float | Tensor,
-         lr: float | Tensor, weight_decay: float, eps: float, maximize: bool) -> None:
+         decoupled_weight_decay: bool = False, grad_scale: Tensor | None = None, found_inf: Tensor | None = None, *,
+         amsgrad: bool, beta1: float | Tensor, beta2: float | Tensor, lr: float | Tensor, weight_decay: float,
+         eps: float, maximize: bool) -> None:
     """Functional Adam/AdamW: updates ``params`` and the state lists in place. See :class:`Adam`."""
     if not all(isinstance(t, Tensor) for t in state_steps):
         raise RuntimeError("API has changed, `state_steps` argument must contain a list of singleton tensors")
@@ -145,6 +150,11 @@ def adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor], exp_
     impl = _resolve_impl(params, foreach, fused, differentiable)
     if capturable and impl == "fused":
         impl = "foreach"  # the fused kernel reads its step counts on the host
+    if grad_scale is not None or found_inf is not None:
+        if impl != "fused":
+            raise RuntimeError("grad_scale and found_inf are only supported by the fused implementation")
+        if _amp_unscale_or_skip(grads, grad_scale, found_inf):
+            return
     func = {"fused": _fused_adam, "foreach": _multi_tensor_adam, "single": _single_tensor_adam}[impl]
     func(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, amsgrad=amsgrad, beta1=beta1,
          beta2=beta2, lr=lr, weight_decay=weight_decay, eps=eps, maximize=maximize, differentiable=differentiable,

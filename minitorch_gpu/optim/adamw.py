@@ -31,9 +31,11 @@ class AdamW(Adam):
 def adamw(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor], exp_avg_sqs: list[Tensor],
           max_exp_avg_sqs: list[Tensor], state_steps: list[Tensor], foreach: bool | None = None,
           capturable: bool = False, differentiable: bool = False, fused: bool | None = None, has_complex: bool = False,
-          *, amsgrad: bool, beta1: float | Tensor, beta2: float | Tensor, lr: float | Tensor, weight_decay: float,
-          eps: float, maximize: bool) -> None:
+          grad_scale: Tensor | None = None, found_inf: Tensor | None = None, *, amsgrad: bool,
+          beta1: float | Tensor, beta2: float | Tensor, lr: float | Tensor, weight_decay: float, eps: float,
+          maximize: bool) -> None:
     """Functional AdamW (Adam with ``decoupled_weight_decay=True``). See :class:`AdamW`."""
     adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, foreach=foreach, capturable=capturable,
          differentiable=differentiable, fused=fused, has_complex=has_complex, decoupled_weight_decay=True,
+         grad_scale=grad_scale, found_inf=found_inf,
          amsgrad=amsgrad, beta1=beta1, beta2=beta2, lr=lr, weight_decay=weight_decay, eps=eps, maximize=maximize)

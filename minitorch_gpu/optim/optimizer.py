@@ -69,6 +69,18 @@ def _get_value(x):
     return x.item() if isinstance(x, Tensor) else x
 
 
+def _amp_unscale_or_skip(grads: list[Tensor], grad_scale: Tensor | None, found_inf: Tensor | None) -> bool:
+    """A fused step's share of GradScaler's work (``grad_scale``/``found_inf``, as PyTorch's fused optimizers take
+    them): True when ``found_inf`` says to skip the step; otherwise the gradients are divided by ``grad_scale`` in
+    place, as PyTorch's fused kernels leave them. Reading the flag is the step's one wait for the device."""
+    if found_inf is not None and float(found_inf.item()) != 0.0:
+        return True
+    if grad_scale is not None:
+        for g in grads:
+            g.div_(grad_scale.to(g.device))
+    return False
+
+
 def _to_scalar(x):
     """A 1-element tensor hyperparameter squeezed to 0-d; anything else unchanged."""
     if isinstance(x, Tensor) and x.dim() != 0:

@@ -6,7 +6,7 @@ from ..autograd.function import bump_version
 from ..ops.creation import empty_like
 from ..tensor import Tensor
 from . import _foreach as F
-from .optimizer import (Optimizer, ParamsT, _check_fused_foreach, _device_dtype_check_for_fused, _resolve_impl,
+from .optimizer import (Optimizer, ParamsT, _amp_unscale_or_skip, _check_fused_foreach, _device_dtype_check_for_fused, _resolve_impl,
                         _to_scalar, _use_grad_for_differentiable)
 
 __all__ = ["SGD", "sgd"]
@@ -40,6 +40,9 @@ class SGD(Optimizer):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
         _check_fused_foreach(fused, foreach, differentiable)
+        if fused:
+            # GradScaler hands a fused step its scale and overflow flag instead of unscaling first
+            self._step_supports_amp_scaling = True
 
     def __setstate__(self, state):
         super().__setstate__(state)
@@ -73,7 +76,8 @@ class SGD(Optimizer):
             self._init_group(group, params, grads, momentum_buffer_list)
             sgd(params, grads, momentum_buffer_list, weight_decay=group["weight_decay"], momentum=group["momentum"],
                 lr=group["lr"], dampening=group["dampening"], nesterov=group["nesterov"], maximize=group["maximize"],
-                foreach=group["foreach"], fused=group["fused"], differentiable=group["differentiable"])
+                foreach=group["foreach"], fused=group["fused"], differentiable=group["differentiable"],
+                grad_scale=getattr(self, "grad_scale", None), found_inf=getattr(self, "found_inf", None))
             if group["momentum"] != 0:
                 for p, buf in zip(params, momentum_buffer_list):
                     self.state[p]["momentum_buffer"] = buf
@@ -82,11 +86,17 @@ class SGD(Optimizer):
 
 def sgd(params: list[Tensor], d_p_list: list[Tensor], momentum_buffer_list: list[Tensor | None],
         has_sparse_grad: bool = False, foreach: bool | None = None, fused: bool | None = None,
-        differentiable: bool = False, *, weight_decay: float, momentum: float, lr: float | Tensor, dampening: float,
-        nesterov: bool, maximize: bool) -> None:
+        differentiable: bool = False, grad_scale: Tensor | None = None, found_inf: Tensor | None = None, *,
+        weight_decay: float, momentum: float, lr: float | Tensor, dampening: float, nesterov: bool,
+        maximize: bool) -> None:
     """Functional SGD: updates ``params`` in place and fills new momentum buffers into ``momentum_buffer_list``.
     See :class:`SGD`."""
     impl = _resolve_impl(params, foreach, fused, differentiable)
+    if grad_scale is not None or found_inf is not None:
+        if impl != "fused":
+            raise RuntimeError("grad_scale and found_inf are only supported by the fused implementation")
+        if _amp_unscale_or_skip(d_p_list, grad_scale, found_inf):
+            return
     func = {"fused": _fused_sgd, "foreach": _multi_tensor_sgd, "single": _single_tensor_sgd}[impl]
     func(params, d_p_list, momentum_buffer_list, weight_decay=weight_decay, momentum=momentum, lr=lr,
          dampening=dampening, nesterov=nesterov, maximize=maximize)

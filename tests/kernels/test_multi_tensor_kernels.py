@@ -143,6 +143,26 @@ def test_clip_scale(kc, dt, total):
     assert kc.clip_scale(xs, np.array(1.0, np.float16 if dt == np.float32 else np.float32), 2.0) is None
 
 
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("bad", [None, np.inf, -np.inf, np.nan])
+def test_amp_unscale(kc, dt, bad):
+    """GradScaler's unscale: every tensor (misaligned ones, empty ones, tails) times inv_scale, as NumPy rounds
+    it, and the flag set by a non-finite value anywhere, left alone otherwise."""
+    rng = np.random.default_rng(9)
+    xs = [rng.standard_normal(n).astype(dt) * 100 for n in SIZES]
+    xs = [_misaligned(x) if i % 2 else x for i, x in enumerate(xs)]
+    if bad is not None:
+        xs[-2][-1] = bad
+    inv = np.array([1 / 1024], np.float32)
+    want = [x * inv.astype(dt)[0] for x in xs]
+    found = np.zeros(1, np.float32)
+    assert kc.amp_unscale_(xs, found, inv)
+    assert found[0] == (0.0 if bad is None else 1.0)
+    for x, w in zip(xs, want):
+        np.testing.assert_array_equal(x, w)
+    assert kc.amp_unscale_(xs, np.zeros(1, np.float64), inv) is None  # the flag must be float32
+
+
 def _elementwise(k, name, x, y, z, v):
     """The per-tensor elementwise.cu result the multi-tensor kernel must reproduce bit for bit."""
     if name == "lerp":

@@ -1297,6 +1297,27 @@ class _StepKernels(_MapKernels):
                 (table, _i64(n), _i64(n_chunks), _i64(chunk), total.reshape(1), np.float64(max_norm)))
         return True
 
+    def amp_unscale_(self, xs: Sequence[Array], found_inf: Array, inv_scale: Array) -> Literal[True] | None:
+        """GradScaler's unscale in one launch: x *= inv_scale in place for every array, found_inf = 1 where any
+        element is inf or NaN; both are 1-element float32 device arrays, read and written on the device (no
+        sync). None when unsupported (other dtypes, strided arrays, read-only arrays)."""
+        fl = self._float_list(xs)
+        if fl is None:
+            return None
+        dt, sizes = fl
+        nd, f32 = self.xp.ndarray, np.dtype(np.float32)
+        for s in (found_inf, inv_scale):
+            if type(s) is not nd or s.dtype != f32 or s.size != 1:
+                return None
+        if not all(writable(x) for x in xs):
+            return None
+        table, n, n_chunks, chunk = self.tensor_table([xs], sizes)
+        if n_chunks:
+            self.fn("multi_tensor.cu", f"multi_unscale<{_TNAME[dt]}>")(
+                self._multi_grid(n_chunks), self._multi_block(dt),
+                (table, _i64(n), _i64(n_chunks), _i64(chunk), found_inf.reshape(1), inv_scale.reshape(1)))
+        return True
+
     def foreach_ternary(self, name: str, xs: Sequence[Array], ys: Sequence[Array] | None,
                         zs: Sequence[Array] | None, values: float | Sequence[float],
                         inplace: bool) -> list[Array] | None:

@@ -16,6 +16,7 @@ from ...ops.creation import empty_like
 from ...ops import reduction as _R
 from ...autograd._inplace import apply_inplace
 from ...ops._util import check_tensor, wrap_dim
+from ...ops._autocast import autocast_op
 
 __all__ = ["relu", "relu_", "relu6", "gelu", "silu", "mish", "sigmoid", "tanh", "softplus", "leaky_relu",
            "leaky_relu_", "rrelu", "rrelu_", "elu", "elu_", "selu", "selu_", "celu", "celu_", "hardtanh", "hardtanh_", "hardswish",
@@ -158,6 +159,7 @@ def tanh(input):
     return _E.tanh(input)
 
 
+@autocast_op("softplus")
 def softplus(input, beta=1.0, threshold=20.0):
     """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold."""
     _need_float(input, "softplus")
@@ -404,6 +406,7 @@ def glu(input, dim=-1):
     return a * b.sigmoid()
 
 
+@autocast_op("prelu")
 def prelu(input, weight):
     """input where input > 0, else ``weight * input``; ``weight`` has one element or one per channel
     (dim 1 of the input)."""
@@ -429,6 +432,7 @@ def _get_softmax_dim(name, ndim, stacklevel):
     return 0 if ndim in (0, 1, 3) else 1
 
 
+@autocast_op("softmax")
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     """exp(x) / sum(exp(x)) along ``dim``; ``dtype`` casts the input first (useful against overflow in
     half precision). Without ``dim`` the legacy implicit choice applies, with a warning."""
@@ -437,6 +441,7 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
     return _R.softmax(input, dim, dtype=dtype)
 
 
+@autocast_op("log_softmax")
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """log(softmax(x)) along ``dim``, computed directly (stable for very negative logits)."""
     if dim is None:

@@ -26,6 +26,7 @@ from ...tensor import Tensor
 from .dropout import dropout
 from .linear import linear
 from .padding import pad
+from ...ops._autocast import autocast_op
 
 # the two mask helpers are reachable as F._canonical_mask / F._none_or_dtype, as in PyTorch, whose transformer
 # layers (and code written against them) call them
@@ -179,6 +180,7 @@ def _fused_attention(query, key, value, attn_mask, dropout_p, is_causal, scale):
                                                          scale=scale, dropout_p=dropout_p, seed=seed, offset=offset)
 
 
+@autocast_op("scaled_dot_product_attention")
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
     """``softmax(query @ key^T * scale + mask) @ value`` over the last two dims, batch dims broadcast.

@@ -15,6 +15,7 @@ import math
 from ...autograd.node import Op
 from ...ops._util import check_same_device, check_tensor
 from ...tensor import Tensor
+from ...ops._autocast import autocast_op
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
            "unfold", "fold"]
@@ -309,17 +310,20 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, k, name):
     return out.squeeze(0) if unbatched else out
 
 
+@autocast_op("conv1d")
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-D convolution of ``input`` (N, C, L) or (C, L) with ``weight`` (O, C/groups, K). ``padding`` is an
     int, a tuple, 'valid' or 'same'."""
     return _conv(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
 
 
+@autocast_op("conv2d")
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D convolution of ``input`` (N, C, H, W) or (C, H, W) with ``weight`` (O, C/groups, kH, kW)."""
     return _conv(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
 
 
+@autocast_op("conv3d")
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-D convolution of ``input`` (N, C, D, H, W) or (C, D, H, W) with ``weight`` (O, C/groups, kD, kH, kW)."""
     return _conv(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d")
@@ -383,6 +387,7 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     return out.squeeze(0) if unbatched else out
 
 
+@autocast_op("conv_transpose1d")
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """1-D transposed convolution ("deconvolution"): the gradient of conv1d with respect to its input.
     ``weight`` is (C_in, C_out/groups, K)."""
@@ -390,12 +395,14 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
                            "conv_transpose1d")
 
 
+@autocast_op("conv_transpose2d")
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """2-D transposed convolution; ``weight`` is (C_in, C_out/groups, kH, kW)."""
     return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 2,
                            "conv_transpose2d")
 
 
+@autocast_op("conv_transpose3d")
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """3-D transposed convolution; ``weight`` is (C_in, C_out/groups, kD, kH, kW)."""
     return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 3,

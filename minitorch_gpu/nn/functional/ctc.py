@@ -9,6 +9,7 @@ from ...autograd.node import Op
 from ...ops._util import check_tensor
 from ...tensor import Tensor
 from .loss import _get_reduction
+from ...ops._autocast import autocast_op
 
 __all__ = ["ctc_loss"]
 
@@ -47,6 +48,7 @@ def _lengths(v, name, batch):
     return v
 
 
+@autocast_op("ctc_loss")
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean", zero_infinity=False):
     """The CTC loss of (T, N, C) log-probabilities (or (T, C) unbatched) against ``targets``: padded (N, S) or
     all sequences concatenated (1-D), with their lengths. ``reduction='mean'`` divides each loss by its target

@@ -13,6 +13,7 @@ import math
 from ...autograd.node import Op
 from ...ops._util import check_tensor
 from ...ops import linalg as _L
+from ...ops._autocast import autocast_op
 
 __all__ = ["linear", "bilinear"]
 
@@ -65,6 +66,7 @@ class MmBackward0(_LinearNode):
 
 
 
+@autocast_op("linear")
 def linear(input, weight, bias=None):
     """``input @ weight.T + bias``: ``weight`` is (out_features, in_features), ``bias`` (out_features,).
 
@@ -101,6 +103,7 @@ def linear(input, weight, bias=None):
     return r if bias is None else r + bias
 
 
+@autocast_op("bilinear")
 def bilinear(input1, input2, weight, bias=None):
     """``y[..., k] = input1[..., i] * weight[k, i, j] * input2[..., j] + bias[k]``; the two inputs share
     their leading (batch) dims."""

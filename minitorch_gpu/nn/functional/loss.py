@@ -23,6 +23,7 @@ from ...ops._util import broadcast_shapes, sum_to
 from ...ops.distance import pairwise_distance
 from ...ops.elementwise import where
 from ...tensor import Tensor
+from ...ops._autocast import autocast_op
 
 __all__ = [
     "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",
@@ -224,6 +225,7 @@ def _pointwise(cls, name, input, target, reduction, param=None):
     return cls.apply(input, target, reduction=reduction, npd=npd, param=param)
 
 
+@autocast_op("mse_loss")
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean squared error ``(input - target)^2``, reduced; ``weight`` (input's shape) gives a weighted mean."""
     _warn_size(input, target)
@@ -243,6 +245,7 @@ def _weighted(loss, weight, reduction):
     return loss.sum() / weight.sum()
 
 
+@autocast_op("l1_loss")
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean absolute error ``|input - target|``, reduced; ``weight`` (input's shape) gives a weighted mean."""
     _warn_size(input, target)
@@ -254,6 +257,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     return _apply_reduction((input - target).abs(), reduction)
 
 
+@autocast_op("smooth_l1_loss")
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """``0.5 d^2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 beta`` (``d = input - target``); beta=0 is L1."""
     _warn_size(input, target)
@@ -266,6 +270,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     return _pointwise(SmoothL1LossBackward0, "smooth_l1", input, target, reduction, float(beta))
 
 
+@autocast_op("huber_loss")
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """``0.5 d^2`` where ``|d| < delta``, else ``delta (|d| - 0.5 delta)`` (``d = input - target``), reduced."""
     _warn_size(input, target)
@@ -331,6 +336,7 @@ class BinaryCrossEntropyBackward0(Op):
         return gx, gy, None
 
 
+@autocast_op("binary_cross_entropy")
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """Binary cross-entropy between probabilities ``input`` and ``target`` (both in [0, 1]), optionally
     weighted elementwise by ``weight`` (broadcast to the target's shape)."""
@@ -417,6 +423,7 @@ def _logsigmoid(x):
     return x.clamp_max(0) - (-x.abs()).exp().log1p()
 
 
+@autocast_op("binary_cross_entropy_with_logits")
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
                                      pos_weight=None):
     """Binary cross-entropy of ``sigmoid(input)`` against ``target``, computed stably from the logits;
@@ -491,6 +498,7 @@ class KlDivBackward0(Op):
         return gx, gt
 
 
+@autocast_op("kl_div")
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """Kullback-Leibler divergence ``target * (log target - input)`` with ``input`` given as log-probabilities
     (and ``target`` too when ``log_target``). ``reduction='batchmean'`` divides the sum by the batch size,
@@ -734,6 +742,7 @@ class NllLossBackward0(Op):
         return (gx,)
 
 
+@autocast_op("nll_loss")
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """Negative log-likelihood of class indices ``target`` under log-probabilities ``input`` ((N, C),
     (N, C, d1, ...) or unbatched (C,)); ``weight`` per class, samples whose target is ``ignore_index``
@@ -901,6 +910,7 @@ class CrossEntropyLossBackward1(Op):
         return t * (1.0 - ls) + ls / self.nshape[1] if ls > 0 else t
 
 
+@autocast_op("cross_entropy")
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
                   label_smoothing=0.0):
     """Cross-entropy between the logits ``input`` ((N, C), (N, C, d1, ...) or unbatched (C,)) and ``target``:
@@ -949,6 +959,7 @@ def _cross_entropy_probs(input, target, weight, reduction, label_smoothing):
 
 # ====================================================================== margin losses (composed, as in PyTorch)
 
+@autocast_op("soft_margin_loss")
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """Two-class logistic loss ``log(1 + exp(-target * input))`` for targets in {1, -1}, reduced."""
     reduction = _get_reduction(reduction, size_average, reduce)
@@ -956,6 +967,7 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
     return _apply_reduction((-input * target).exp().log1p(), reduction)
 
 
+@autocast_op("margin_ranking_loss")
 def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
     """``max(0, -target * (input1 - input2) + margin)``: target 1 asks for input1 ranked above input2."""
     reduction = _get_reduction(reduction, size_average, reduce)
@@ -968,6 +980,7 @@ def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, red
 _COSINE_EPS = 1e-12
 
 
+@autocast_op("cosine_embedding_loss")
 def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
     """``1 - cos(x1, x2)`` where target is 1, ``max(0, cos(x1, x2) - margin)`` where it is -1 (rows of 2-d
     inputs with a 1-d target, or two vectors with a 0-d target)."""
@@ -1006,6 +1019,7 @@ def _triplet(anchor, positive, negative, distance, margin, swap, reduction):
     return _apply_reduction((margin + d_pos - d_neg).clamp_min(0), reduction)
 
 
+@autocast_op("triplet_margin_loss")
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
                         reduce=None, reduction="mean"):
     """The triplet loss ``max(0, margin + ||a - p||_p - ||a - n||_p)`` over rows of embeddings (``swap``: the

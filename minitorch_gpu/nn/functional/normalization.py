@@ -32,6 +32,7 @@ from ...ops._util import check_same_device
 from ...ops.creation import empty, full, zeros
 from ...ops.shape import cat
 from ...tensor import Tensor
+from ...ops._autocast import autocast_op
 
 __all__ = ["layer_norm", "rms_norm", "group_norm", "batch_norm", "instance_norm", "normalize"]
 
@@ -272,6 +273,7 @@ def _check_param_shape(p, name, shape):
 
 # ---------------------------------------------------------------------- the functions
 
+@autocast_op("layer_norm")
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalise over the trailing ``normalized_shape`` dims to zero mean and unit variance (biased), then
     scale by ``weight`` and shift by ``bias`` (both of shape ``normalized_shape``)."""
@@ -303,6 +305,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
                                   eps=float(eps), center=False)
 
 
+@autocast_op("group_norm")
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Split the channels (dim 1) into ``num_groups`` groups and normalise each group of each sample over
     its channels and positions; ``weight`` / ``bias`` hold one value per channel."""
