@@ -26,11 +26,14 @@ import argparse
 import json
 import math
 import os
+import signal
 import sys
 import sysconfig
+import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -359,7 +362,7 @@ def load_checkpoint(path):
 
 
 def read_metrics(path, up_to_step):
-    """The records of an earlier run's metrics file up to ``up_to_step`` (a resumed run rewrites the rest)."""
+    """The records of an earlier run's metrics file up to ``up_to_step`` (a resumed run redoes the rest)."""
     records = []
     if os.path.exists(path):
         with open(path) as f:
@@ -373,6 +376,40 @@ def read_metrics(path, up_to_step):
                     if isinstance(rec, dict) and rec.get("step", math.inf) <= up_to_step:
                         records.append(rec)
     return records
+
+
+class MetricsLog:
+    """``metrics.jsonl`` opened for appending: each record is flushed and fsynced as it is written, so a record
+    written before a checkpoint survives any kill after it."""
+
+    def __init__(self, path: str) -> None:
+        self._file = open(path, "a", encoding="utf-8")
+
+    def append(self, rec: dict[str, Any]) -> None:
+        self._file.write(json.dumps(rec) + "\n")
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def reconcile_metrics(path: str, records: list[dict[str, Any]], written: Callable[[], None] = lambda: None) -> None:
+    """Make ``path`` hold exactly ``records`` (those up to the checkpoint's step) without ever truncating it in
+    place: they go to a temporary file that is fsynced and renamed over it, so a kill at any moment leaves either
+    the old file or the new one. ``written`` runs once the temporary file holds them (a test's fault point)."""
+    from minitorch_gpu.serialization._common import atomic_write
+
+    def write(f: IO[bytes]) -> None:
+        for rec in records:
+            f.write((json.dumps(rec) + "\n").encode())
+        f.flush()
+        written()
+
+    try:
+        atomic_write(path, write)
+    except OSError as e:
+        raise UsageError(f"cannot write {path}: {e.strerror}") from None
 
 
 def write_plot(path, records):
@@ -435,6 +472,85 @@ EXIT_DIVERGED = 1
 EXIT_INTERRUPTED = 130
 
 
+# ---------------------------------------------------------------------------------------------- interruptions
+
+# test-only: "<SIGNAL>@<point>[:<step>]", comma-separated (e.g. "INT@forward:5", "KILL@saved:8"), makes the run
+# send each SIGNAL to itself when it reaches <point> (during step <step>, or the first time), so tests interrupt
+# and kill at exact places instead of racing a timer
+FAULT_ENV = "MINITORCH_GPU_TRAIN_FAULT"
+FAULT_POINTS = ("batch", "forward", "optimizer", "eval", "recorded", "saved", "reconcile")
+
+
+class Faults:
+    """The signals ``MINITORCH_GPU_TRAIN_FAULT`` asks for, each sent once when the run reaches its point."""
+
+    def __init__(self, spec: str | None) -> None:
+        self.pending: list[tuple[int, str, int | None]] = []
+        for item in (spec or "").split(","):
+            if not item:
+                continue
+            sig, _, where = item.partition("@")
+            point, _, step = where.partition(":")
+            signum = getattr(signal, f"SIG{sig.upper()}", None)
+            if not isinstance(signum, int) or point not in FAULT_POINTS or (step and not step.isdigit()):
+                raise UsageError(f"{FAULT_ENV}={spec!r}: expected <SIGNAL>@<point>[:<step>] with a point among "
+                                 f"{', '.join(FAULT_POINTS)}")
+            self.pending.append((signum, point, int(step) if step else None))
+
+    def hit(self, point: str, step: int) -> None:
+        """Send the first pending signal meant for this point (and step)."""
+        for i, (signum, at, at_step) in enumerate(self.pending):
+            if at == point and at_step in (None, step):
+                del self.pending[i]
+                os.kill(os.getpid(), signum)
+                return
+
+    def attach(self, trainer: Trainer) -> None:
+        """Hooks for the points inside library calls: the forward pass (half-way through the blocks; eval when
+        the model is in eval mode) and the optimizer step."""
+        if not self.pending:
+            return
+
+        def forward(module: Any, args: Any) -> None:
+            # evaluation runs after the step counter advanced; the forward pass of training before
+            if trainer.model.training:
+                self.hit("forward", trainer.step + 1)
+            else:
+                self.hit("eval", trainer.step)
+
+        trainer.model.transformer.h[len(trainer.model.transformer.h) // 2].register_forward_pre_hook(forward)
+        trainer.optimizer.register_step_pre_hook(lambda opt, args, kwargs: self.hit("optimizer", trainer.step + 1))
+
+
+class Interrupts:
+    """Ctrl-C during training: the first one asks the loop to stop at the next step boundary (the step in flight
+    finishes, so the checkpoint taken then resumes exactly); a second one aborts at once without a checkpoint.
+    Only the main thread can own the handler; elsewhere Ctrl-C keeps Python's default."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous: Any = None
+
+    def __enter__(self) -> Interrupts:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        # os.write, not print: the handler may run while the main thread is inside a write to sys.stderr, and a
+        # buffered stream refuses reentrant writes
+        os.write(2, f"\n{PROG}: interrupted: finishing the current step, then saving a checkpoint (Ctrl-C again "
+                    f"to quit without saving)\n".encode())
+
+
 @dataclass
 class Job:
     """What a run trains on and where it writes: everything settled from the arguments, the corpus and the
@@ -468,10 +584,12 @@ class Trainer:
     data_gen: Generator
     step: int = 0
     records: list[dict[str, Any]] = field(default_factory=list)
+    saved_step: int | None = None  # the step of the checkpoint on disk (None: none from this run yet)
 
     def save(self, job: Job) -> None:
         save_checkpoint(job.ckpt_path, self.model, self.optimizer, self.scheduler, self.step, self.data_gen,
                         job.device, job.config, job.vocab, job.run_info)
+        self.saved_step = self.step
 
 
 def prepare(args: argparse.Namespace) -> Job:
@@ -538,7 +656,7 @@ def resume(job: Job, ckpt: dict[str, Any], trainer: Trainer) -> None:
         _set_rng_states(ckpt["rng"], trainer.data_gen, job.device)
     except (RuntimeError, KeyError, ValueError, TypeError) as e:
         raise UsageError(f"--resume: the checkpoint does not fit this model: {e}") from None
-    trainer.step = int(ckpt["step"])
+    trainer.step = trainer.saved_step = ckpt["step"]
     trainer.records = read_metrics(job.metrics_path, trainer.step)
 
 
@@ -599,10 +717,10 @@ def _lr_value(optimizer: Optimizer) -> float:
     return float(lr.item()) if hasattr(lr, "item") else float(lr)
 
 
-def train_loop(job: Job, trainer: Trainer) -> int:
+def train_loop(job: Job, trainer: Trainer, faults: Faults) -> int:
     """Train from ``trainer.step`` to ``job.stop``, appending a metrics record per step, evaluating and
-    checkpointing on schedule; returns 0, EXIT_DIVERGED (a non-finite loss) or EXIT_INTERRUPTED (Ctrl-C,
-    after a checkpoint)."""
+    checkpointing on schedule; returns 0, EXIT_DIVERGED (a non-finite loss) or EXIT_INTERRUPTED (Ctrl-C: after
+    the step in flight and a checkpoint of it, or at once without one on a second Ctrl-C)."""
     from tqdm import tqdm
 
     args = job.args
@@ -610,46 +728,61 @@ def train_loop(job: Job, trainer: Trainer) -> int:
     tokens_per_step = args.batch_size * args.block_size
     bar = tqdm(total=args.steps, initial=trainer.step, desc="train", unit="step", disable=args.quiet,
                file=sys.stderr, dynamic_ncols=True, mininterval=0.5)
-    metrics = open(job.metrics_path, "a")
+    metrics = MetricsLog(job.metrics_path)
     graphed = GraphedStep(model, optimizer, args.grad_clip) if args.cuda_graph else None
+    faults.attach(trainer)
     try:
-        while trainer.step < job.stop:
-            t0 = time.perf_counter()
-            x, y = job.batches.get("train", trainer.data_gen)
-            lr = _lr_value(optimizer)
-            if graphed is not None:
-                loss = graphed(x, y)
-            else:
-                loss = train_step(model, optimizer, x, y, args.grad_clip)
-            scheduler.step()
-            loss_value = loss.item()  # also waits for the GPU, so the timing below is real
-            trainer.step += 1
-            step = trainer.step
-            rec = {"step": step, "loss": loss_value, "lr": lr,
-                   "tokens_per_s": tokens_per_step / max(time.perf_counter() - t0, 1e-9)}
-            if not math.isfinite(loss_value):
+        with Interrupts() as interrupts:
+            while trainer.step < job.stop and not interrupts.requested:
+                t0 = time.perf_counter()
+                x, y = job.batches.get("train", trainer.data_gen)
+                faults.hit("batch", trainer.step + 1)
+                lr = _lr_value(optimizer)
+                if graphed is not None:
+                    loss = graphed(x, y)
+                else:
+                    loss = train_step(model, optimizer, x, y, args.grad_clip)
+                scheduler.step()
+                loss_value = loss.item()  # also waits for the GPU, so the timing below is real
+                trainer.step += 1
+                step = trainer.step
+                rec = {"step": step, "loss": loss_value, "lr": lr,
+                       "tokens_per_s": tokens_per_step / max(time.perf_counter() - t0, 1e-9)}
+                if not math.isfinite(loss_value):
+                    bar.close()
+                    print(f"{PROG}: the loss became {loss_value} at step {step}; try a lower --lr", file=sys.stderr)
+                    return EXIT_DIVERGED
+                evaluating = step % args.eval_every == 0 or step == args.steps
+                if evaluating:
+                    rec["val_loss"] = evaluate(model, job.batches, args.eval_iters, args.seed + 1)
+                    bar.write(f"step {step}: train loss {loss_value:.4f}, val loss {rec['val_loss']:.4f}",
+                              file=sys.stderr)
+                # the record is on disk before the checkpoint of its step: a kill between the two leaves a
+                # record past the checkpoint (dropped on --resume), never a checkpoint past the records
+                metrics.append(rec)
+                trainer.records.append(rec)
+                faults.hit("recorded", step)
+                if evaluating or step == job.stop:
+                    trainer.save(job)
+                    faults.hit("saved", step)
+                # the bar redraws at most every mininterval seconds, not on every postfix change
+                bar.set_postfix(loss=f"{loss_value:.4f}", tok_s=f"{rec['tokens_per_s']:,.0f}", refresh=False)
+                bar.update(1)
+                if args.sample_every and step % args.sample_every == 0 and step != args.steps:
+                    bar.write(f"--- sample (step {step}) ---\n{_sample(job, trainer)}", file=sys.stdout)
+            if interrupts.requested:
+                if trainer.saved_step != trainer.step:
+                    trainer.save(job)
                 bar.close()
-                print(f"{PROG}: the loss became {loss_value} at step {step}; try a lower --lr", file=sys.stderr)
-                return EXIT_DIVERGED
-            if step % args.eval_every == 0 or step == args.steps:
-                rec["val_loss"] = evaluate(model, job.batches, args.eval_iters, args.seed + 1)
-                bar.write(f"step {step}: train loss {loss_value:.4f}, val loss {rec['val_loss']:.4f}",
-                          file=sys.stderr)
-                trainer.save(job)
-            elif step == job.stop:
-                trainer.save(job)
-            metrics.write(json.dumps(rec) + "\n")
-            metrics.flush()
-            trainer.records.append(rec)
-            # the bar redraws at most every mininterval seconds, not on every postfix change
-            bar.set_postfix(loss=f"{loss_value:.4f}", tok_s=f"{rec['tokens_per_s']:,.0f}", refresh=False)
-            bar.update(1)
-            if args.sample_every and step % args.sample_every == 0 and step != args.steps:
-                bar.write(f"--- sample (step {step}) ---\n{_sample(job, trainer)}", file=sys.stdout)
+                print(f"{PROG}: interrupted after step {trainer.step}; checkpoint saved, continue with --resume",
+                      file=sys.stderr)
+                return EXIT_INTERRUPTED
     except KeyboardInterrupt:
-        trainer.save(job)
-        print(f"\n{PROG}: interrupted after step {trainer.step}; checkpoint saved, continue with --resume",
-              file=sys.stderr)
+        # a second Ctrl-C: the step in flight is abandoned; the last checkpoint (written atomically) still holds
+        bar.close()
+        since = "its start" if trainer.saved_step is None else f"step {trainer.saved_step}"
+        print(f"\n{PROG}: interrupted again during step {trainer.step + 1}; no new checkpoint, --resume continues "
+              f"from {since}", file=sys.stderr)
         return EXIT_INTERRUPTED
     finally:
         metrics.close()
@@ -680,21 +813,20 @@ def _sample(job: Job, trainer: Trainer) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Train as ``args`` say; returns the exit code."""
+    faults = Faults(os.environ.get(FAULT_ENV))
     job = prepare(args)
     trainer = build(job)
     if job.ckpt is not None:
         resume(job, job.ckpt, trainer)
-    # a resumed run rewrites what follows its checkpoint's step
-    with open(job.metrics_path, "w") as f:
-        for rec in trainer.records:
-            f.write(json.dumps(rec) + "\n")
+    # a resumed run redoes the steps after its checkpoint's; a fresh run starts an empty file
+    reconcile_metrics(job.metrics_path, trainer.records, lambda: faults.hit("reconcile", trainer.step))
     config = job.config
     print(f"{PROG}: {job.corpus_chars:,} characters of {job.origin}, vocabulary {len(job.vocab)}; GPT "
           f"{config.n_layer} layers, {config.n_head} heads, width {config.n_embd}, context {config.block_size} "
           f"({trainer.model.num_params():,} parameters) on {job.device}; steps {trainer.step + 1}..{job.stop}",
           file=sys.stderr)
 
-    exit_code = train_loop(job, trainer)
+    exit_code = train_loop(job, trainer, faults)
     if exit_code == EXIT_DIVERGED:
         return exit_code
     # an interrupted run still gets its curves
@@ -713,6 +845,11 @@ def main(argv=None):
     except UsageError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        # Ctrl-C outside the training loop (reading the corpus, building the model, writing the plot): nothing
+        # of the run's state is half-done there, so there is nothing to save
+        print(f"\n{PROG}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":
