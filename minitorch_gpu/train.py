@@ -13,12 +13,15 @@ sample is printed at the end.
 
 ``--resume`` continues from the checkpoint in ``--out`` up to ``--steps``. Batches come from a generator whose
 state is checkpointed with everything else, so on the CPU a resumed run reproduces the losses of an
-uninterrupted one exactly (``--stop-after N`` ends a run early at step N, as an interruption would; Ctrl-C
-also saves a checkpoint before exiting).
+uninterrupted one exactly (``--stop-after N`` ends a run early at step N, as an interruption would). Ctrl-C
+finishes the step in flight, saves a checkpoint of it and exits with 130, so resuming is exact after it too; a
+second Ctrl-C quits at once without one. ``metrics.jsonl`` is only appended to (each record fsynced before its
+step's checkpoint); ``--resume`` keeps the records up to the checkpoint's step through a temporary file renamed
+over it.
 
-Bad input (a missing data path, an empty corpus, ``--resume`` without a checkpoint, a checkpoint from another
-model config or vocabulary, ``--device cuda`` without a GPU, bad numbers) is reported in one line on stderr
-with exit code 2.
+Bad input (a missing, special or /proc data path, an empty corpus, a run too large for the available memory,
+``--resume`` without a checkpoint or with one from another model config or vocabulary, or with a bad step,
+``--device cuda`` without a GPU, bad numbers) is reported in one line on stderr with exit code 2.
 """
 from __future__ import annotations
 
