@@ -563,21 +563,20 @@ def _size(n: float) -> str:
     return f"{n:,.1f} PB"
 
 
-def _cgroup_available() -> int | None:
+def cgroup_available(root: str = "/sys/fs/cgroup") -> int | None:
     """What the memory limit of this process's cgroup leaves (cgroup v2, else v1): the limit less the usage,
     counting reclaimable file cache as free; None without a limit."""
     for limit_file, usage_file, stat_file, cache_key in (
-            ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current", "/sys/fs/cgroup/memory.stat",
-             "inactive_file"),
-            ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes",
-             "/sys/fs/cgroup/memory/memory.stat", "total_inactive_file")):
+            ("memory.max", "memory.current", "memory.stat", "inactive_file"),
+            ("memory/memory.limit_in_bytes", "memory/memory.usage_in_bytes", "memory/memory.stat",
+             "total_inactive_file")):
         try:
-            with open(limit_file) as f:
+            with open(os.path.join(root, limit_file)) as f:
                 limit_text = f.read().strip()
-            with open(usage_file) as f:
+            with open(os.path.join(root, usage_file)) as f:
                 usage = int(f.read())
             cache = 0
-            with open(stat_file) as f:
+            with open(os.path.join(root, stat_file)) as f:
                 for line in f:
                     key, _, value = line.partition(" ")
                     if key == cache_key:
@@ -610,7 +609,7 @@ def available_memory(device: mt_device) -> tuple[int, str] | None:
             found.append((os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"), "free"))
         except (OSError, ValueError):
             pass
-    cgroup = _cgroup_available()
+    cgroup = cgroup_available()
     if cgroup is not None:
         found.append((cgroup, "left by this container's memory limit"))
     return min(found) if found else None

@@ -109,6 +109,26 @@ def test_available_memory_per_device(device, monkeypatch):
         assert free <= total and source in ("available", "free", "left by this container's memory limit")
 
 
+def test_a_container_memory_limit_counts(tmp_path):
+    v2 = tmp_path / "v2"
+    v2.mkdir()
+    (v2 / "memory.max").write_text("1000000\n")
+    (v2 / "memory.current").write_text("600000\n")
+    (v2 / "memory.stat").write_text("anon 500000\ninactive_file 100000\nactive_file 7\n")
+    assert train.cgroup_available(str(v2)) == 1000000 - 600000 + 100000  # file cache can be reclaimed
+    (v2 / "memory.max").write_text("max\n")
+    assert train.cgroup_available(str(v2)) is None
+    v1 = tmp_path / "v1" / "memory"
+    v1.mkdir(parents=True)
+    (v1 / "memory.limit_in_bytes").write_text("2000000\n")
+    (v1 / "memory.usage_in_bytes").write_text("2500000\n")
+    (v1 / "memory.stat").write_text("total_inactive_file 0\n")
+    assert train.cgroup_available(str(tmp_path / "v1")) == 0
+    (v1 / "memory.limit_in_bytes").write_text(f"{2 ** 63 - 4096}\n")  # v1's "no limit"
+    assert train.cgroup_available(str(tmp_path / "v1")) is None
+    assert train.cgroup_available(str(tmp_path / "none")) is None
+
+
 @pytest.mark.parametrize("dropout", [0.0, 0.2])
 def test_the_estimate_matches_the_memory_a_step_takes(dropout):
     cfg = GPTConfig(vocab_size=65, block_size=64, n_layer=2, n_head=4, n_embd=64, dropout=dropout)
