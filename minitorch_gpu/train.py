@@ -440,7 +440,8 @@ def read_metrics(path, up_to_step):
                         rec = json.loads(line)
                     except json.JSONDecodeError:
                         continue  # a line cut short by a crash
-                    if isinstance(rec, dict) and rec.get("step", math.inf) <= up_to_step:
+                    step = rec.get("step") if isinstance(rec, dict) else None
+                    if isinstance(step, int) and not isinstance(step, bool) and step <= up_to_step:
                         records.append(rec)
     return records
 
@@ -763,6 +764,14 @@ def prepare(args: argparse.Namespace) -> Job:
 
     device = pick_device(args.device)
     ckpt_path = os.path.join(args.out, CHECKPOINT)
+    for path in (ckpt_path, os.path.join(args.out, METRICS)):
+        # a FIFO or device there would block the read of --resume or the first write
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            continue
+        if not stat.S_ISREG(mode):
+            raise UsageError(f"{path} is {_kind(mode)}, not a regular file: remove it or choose another --out")
     ckpt = load_checkpoint(ckpt_path) if args.resume else None
     _resolve(args, device, ckpt)
     if args.stop_after is not None and args.stop_after > args.steps:

@@ -5,6 +5,7 @@ config or a step that is not a non-negative integer; --steps below the checkpoin
 import os
 import re
 import socket
+import stat
 import tracemalloc
 
 import pytest
@@ -57,6 +58,16 @@ def test_special_files_never_hang(corpus, tmp_path):
     assert warning == [f"minitorch-gpu-train: warning: skipped 3 file(s) that are not regular files: "
                        f"{mixed / 'b.fifo'} (a FIFO), {mixed / 'c.zero'} (a character device), "
                        f"{mixed / 'd.sock'} (a socket)"]
+
+
+@pytest.mark.parametrize("name", ["checkpoint.safetensors", "metrics.jsonl"])
+def test_a_fifo_in_place_of_an_output_file_is_refused(corpus, tmp_path, capsys, name):
+    out = tmp_path / "o"
+    out.mkdir()
+    os.mkfifo(out / name)
+    code, err = main(["--data", corpus, "--out", str(out), *TINY, "--resume"], capsys)
+    one_line_error(code, err, f"{out / name} is a FIFO, not a regular file: remove it or choose another --out")
+    assert stat.S_ISFIFO(os.stat(out / name).st_mode)  # left as it was
 
 
 def test_a_fifo_swapped_in_after_the_listing_is_not_read(tmp_path, capsys):
