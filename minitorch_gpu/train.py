@@ -13,17 +13,20 @@ sample is printed at the end.
 
 ``--resume`` continues from the checkpoint in ``--out`` up to ``--steps``. Batches come from a generator whose
 state is checkpointed with everything else, so on the CPU a resumed run reproduces the losses of an
-uninterrupted one exactly (``--stop-after N`` ends a run early at step N, as an interruption would; Ctrl-C
-also saves a checkpoint before exiting).
+uninterrupted one exactly (``--stop-after N`` ends a run early at step N, as an interruption would). Ctrl-C
+finishes the step in flight, saves a checkpoint of it and exits with 130, so resuming is exact after it too; a
+second Ctrl-C quits at once without one. ``metrics.jsonl`` is only appended to (each record fsynced before its
+step's checkpoint); ``--resume`` keeps the records up to the checkpoint's step through a temporary file renamed
+over it.
 
 ``--dtype`` picks the precision of the forward pass: ``float32``, or ``bfloat16`` / ``float16`` under
 ``mt.autocast`` (parameters, gradients and optimizer state stay float32; ``float16`` adds a ``GradScaler``).
 ``auto`` is bfloat16 on a GPU that supports it, else float32; a resumed run keeps its checkpoint's dtype.
 
-Bad input (a missing data path, an empty corpus, ``--resume`` without a checkpoint, a checkpoint from another
-model config or vocabulary, ``--device cuda`` without a GPU, a ``--dtype`` the device cannot do, bad numbers)
-is reported in one line on stderr
-with exit code 2.
+Bad input (a missing, special or /proc data path, an empty corpus, a run too large for the available memory,
+``--resume`` without a checkpoint or with one from another model config or vocabulary, or with a bad step,
+``--device cuda`` without a GPU, a ``--dtype`` the device cannot do, bad numbers) is reported in one line on
+stderr with exit code 2.
 """
 from __future__ import annotations
 
@@ -31,11 +34,15 @@ import argparse
 import json
 import math
 import os
+import signal
+import stat
 import sys
 import sysconfig
+import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -180,33 +187,92 @@ def _text_files(directory):
     return [full for _, full in found]
 
 
+# the kernel's live views of processes and devices (/proc/self/fd and /dev/fd among them): their files change
+# under a reader, and some block until something happens. /dev itself holds devices, refused as non-regular
+# files, and /dev/shm, whose files are plain text
+_PSEUDO_ROOTS = ("/proc", "/sys")
+
+
+class _NotRegular(Exception):
+    """A path that is a FIFO, a device or a socket: reading it could block forever or never end."""
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _read_regular(path: str, limit: int) -> str:
+    """Up to ``limit`` characters of the UTF-8 file at ``path``. It is opened without blocking and checked on
+    the open descriptor, so a FIFO or device swapped in after the directory was listed cannot hang the read."""
+    try:
+        st = os.stat(path)
+        if stat.S_ISSOCK(st.st_mode):  # opening a socket fails with an obscure errno: name it instead
+            raise _NotRegular(_kind(st.st_mode))
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with open(fd, encoding="utf-8") as f:
+            mode = os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):
+                raise _NotRegular(_kind(mode))
+            return f.read(limit)
+    except OSError as e:
+        raise UsageError(f"cannot read {path}: {e.strerror}") from None
+
+
+def _data_files(data: str) -> list[str]:
+    """The files ``--data`` names: itself, or the files under it; a path that is neither a regular file nor a
+    directory, or lies in /proc or /sys, is refused before anything is opened."""
+    real = os.path.realpath(data)
+    root = next((r for r in _PSEUDO_ROOTS if real == r or real.startswith(r + os.sep)), None)
+    if root is not None:
+        raise UsageError(f"--data {data} is under {root}, the kernel's live view of processes and devices, not "
+                         f"text to train on")
+    try:
+        mode = os.stat(data).st_mode
+    except FileNotFoundError:
+        raise UsageError(f"data path does not exist: {data}") from None
+    except OSError as e:
+        raise UsageError(f"cannot read {data}: {e.strerror}") from None
+    if stat.S_ISDIR(mode):
+        return _text_files(data)
+    if not stat.S_ISREG(mode):
+        raise UsageError(f"--data {data} is {_kind(mode)}, not a text file or a directory")
+    return [data]
+
+
 def read_corpus(data, max_chars):
     """The training text: ``data`` (a file, or every readable UTF-8 text file under a directory) or the
-    standard library's source; files are joined in sorted order and the result cut at ``max_chars``."""
+    standard library's source; files are joined in sorted order and the result cut at ``max_chars``. Files in
+    a directory that are not regular files (FIFOs, devices, sockets) are skipped with a warning."""
     if data is None:
         files, origin = stdlib_source_files(), f"Python {sys.version.split()[0]} standard library"
-    elif os.path.isdir(data):
-        files, origin = _text_files(data), data
-    elif os.path.exists(data):
-        files, origin = [data], data
     else:
-        raise UsageError(f"data path does not exist: {data}")
-    parts, total = [], 0
+        files, origin = _data_files(data), data
+    parts, total, skipped = [], 0, []
     for path in files:
         if total >= max_chars:
             break
         try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read(max_chars - total + 1)
+            text = _read_regular(path, max_chars - total + 1)
+        except _NotRegular as e:
+            if len(files) == 1:  # swapped for a FIFO or device since it was checked
+                raise UsageError(f"--data {path} is {e}, not a text file") from None
+            skipped.append(f"{path} ({e})")
+            continue
         except UnicodeDecodeError:
             if len(files) == 1:
                 raise UsageError(f"{path} is not UTF-8 text") from None
             continue  # a binary file inside a directory of text
-        except OSError as e:
-            raise UsageError(f"cannot read {path}: {e.strerror}") from None
         if text:
             parts.append(text)
             total += len(text)
+    if skipped:
+        more = f" and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+        print(f"{PROG}: warning: skipped {len(skipped)} file(s) that are not regular files: "
+              f"{', '.join(skipped[:3])}{more}", file=sys.stderr)
     corpus = "".join(parts)[:max_chars]
     if not corpus:
         raise UsageError(f"the corpus is empty: no text found in {origin}")
@@ -364,11 +430,15 @@ def load_checkpoint(path):
         GPTConfig.from_dict(ckpt["config"])
     except (ValueError, TypeError, AttributeError) as e:
         raise UsageError(f"--resume: the checkpoint's model config is invalid: {e}") from None
+    step = ckpt["step"]
+    if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step < 0:
+        raise UsageError(f"--resume: the checkpoint's step must be a non-negative integer, got {step!r}")
+    ckpt["step"] = int(step)
     return ckpt
 
 
 def read_metrics(path, up_to_step):
-    """The records of an earlier run's metrics file up to ``up_to_step`` (a resumed run rewrites the rest)."""
+    """The records of an earlier run's metrics file up to ``up_to_step`` (a resumed run redoes the rest)."""
     records = []
     if os.path.exists(path):
         with open(path) as f:
@@ -379,9 +449,44 @@ def read_metrics(path, up_to_step):
                         rec = json.loads(line)
                     except json.JSONDecodeError:
                         continue  # a line cut short by a crash
-                    if isinstance(rec, dict) and rec.get("step", math.inf) <= up_to_step:
+                    step = rec.get("step") if isinstance(rec, dict) else None
+                    if isinstance(step, int) and not isinstance(step, bool) and step <= up_to_step:
                         records.append(rec)
     return records
+
+
+class MetricsLog:
+    """``metrics.jsonl`` opened for appending: each record is flushed and fsynced as it is written, so a record
+    written before a checkpoint survives any kill after it."""
+
+    def __init__(self, path: str) -> None:
+        self._file = open(path, "a", encoding="utf-8")
+
+    def append(self, rec: dict[str, Any]) -> None:
+        self._file.write(json.dumps(rec) + "\n")
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def reconcile_metrics(path: str, records: list[dict[str, Any]], written: Callable[[], None] = lambda: None) -> None:
+    """Make ``path`` hold exactly ``records`` (those up to the checkpoint's step) without ever truncating it in
+    place: they go to a temporary file that is fsynced and renamed over it, so a kill at any moment leaves either
+    the old file or the new one. ``written`` runs once the temporary file holds them (a test's fault point)."""
+    from minitorch_gpu.serialization._common import atomic_write
+
+    def write(f: IO[bytes]) -> None:
+        for rec in records:
+            f.write((json.dumps(rec) + "\n").encode())
+        f.flush()
+        written()
+
+    try:
+        atomic_write(path, write)
+    except OSError as e:
+        raise UsageError(f"cannot write {path}: {e.strerror}") from None
 
 
 def write_plot(path, records):
@@ -464,8 +569,184 @@ def _resolve_dtype(name: str, device: mt_device, ckpt: dict[str, Any] | None) ->
     return name
 
 
+# ---------------------------------------------------------------------------------------------- memory
+
+def estimate_memory(config: GPTConfig, batch_size: int, sample_chars: int) -> dict[str, int]:
+    """Bytes a training run needs at its peak, by part (float32 throughout): the parameters with their
+    gradients and AdamW's two moments, the activations one batch keeps for the backward pass, and the sample's
+    token ids. The activation counts were measured on the CPU backend (within about 15%)."""
+    V, T, L, H, C = config.vocab_size, config.block_size, config.n_layer, config.n_head, config.n_embd
+    B = batch_size
+    # the tied embedding and lm_head, positions, per block two LayerNorms, attention and MLP, the last LayerNorm
+    params = (V + T) * C + L * (12 * C * C + 13 * C) + 2 * C
+    # per block: LayerNorm, qkv, attention output, MLP input and GELU outputs (about 20 copies of B x T x C)
+    # and the attention scores and probabilities (2 of B x heads x T x T); dropout adds a mask of each kind
+    per_block = 20 * B * T * C + 2 * B * H * T * T
+    if config.dropout:
+        per_block += 2 * B * T * C + 2 * B * H * T * T
+    activations = L * per_block + 3 * B * T * V  # the logits, their softmax and its gradient
+    return {"parameters": 4 * params, "gradients": 4 * params, "optimizer state": 8 * params,
+            "activations": 4 * activations, "sample": 8 * (sample_chars + 1)}
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if n < 1000:
+            return f"{n:.1f} {unit}" if unit != "B" else f"{n:.0f} B"
+        n /= 1000
+    return f"{n:,.1f} PB"
+
+
+def cgroup_available(root: str = "/sys/fs/cgroup") -> int | None:
+    """What the memory limit of this process's cgroup leaves (cgroup v2, else v1): the limit less the usage,
+    counting reclaimable file cache as free; None without a limit."""
+    for limit_file, usage_file, stat_file, cache_key in (
+            ("memory.max", "memory.current", "memory.stat", "inactive_file"),
+            ("memory/memory.limit_in_bytes", "memory/memory.usage_in_bytes", "memory/memory.stat",
+             "total_inactive_file")):
+        try:
+            with open(os.path.join(root, limit_file)) as f:
+                limit_text = f.read().strip()
+            with open(os.path.join(root, usage_file)) as f:
+                usage = int(f.read())
+            cache = 0
+            with open(os.path.join(root, stat_file)) as f:
+                for line in f:
+                    key, _, value = line.partition(" ")
+                    if key == cache_key:
+                        cache = int(value)
+        except (OSError, ValueError):
+            continue
+        # "max" (v2) or a page-rounded 2**63 (v1) is no limit
+        if limit_text == "max" or int(limit_text) >= 2 ** 62:
+            return None
+        return max(int(limit_text) - usage + cache, 0)
+    return None
+
+
+def available_memory(device: mt_device) -> tuple[int, str] | None:
+    """Bytes a run on ``device`` can still allocate, and where the number comes from; None when unknown."""
+    import minitorch_gpu as mt
+    if device.type == "cuda":
+        free, _ = mt.cuda.mem_get_info(device)
+        return free, f"free on {device}"
+    found = []
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    found.append((int(line.split()[1]) * 1024, "available"))
+    except (OSError, ValueError, IndexError):
+        pass
+    if not found and hasattr(os, "sysconf"):
+        try:
+            found.append((os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"), "free"))
+        except (OSError, ValueError):
+            pass
+    cgroup = cgroup_available()
+    if cgroup is not None:
+        found.append((cgroup, "left by this container's memory limit"))
+    return min(found) if found else None
+
+
+def check_memory(config: GPTConfig, batch_size: int, sample_chars: int, device: mt_device,
+                 from_checkpoint: bool) -> None:
+    """A UsageError with the estimate when the run cannot fit in the memory available on ``device``, so an
+    absurd size is refused before anything is allocated instead of ending in a traceback or the OOM killer."""
+    need = estimate_memory(config, batch_size, sample_chars)
+    total = sum(need.values())
+    have = available_memory(device)
+    if have is None or total <= have[0]:
+        return
+    parts = ", ".join(f"{name} {_size(n)}" for name, n in need.items() if n)
+    origin = "the checkpoint's model" if from_checkpoint else "the model"
+    raise UsageError(f"the run needs about {_size(total)} ({parts}; {origin} is n_layer={config.n_layer}, "
+                     f"n_embd={config.n_embd}, block_size={config.block_size}, with --batch-size {batch_size}) "
+                     f"but only {_size(have[0])} is {have[1]}; lower --batch-size, --block-size, --n-embd, --n-layer "
+                     f"or --sample-chars")
+
+
 EXIT_DIVERGED = 1
 EXIT_INTERRUPTED = 130
+
+
+# ---------------------------------------------------------------------------------------------- interruptions
+
+# test-only: "<SIGNAL>@<point>[:<step>]", comma-separated (e.g. "INT@forward:5", "KILL@saved:8"), makes the run
+# send each SIGNAL to itself when it reaches <point> (during step <step>, or the first time), so tests interrupt
+# and kill at exact places instead of racing a timer
+FAULT_ENV = "MINITORCH_GPU_TRAIN_FAULT"
+FAULT_POINTS = ("batch", "forward", "optimizer", "eval", "recorded", "saved", "reconcile")
+
+
+class Faults:
+    """The signals ``MINITORCH_GPU_TRAIN_FAULT`` asks for, each sent once when the run reaches its point."""
+
+    def __init__(self, spec: str | None) -> None:
+        self.pending: list[tuple[int, str, int | None]] = []
+        for item in (spec or "").split(","):
+            if not item:
+                continue
+            sig, _, where = item.partition("@")
+            point, _, step = where.partition(":")
+            signum = getattr(signal, f"SIG{sig.upper()}", None)
+            if not isinstance(signum, int) or point not in FAULT_POINTS or (step and not step.isdigit()):
+                raise UsageError(f"{FAULT_ENV}={spec!r}: expected <SIGNAL>@<point>[:<step>] with a point among "
+                                 f"{', '.join(FAULT_POINTS)}")
+            self.pending.append((signum, point, int(step) if step else None))
+
+    def hit(self, point: str, step: int) -> None:
+        """Send the first pending signal meant for this point (and step)."""
+        for i, (signum, at, at_step) in enumerate(self.pending):
+            if at == point and at_step in (None, step):
+                del self.pending[i]
+                os.kill(os.getpid(), signum)
+                return
+
+    def attach(self, trainer: Trainer) -> None:
+        """Hooks for the points inside library calls: the forward pass (half-way through the blocks; eval when
+        the model is in eval mode) and the optimizer step."""
+        if not self.pending:
+            return
+
+        def forward(module: Any, args: Any) -> None:
+            # evaluation runs after the step counter advanced; the forward pass of training before
+            if trainer.model.training:
+                self.hit("forward", trainer.step + 1)
+            else:
+                self.hit("eval", trainer.step)
+
+        trainer.model.transformer.h[len(trainer.model.transformer.h) // 2].register_forward_pre_hook(forward)
+        trainer.optimizer.register_step_pre_hook(lambda opt, args, kwargs: self.hit("optimizer", trainer.step + 1))
+
+
+class Interrupts:
+    """Ctrl-C during training: the first one asks the loop to stop at the next step boundary (the step in flight
+    finishes, so the checkpoint taken then resumes exactly); a second one aborts at once without a checkpoint.
+    Only the main thread can own the handler; elsewhere Ctrl-C keeps Python's default."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous: Any = None
+
+    def __enter__(self) -> Interrupts:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        # os.write, not print: the handler may run while the main thread is inside a write to sys.stderr, and a
+        # buffered stream refuses reentrant writes
+        os.write(2, f"\n{PROG}: interrupted: finishing the current step, then saving a checkpoint (Ctrl-C again "
+                    f"to quit without saving)\n".encode())
 
 
 @dataclass
@@ -519,12 +800,14 @@ class Trainer:
     precision: Precision
     step: int = 0
     records: list[dict[str, Any]] = field(default_factory=list)
+    saved_step: int | None = None  # the step of the checkpoint on disk (None: none from this run yet)
 
     def save(self, job: Job) -> None:
         scaler = self.precision.scaler
         run = {**job.run_info, "scaler": scaler.state_dict() if scaler is not None else {}}
         save_checkpoint(job.ckpt_path, self.model, self.optimizer, self.scheduler, self.step, self.data_gen,
                         job.device, job.config, job.vocab, run)
+        self.saved_step = self.step
 
 
 def prepare(args: argparse.Namespace) -> Job:
@@ -534,10 +817,24 @@ def prepare(args: argparse.Namespace) -> Job:
 
     device = pick_device(args.device)
     ckpt_path = os.path.join(args.out, CHECKPOINT)
+    for path in (ckpt_path, os.path.join(args.out, METRICS)):
+        # a FIFO or device there would block the read of --resume or the first write
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            continue
+        if not stat.S_ISREG(mode):
+            raise UsageError(f"{path} is {_kind(mode)}, not a regular file: remove it or choose another --out")
     ckpt = load_checkpoint(ckpt_path) if args.resume else None
     _resolve(args, device, ckpt)
     if args.stop_after is not None and args.stop_after > args.steps:
         raise UsageError(f"--stop-after ({args.stop_after}) is beyond --steps ({args.steps})")
+    if ckpt is not None:
+        done = ckpt["step"]
+        for flag, value in (("--steps", args.steps), ("--stop-after", args.stop_after)):
+            if value is not None and value < done:
+                raise UsageError(f"--resume: the checkpoint is at step {done}, beyond {flag} {value}; pass "
+                                 f"{flag} {done} or more")
 
     text, origin = read_corpus(args.data, args.max_chars)
     ids, vocab = encode(text)
@@ -553,6 +850,7 @@ def prepare(args: argparse.Namespace) -> Job:
     if not prompt or unknown:
         raise UsageError(f"--prompt must be non-empty text over the corpus's characters (unknown: {unknown!r})")
     batches = Batches(ids, args.block_size, args.batch_size, device)
+    check_memory(config, args.batch_size, args.sample_chars, device, from_checkpoint=ckpt is not None)
 
     try:
         os.makedirs(args.out, exist_ok=True)
@@ -595,7 +893,7 @@ def resume(job: Job, ckpt: dict[str, Any], trainer: Trainer) -> None:
             trainer.precision.scaler.load_state_dict(scaler_state)
     except (RuntimeError, KeyError, ValueError, TypeError) as e:
         raise UsageError(f"--resume: the checkpoint does not fit this model: {e}") from None
-    trainer.step = int(ckpt["step"])
+    trainer.step = trainer.saved_step = ckpt["step"]
     trainer.records = read_metrics(job.metrics_path, trainer.step)
 
 
@@ -672,10 +970,10 @@ def _lr_value(optimizer: Optimizer) -> float:
     return float(lr.item()) if hasattr(lr, "item") else float(lr)
 
 
-def train_loop(job: Job, trainer: Trainer) -> int:
+def train_loop(job: Job, trainer: Trainer, faults: Faults) -> int:
     """Train from ``trainer.step`` to ``job.stop``, appending a metrics record per step, evaluating and
-    checkpointing on schedule; returns 0, EXIT_DIVERGED (a non-finite loss) or EXIT_INTERRUPTED (Ctrl-C,
-    after a checkpoint)."""
+    checkpointing on schedule; returns 0, EXIT_DIVERGED (a non-finite loss) or EXIT_INTERRUPTED (Ctrl-C: after
+    the step in flight and a checkpoint of it, or at once without one on a second Ctrl-C)."""
     from tqdm import tqdm
 
     args = job.args
@@ -683,48 +981,64 @@ def train_loop(job: Job, trainer: Trainer) -> int:
     tokens_per_step = args.batch_size * args.block_size
     bar = tqdm(total=args.steps, initial=trainer.step, desc="train", unit="step", disable=args.quiet,
                file=sys.stderr, dynamic_ncols=True, mininterval=0.5)
-    metrics = open(job.metrics_path, "a")
+    metrics = MetricsLog(job.metrics_path)
     precision = trainer.precision
     graphed = GraphedStep(model, optimizer, args.grad_clip, precision) if args.cuda_graph else None
+    faults.attach(trainer)
     try:
-        while trainer.step < job.stop:
-            t0 = time.perf_counter()
-            x, y = job.batches.get("train", trainer.data_gen)
-            lr = _lr_value(optimizer)
-            if graphed is not None:
-                loss = graphed(x, y)
-            else:
-                loss = train_step(model, optimizer, x, y, args.grad_clip, precision)
-            scheduler.step()
-            loss_value = loss.item()  # also waits for the GPU, so the timing below is real
-            trainer.step += 1
-            step = trainer.step
-            rec = {"step": step, "loss": loss_value, "lr": lr,
-                   "tokens_per_s": tokens_per_step / max(time.perf_counter() - t0, 1e-9), "dtype": precision.dtype}
-            if not math.isfinite(loss_value):
+        with Interrupts() as interrupts:
+            while trainer.step < job.stop and not interrupts.requested:
+                t0 = time.perf_counter()
+                x, y = job.batches.get("train", trainer.data_gen)
+                faults.hit("batch", trainer.step + 1)
+                lr = _lr_value(optimizer)
+                if graphed is not None:
+                    loss = graphed(x, y)
+                else:
+                    loss = train_step(model, optimizer, x, y, args.grad_clip, precision)
+                scheduler.step()
+                loss_value = loss.item()  # also waits for the GPU, so the timing below is real
+                trainer.step += 1
+                step = trainer.step
+                rec = {"step": step, "loss": loss_value, "lr": lr,
+                       "tokens_per_s": tokens_per_step / max(time.perf_counter() - t0, 1e-9),
+                       "dtype": precision.dtype}
+                if not math.isfinite(loss_value):
+                    bar.close()
+                    print(f"{PROG}: the loss became {loss_value} at step {step}; try a lower --lr", file=sys.stderr)
+                    return EXIT_DIVERGED
+                evaluating = step % args.eval_every == 0 or step == args.steps
+                if evaluating:
+                    with precision.autocast():
+                        rec["val_loss"] = evaluate(model, job.batches, args.eval_iters, args.seed + 1)
+                    bar.write(f"step {step}: train loss {loss_value:.4f}, val loss {rec['val_loss']:.4f}",
+                              file=sys.stderr)
+                # the record is on disk before the checkpoint of its step: a kill between the two leaves a
+                # record past the checkpoint (dropped on --resume), never a checkpoint past the records
+                metrics.append(rec)
+                trainer.records.append(rec)
+                faults.hit("recorded", step)
+                if evaluating or step == job.stop:
+                    trainer.save(job)
+                    faults.hit("saved", step)
+                # the bar redraws at most every mininterval seconds, not on every postfix change
+                bar.set_postfix(loss=f"{loss_value:.4f}", tok_s=f"{rec['tokens_per_s']:,.0f}", refresh=False)
+                bar.update(1)
+                if args.sample_every and step % args.sample_every == 0 and step != args.steps:
+                    bar.write(f"--- sample (step {step}) ---\n{_sample(job, trainer)}", file=sys.stdout)
+            if interrupts.requested:
+                if trainer.saved_step != trainer.step:
+                    trainer.save(job)
                 bar.close()
-                print(f"{PROG}: the loss became {loss_value} at step {step}; try a lower --lr", file=sys.stderr)
-                return EXIT_DIVERGED
-            if step % args.eval_every == 0 or step == args.steps:
-                with precision.autocast():
-                    rec["val_loss"] = evaluate(model, job.batches, args.eval_iters, args.seed + 1)
-                bar.write(f"step {step}: train loss {loss_value:.4f}, val loss {rec['val_loss']:.4f}",
-                          file=sys.stderr)
-                trainer.save(job)
-            elif step == job.stop:
-                trainer.save(job)
-            metrics.write(json.dumps(rec) + "\n")
-            metrics.flush()
-            trainer.records.append(rec)
-            # the bar redraws at most every mininterval seconds, not on every postfix change
-            bar.set_postfix(loss=f"{loss_value:.4f}", tok_s=f"{rec['tokens_per_s']:,.0f}", refresh=False)
-            bar.update(1)
-            if args.sample_every and step % args.sample_every == 0 and step != args.steps:
-                bar.write(f"--- sample (step {step}) ---\n{_sample(job, trainer)}", file=sys.stdout)
+                print(f"{PROG}: interrupted after step {trainer.step}; checkpoint saved, continue with --resume",
+                      file=sys.stderr)
+                return EXIT_INTERRUPTED
     except KeyboardInterrupt:
-        trainer.save(job)
-        print(f"\n{PROG}: interrupted after step {trainer.step}; checkpoint saved, continue with --resume",
-              file=sys.stderr)
+        # a second Ctrl-C: the step in flight is abandoned; the last checkpoint (written atomically) still holds
+        bar.close()
+        since = "its start" if trainer.saved_step is None else f"step {trainer.saved_step}"
+        print(f"\n{PROG}: interrupted again during step {trainer.step + 1}; no new checkpoint, --resume continues "
+              f"from {since}", file=sys.stderr)
         return EXIT_INTERRUPTED
     finally:
         metrics.close()
@@ -755,21 +1069,20 @@ def _sample(job: Job, trainer: Trainer) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Train as ``args`` say; returns the exit code."""
+    faults = Faults(os.environ.get(FAULT_ENV))
     job = prepare(args)
     trainer = build(job)
     if job.ckpt is not None:
         resume(job, job.ckpt, trainer)
-    # a resumed run rewrites what follows its checkpoint's step
-    with open(job.metrics_path, "w") as f:
-        for rec in trainer.records:
-            f.write(json.dumps(rec) + "\n")
+    # a resumed run redoes the steps after its checkpoint's; a fresh run starts an empty file
+    reconcile_metrics(job.metrics_path, trainer.records, lambda: faults.hit("reconcile", trainer.step))
     config = job.config
     print(f"{PROG}: {job.corpus_chars:,} characters of {job.origin}, vocabulary {len(job.vocab)}; GPT "
           f"{config.n_layer} layers, {config.n_head} heads, width {config.n_embd}, context {config.block_size} "
           f"({trainer.model.num_params():,} parameters) on {job.device} in {trainer.precision.dtype}; steps {trainer.step + 1}..{job.stop}",
           file=sys.stderr)
 
-    exit_code = train_loop(job, trainer)
+    exit_code = train_loop(job, trainer, faults)
     if exit_code == EXIT_DIVERGED:
         return exit_code
     # an interrupted run still gets its curves
@@ -788,6 +1101,11 @@ def main(argv=None):
     except UsageError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        # Ctrl-C outside the training loop (reading the corpus, building the model, writing the plot): nothing
+        # of the run's state is half-done there, so there is nothing to save
+        print(f"\n{PROG}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":
