@@ -287,7 +287,7 @@ class RandomMixin(PrimitiveHost):
         needs little memory beyond its result."""
         xp = self.xp
         if out is None:
-            out = xp.empty(shape, dtype=np_dtype)
+            out = self.empty(shape, np_dtype)
         elif not writable(out):
             # refused before drawing, so the generator stays where it was
             raise RuntimeError(OVERLAP_ERROR)
