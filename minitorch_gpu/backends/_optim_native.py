@@ -103,8 +103,7 @@ def _data_offset() -> int:
 class _Library:
     """The loaded library's two entry points, typed."""
 
-    def __init__(self, path: Path) -> None:
-        lib = ctypes.CDLL(str(path))
+    def __init__(self, path: Path, lib: ctypes.CDLL) -> None:
         i64, ptr = ctypes.c_longlong, ctypes.c_void_p
         self.step = lib.mt_optim_cpu_step
         self.step.restype = ctypes.c_int
@@ -128,13 +127,13 @@ def _build() -> _Library:
     for native in (True, False):
         key = _native.sha(_ABI, cid, _flags(native), _cpu_signature(), *texts)[:24]
         try:
-            path = _native.build_library(d / f"liboptim_cpu-{key}.so",
-                                         [cxx, *_flags(native), f"-I{kdir}", str(srcs[0])],
-                                         "kernels/optim_cpu.cpp", NativeBuildError, _PURPOSE)
+            path = d / f"liboptim_cpu-{key}.so"
+            lib = _native.build_library(path, [cxx, *_flags(native), f"-I{kdir}", str(srcs[0])],
+                                        "kernels/optim_cpu.cpp", NativeBuildError, _PURPOSE)
         except NativeBuildError as e:
             last = e
             continue
-        return _Library(path)
+        return _Library(path, lib)
     assert last is not None
     raise last
 

@@ -24,15 +24,21 @@ Conversions, every one exact so a port can match them:
 """
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Callable, Iterator
 from typing import TypeAlias
 
 import numpy as np
 
-from ._types import Array, NpDtype, PrimitiveHost, Shape
+from ._types import Array, NpDtype, PrimitiveHost, Shape, writable
 
 Drawn: TypeAlias = tuple[Array, int]
 """What a draw returns: (the array, how many Philox blocks it used); the caller advances its generator by those."""
+Index: TypeAlias = "tuple[int | slice, ...]"
+"""Where a piece of a draw lies in the result: integers for the leading axes, then one slice."""
+Piece: TypeAlias = "Callable[[int, int, Index], Array]"
+"""``piece(first, n, index)``: the values of flat elements ``first .. first + n - 1`` (``result[index]``)."""
 
 PHILOX_M0 = 0xD2511F53
 PHILOX_M1 = 0xCD9E8D57
@@ -43,6 +49,12 @@ _MASK64 = (1 << 64) - 1
 # below this many blocks plain Python integers beat a dozen array calls per round
 _SMALL_BLOCKS = 3
 _CHUNK_BLOCKS = 1 << 14
+# elements per piece of a draw: a piece's float64 temporaries (about ten arrays) stay within a core's L2 cache,
+# which also spares the page faults of fresh full-size arrays; a GPU wants far fewer, larger launches
+_CHUNK_ELEMENTS = 1 << 16
+_DEVICE_CHUNK_ELEMENTS = 1 << 24
+OVERLAP_ERROR = ("unsupported operation: more than one element of the written-to tensor refers to a single memory "
+                 "location. Please clone() the tensor before performing the operation.")
 # array operands are NumPy scalars of the array's type so that NumPy and CuPy (whatever its rules for
 # Python scalars) keep every step in uint64
 _M32 = np.uint64(_MASK32)
@@ -100,6 +112,40 @@ def _round_keys(key: int) -> Array:
             _ROUND_KEYS.clear()
         _ROUND_KEYS[key] = ks
     return ks
+
+
+def _pieces(shape: Shape, chunk: int) -> Iterator[tuple[Index, int, int]]:
+    """Split a C-order array of ``shape`` into runs of consecutive elements of at most ``chunk`` elements
+    (a single element when ``chunk`` is smaller than that): yields (index, first flat element, count)."""
+    n = math.prod(shape)
+    if n == 0:
+        return
+    if not shape:
+        yield (), 0, 1
+        return
+    # the outermost axis k whose trailing block fits in a chunk: a piece is a slice along k under fixed
+    # leading indices
+    inner = 1
+    k = len(shape) - 1
+    while k > 0 and inner * shape[k] <= chunk:
+        inner *= shape[k]
+        k -= 1
+    step = max(1, chunk // inner)
+    row = shape[k] * inner
+    for lead_no, lead in enumerate(itertools.product(*(range(d) for d in shape[:k]))):
+        for a in range(0, shape[k], step):
+            b = min(a + step, shape[k])
+            yield (*lead, slice(a, b)), lead_no * row + a * inner, (b - a) * inner
+
+
+def _piece_shape(shape: Shape, index: Index) -> Shape:
+    """The shape of ``result[index]`` for an index from ``_pieces``."""
+    k = len(index) - 1
+    if k < 0:
+        return ()
+    s = index[k]
+    assert isinstance(s, slice)
+    return (s.stop - s.start, *shape[k + 1:])
 
 
 def dropout_threshold(p: float) -> int:
@@ -175,107 +221,169 @@ class RandomMixin(PrimitiveHost):
         w = self.philox4x32_10(offset, seed, nb).reshape(-1)
         return (w if 4 * nb == n else w[:n]), nb
 
-    def _random_u64(self, seed: int, offset: int, n: int) -> Drawn:
-        """``n`` 64-bit values, each from two consecutive words (low word first)."""
+    # ------------------------------------------------------------------ pieces of a draw
+    # A draw of n elements is computed piece by piece (see ``_sample``): element i of a distribution that takes
+    # k words per element reads words k*i .. k*i + k - 1 of the draw, so any run of elements can be computed on
+    # its own and the pieces are bit-identical to one whole-array computation.
+    def _words_at(self, seed: int, offset: int, first: int, n: int) -> Array:
+        """Words ``first .. first + n - 1`` of the stream that starts at block ``offset``."""
+        b, skip = divmod(first, 4)
+        w, _ = self.random_words(seed, offset + b, n + skip)
+        return w[skip:] if skip else w
+
+    def _u64_at(self, seed: int, offset: int, first: int, n: int) -> Array:
+        """64-bit values ``first .. first + n - 1``, each from two consecutive words (low word first)."""
         xp = self.xp
-        w, nb = self.random_words(seed, offset, 2 * n)
+        w = self._words_at(seed, offset, 2 * first, 2 * n)
         v = w[1::2].astype(xp.uint64)
         v <<= _S32
         v |= w[0::2]
-        return v, nb
+        return v
 
-    def _unit_f64(self, seed: int, offset: int, n: int, wide: bool) -> Drawn:
-        """Float64 uniforms in [0, 1): 53 bits from a 64-bit value when ``wide``, else 32 bits from a word."""
+    def _unit_f64_at(self, seed: int, offset: int, first: int, n: int, wide: bool) -> Array:
+        """Float64 uniforms in [0, 1) for elements ``first ..``: 53 bits from a 64-bit value when ``wide``,
+        else 32 bits from a word."""
         xp = self.xp
         if wide:
-            v, nb = self._random_u64(seed, offset, n)
+            v = self._u64_at(seed, offset, first, n)
             v >>= _S11
-            return v.astype(xp.float64) * (2.0 ** -53), nb
-        w, nb = self.random_words(seed, offset, n)
-        return w.astype(xp.float64) * (2.0 ** -32), nb
+            return v.astype(xp.float64) * (2.0 ** -53)
+        return self._words_at(seed, offset, first, n).astype(xp.float64) * (2.0 ** -32)
 
-    def _normal_f64(self, seed: int, offset: int, n: int, wide: bool) -> Drawn:
-        """``n`` standard normals in float64 by Box-Muller (see the module docstring)."""
+    def _normal_f64_at(self, seed: int, offset: int, first: int, n: int, wide: bool) -> Array:
+        """Standard normals in float64 by Box-Muller for elements ``first .. first + n - 1`` (see the module
+        docstring): pair j (elements 2j, 2j+1) takes uniforms 2j and 2j+1."""
         xp = self.xp
-        pairs = (n + 1) // 2
+        lead = first & 1  # a piece starting inside a pair computes the whole pair
+        first -= lead
+        pairs = (n + lead + 1) // 2
         if wide:
-            v, nb = self._random_u64(seed, offset, 2 * pairs)
+            v = self._u64_at(seed, offset, first, 2 * pairs)
             v >>= _S11
             u1 = v[0::2].astype(xp.float64)
             u1 += 1.0
             u1 *= 2.0 ** -53
             u2 = v[1::2].astype(xp.float64) * (2.0 ** -53)
         else:
-            w, nb = self.random_words(seed, offset, 2 * pairs)
+            w = self._words_at(seed, offset, first, 2 * pairs)
             u1 = w[0::2].astype(xp.float64)
             u1 += 1.0
             u1 *= 2.0 ** -32
             u2 = w[1::2].astype(xp.float64) * (2.0 ** -32)
-        r = xp.sqrt(-2.0 * xp.log(u1))
-        t = u2 * (2.0 * math.pi)
+        r = xp.log(u1)
+        r *= -2.0
+        xp.sqrt(r, out=r)
+        t = u2
+        t *= 2.0 * math.pi
         z = xp.empty(2 * pairs, dtype=xp.float64)
-        z[0::2] = r * xp.cos(t)
-        z[1::2] = r * xp.sin(t)
-        return (z if 2 * pairs == n else z[:n]), nb
+        xp.multiply(r, xp.cos(t), out=z[0::2])
+        xp.multiply(r, xp.sin(t), out=z[1::2])
+        return z[lead:lead + n]
+
+    def _sample(self, shape: Shape, np_dtype: NpDtype, out: Array | None, piece: Piece) -> Array:
+        """An array of ``shape`` (``out`` when given, written in place) filled piece by piece:
+        ``piece(first, n, index)`` returns the values of flat elements ``first .. first + n - 1``, which are
+        ``result[index]`` in C order, shaped like it. Only one piece's temporaries exist at a time, so a draw
+        needs little memory beyond its result."""
+        xp = self.xp
+        if out is None:
+            out = self.empty(shape, np_dtype)
+        elif not writable(out):
+            # refused before drawing, so the generator stays where it was
+            raise RuntimeError(OVERLAP_ERROR)
+        chunk = _CHUNK_ELEMENTS if xp is np else _DEVICE_CHUNK_ELEMENTS
+        for index, first, n in _pieces(shape, chunk):
+            out[index] = piece(first, n, index)
+        return out
 
     # ------------------------------------------------------------------ distributions
-    # Each returns (array, blocks used); the caller advances its generator's offset by the blocks.
+    # Each returns (array, blocks used); the caller advances its generator's offset by the blocks. Those that
+    # take ``out`` write the sample into it (an array of ``shape`` and ``np_dtype``) instead of a new array.
     def rand_uniform(self, seed: int, offset: int, shape: Shape, np_dtype: NpDtype, low: float = 0.0,
-                     high: float = 1.0) -> Drawn:
+                     high: float = 1.0, out: Array | None = None) -> Drawn:
         """Uniform floats in [low, high) of ``np_dtype``."""
         xp = self.xp
-        n = math.prod(shape)
         d = _digits(np_dtype)
-        if d == 53:
-            u, nb = self._unit_f64(seed, offset, n, True)
-        else:
-            w, nb = self.random_words(seed, offset, n)
-            u = (w >> np.uint32(32 - d)).astype(xp.float32) * np.float32(2.0 ** -d)
-        if low != 0.0 or high != 1.0:
-            u *= high - low
-            u += low
-        return u.reshape(shape).astype(np_dtype, copy=False), nb
+
+        def piece(first: int, n: int, index: Index) -> Array:
+            if d == 53:
+                u = self._unit_f64_at(seed, offset, first, n, True)
+            else:
+                w = self._words_at(seed, offset, first, n)
+                u = (w >> np.uint32(32 - d)).astype(xp.float32) * np.float32(2.0 ** -d)
+            if low != 0.0 or high != 1.0:
+                u *= high - low
+                u += low
+            return u.reshape(_piece_shape(shape, index)).astype(np_dtype, copy=False)
+
+        words = math.prod(shape) * (2 if d == 53 else 1)
+        return self._sample(shape, np_dtype, out, piece), (words + 3) // 4
+
+    def _normal(self, seed: int, offset: int, shape: Shape, np_dtype: NpDtype, out: Array | None,
+                finish: Callable[[Array, Index], Array]) -> Drawn:
+        """Normal samples ``finish(z, index)`` from float64 standard normals ``z`` shaped like the piece."""
+        wide = np_dtype.itemsize == 8
+
+        def piece(first: int, n: int, index: Index) -> Array:
+            z = self._normal_f64_at(seed, offset, first, n, wide).reshape(_piece_shape(shape, index))
+            return finish(z, index).astype(np_dtype, copy=False)
+
+        n = math.prod(shape)
+        words = (n + (n & 1)) * (2 if wide else 1)
+        return self._sample(shape, np_dtype, out, piece), (words + 3) // 4
 
     def rand_normal(self, seed: int, offset: int, shape: Shape, np_dtype: NpDtype, mean: float | Array = 0.0,
-                    std: float | Array = 1.0) -> Drawn:
+                    std: float | Array = 1.0, out: Array | None = None) -> Drawn:
         """Normal samples ``mean + std * z``; mean and std are scalars or arrays broadcasting to ``shape``."""
-        n = math.prod(shape)
-        z, nb = self._normal_f64(seed, offset, n, np_dtype.itemsize == 8)
-        z = z.reshape(shape)
-        if not (isinstance(std, (int, float)) and std == 1):
-            z = z * std
-        if not (isinstance(mean, (int, float)) and mean == 0):
-            z = z + mean
-        return z.astype(np_dtype, copy=False), nb
+        xp = self.xp
+        unit_std = isinstance(std, (int, float)) and std == 1
+        zero_mean = isinstance(mean, (int, float)) and mean == 0
+        std_b = std if isinstance(std, (int, float)) else xp.broadcast_to(std, shape)
+        mean_b = mean if isinstance(mean, (int, float)) else xp.broadcast_to(mean, shape)
+
+        def finish(z: Array, index: Index) -> Array:
+            if not unit_std:
+                z = z * (std_b if isinstance(std_b, (int, float)) else std_b[index])
+            if not zero_mean:
+                z = z + (mean_b if isinstance(mean_b, (int, float)) else mean_b[index])
+            return z
+
+        return self._normal(seed, offset, shape, np_dtype, out, finish)
 
     def rand_log_normal(self, seed: int, offset: int, shape: Shape, np_dtype: NpDtype, mean: float,
-                        std: float) -> Drawn:
-        n = math.prod(shape)
-        z, nb = self._normal_f64(seed, offset, n, np_dtype.itemsize == 8)
-        z *= std
-        z += mean
-        return self.xp.exp(z).reshape(shape).astype(np_dtype, copy=False), nb
+                        std: float, out: Array | None = None) -> Drawn:
+        def finish(z: Array, index: Index) -> Array:
+            z *= std
+            z += mean
+            return self.xp.exp(z)
 
-    def rand_int(self, seed: int, offset: int, shape: Shape, low: int, high: int, np_dtype: NpDtype) -> Drawn:
+        return self._normal(seed, offset, shape, np_dtype, out, finish)
+
+    def rand_int(self, seed: int, offset: int, shape: Shape, low: int, high: int, np_dtype: NpDtype,
+                 out: Array | None = None) -> Drawn:
         """Integers uniform in [low, high) (Python ints, any span up to 2**64), as ``np_dtype``."""
         xp = self.xp
-        n = math.prod(shape)
         span = high - low
-        if span <= 1 << 32:
-            w, nb = self.random_words(seed, offset, n)
-            r = w.astype(xp.int64)
-            if span != 1 << 32:
-                r %= span
-            if low:
-                r += low
-        else:
-            v, nb = self._random_u64(seed, offset, n)
-            if span <= _MASK64:
-                v %= xp.uint64(span)
-            # add in wrapping unsigned arithmetic: low may be negative and low + v may pass 2**63
-            v += xp.uint64(low & _MASK64)
-            r = v.view(xp.int64)
-        return r.reshape(shape).astype(np_dtype, copy=False), nb
+        narrow = span <= 1 << 32
+
+        def piece(first: int, n: int, index: Index) -> Array:
+            if narrow:
+                r = self._words_at(seed, offset, first, n).astype(xp.int64)
+                if span != 1 << 32:
+                    r %= span
+                if low:
+                    r += low
+            else:
+                v = self._u64_at(seed, offset, first, n)
+                if span <= _MASK64:
+                    v %= xp.uint64(span)
+                # add in wrapping unsigned arithmetic: low may be negative and low + v may pass 2**63
+                v += xp.uint64(low & _MASK64)
+                r = v.view(xp.int64)
+            return r.reshape(_piece_shape(shape, index)).astype(np_dtype, copy=False)
+
+        words = math.prod(shape) * (1 if narrow else 2)
+        return self._sample(shape, np_dtype, out, piece), (words + 3) // 4
 
     def rand_perm(self, seed: int, offset: int, n: int, np_dtype: NpDtype) -> Drawn:
         """A random permutation of 0..n-1: indices sorted by (random word, index). The index in the low bits
@@ -287,11 +395,22 @@ class RandomMixin(PrimitiveHost):
         key |= xp.arange(n, dtype=xp.uint64)
         return xp.argsort(key).astype(np_dtype, copy=False), nb
 
-    def rand_bernoulli(self, seed: int, offset: int, shape: Shape, p: float | Array, np_dtype: NpDtype) -> Drawn:
+    def _from_unit(self, seed: int, offset: int, shape: Shape, np_dtype: NpDtype, wide: bool, out: Array | None,
+                   finish: Callable[[Array, Index], Array]) -> Drawn:
+        """Samples ``finish(u, index)`` from float64 uniforms ``u`` shaped like the piece."""
+        def piece(first: int, n: int, index: Index) -> Array:
+            u = self._unit_f64_at(seed, offset, first, n, wide).reshape(_piece_shape(shape, index))
+            return finish(u, index).astype(np_dtype, copy=False)
+
+        words = math.prod(shape) * (2 if wide else 1)
+        return self._sample(shape, np_dtype, out, piece), (words + 3) // 4
+
+    def rand_bernoulli(self, seed: int, offset: int, shape: Shape, p: float | Array, np_dtype: NpDtype,
+                       out: Array | None = None) -> Drawn:
         """1 where a uniform draw is below ``p`` (a scalar or an array broadcasting to ``shape``)."""
-        n = math.prod(shape)
-        u, nb = self._unit_f64(seed, offset, n, False)
-        return (u.reshape(shape) < p).astype(np_dtype, copy=False), nb
+        p_b = p if isinstance(p, (int, float)) else self.xp.broadcast_to(p, shape)
+        return self._from_unit(seed, offset, shape, np_dtype, False, out,
+                               lambda u, index: u < (p_b if isinstance(p_b, (int, float)) else p_b[index]))
 
     def rand_dropout(self, seed: int, offset: int, x: Array, p: float, residual: Array | None = None) -> Drawn:
         """``x * keep / (1 - p)`` (``+ residual``, an array of ``x``'s shape and dtype) for ``0 < p < 1``: element
@@ -311,32 +430,33 @@ class RandomMixin(PrimitiveHost):
             y = residual + y
         return y, nb
 
-    def rand_exponential(self, seed: int, offset: int, shape: Shape, np_dtype: NpDtype, lambd: float) -> Drawn:
-        xp = self.xp
-        n = math.prod(shape)
-        u, nb = self._unit_f64(seed, offset, n, np_dtype.itemsize == 8)
-        x = -xp.log1p(-u)
-        x /= lambd
-        return x.reshape(shape).astype(np_dtype, copy=False), nb
+    def rand_exponential(self, seed: int, offset: int, shape: Shape, np_dtype: NpDtype, lambd: float,
+                         out: Array | None = None) -> Drawn:
+        def finish(u: Array, index: Index) -> Array:
+            x = -self.xp.log1p(-u)
+            x /= lambd
+            return x
+
+        return self._from_unit(seed, offset, shape, np_dtype, np_dtype.itemsize == 8, out, finish)
 
     def rand_cauchy(self, seed: int, offset: int, shape: Shape, np_dtype: NpDtype, median: float,
-                    sigma: float) -> Drawn:
-        xp = self.xp
-        n = math.prod(shape)
-        u, nb = self._unit_f64(seed, offset, n, np_dtype.itemsize == 8)
-        x = xp.tan((u - 0.5) * math.pi)
-        x *= sigma
-        x += median
-        return x.reshape(shape).astype(np_dtype, copy=False), nb
+                    sigma: float, out: Array | None = None) -> Drawn:
+        def finish(u: Array, index: Index) -> Array:
+            x = self.xp.tan((u - 0.5) * math.pi)
+            x *= sigma
+            x += median
+            return x
 
-    def rand_geometric(self, seed: int, offset: int, shape: Shape, np_dtype: NpDtype, p: float) -> Drawn:
+        return self._from_unit(seed, offset, shape, np_dtype, np_dtype.itemsize == 8, out, finish)
+
+    def rand_geometric(self, seed: int, offset: int, shape: Shape, np_dtype: NpDtype, p: float,
+                       out: Array | None = None) -> Drawn:
         """Number of Bernoulli(p) trials up to the first success (>= 1)."""
-        xp = self.xp
-        n = math.prod(shape)
-        u, nb = self._unit_f64(seed, offset, n, np_dtype.itemsize == 8)
-        x = xp.ceil(xp.log1p(-u) / math.log1p(-p))
-        x = xp.maximum(x, 1.0)
-        return x.reshape(shape).astype(np_dtype, copy=False), nb
+        def finish(u: Array, index: Index) -> Array:
+            xp = self.xp
+            return xp.maximum(xp.ceil(xp.log1p(-u) / math.log1p(-p)), 1.0)
+
+        return self._from_unit(seed, offset, shape, np_dtype, np_dtype.itemsize == 8, out, finish)
 
     def prob_check(self, p: Array) -> tuple[bool, bool]:
         """(any element negative/inf/nan, any row summing to <= 0) for a 2-d array of probabilities."""
@@ -356,7 +476,8 @@ class RandomMixin(PrimitiveHost):
         p = probs.astype(xp.float64, copy=False)
         rows, k = p.shape
         if replacement:
-            u, nb = self._unit_f64(seed, offset, rows * num_samples, True)
+            u = self._unit_f64_at(seed, offset, 0, rows * num_samples, True)
+            nb = (2 * rows * num_samples + 3) // 4
             cdf = xp.cumsum(p, axis=1)
             cdf /= cdf[:, -1:]
             cdf[:, -1] = 1.0
@@ -370,7 +491,8 @@ class RandomMixin(PrimitiveHost):
             last = (k - 1) - xp.argmax((p > 0)[:, ::-1], axis=1)
             idx = xp.minimum(idx, last[:, None].astype(idx.dtype))
             return idx.astype(xp.int64, copy=False), nb
-        u, nb = self._unit_f64(seed, offset, rows * k, True)
+        u = self._unit_f64_at(seed, offset, 0, rows * k, True)
+        nb = (2 * rows * k + 3) // 4
         e = -xp.log1p(-u).reshape(rows, k)
         pos = p > 0
         keys = xp.where(pos, e / xp.where(pos, p, 1.0), xp.inf)

@@ -9,6 +9,8 @@ primitive; nothing above this layer changes.
 from __future__ import annotations
 
 import contextlib
+import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -29,6 +31,10 @@ from ._rnn import RNNMixin
 from ._shape import ShapeMixin
 from ._special import SpecialMixin
 from ._types import Array, NpDtype, Scalar, Shape
+
+
+# a storage's byte size is a signed 64-bit number in PyTorch; a larger one is refused before allocating
+_MAX_STORAGE_BYTES = (1 << 63) - 1
 
 
 class Backend(ElementwiseMixin, SpecialMixin, ReduceMixin, ShapeMixin, IndexMixin, LinalgMixin, RandomMixin,
@@ -67,16 +73,36 @@ class Backend(ElementwiseMixin, SpecialMixin, ReduceMixin, ShapeMixin, IndexMixi
         return np.asarray(arr)
 
     def empty(self, shape: Shape, np_dtype: NpDtype) -> Array:
-        return self.xp.empty(shape, dtype=np_dtype)
+        return self._allocate(self.xp.empty, shape, np_dtype)
 
     def zeros(self, shape: Shape, np_dtype: NpDtype) -> Array:
-        return self.xp.zeros(shape, dtype=np_dtype)
+        return self._allocate(self.xp.zeros, shape, np_dtype)
 
     def ones(self, shape: Shape, np_dtype: NpDtype) -> Array:
-        return self.xp.ones(shape, dtype=np_dtype)
+        return self._allocate(self.xp.ones, shape, np_dtype)
 
     def full(self, shape: Shape, value: Scalar, np_dtype: NpDtype) -> Array:
-        return self.xp.full(shape, value, dtype=np_dtype)
+        return self._allocate(lambda shape, dtype: self.xp.full(shape, value, dtype=dtype), shape, np_dtype)
+
+    def _allocate(self, make: Callable[..., Array], shape: Shape, np_dtype: NpDtype) -> Array:
+        """``make(shape, dtype=np_dtype)``, with PyTorch's errors (RuntimeError) where the array library raises
+        its own (MemoryError, or a ValueError for a size past the address space)."""
+        try:
+            return make(shape, dtype=np_dtype)
+        except (MemoryError, ValueError) as e:
+            nbytes = math.prod(shape) * np.dtype(np_dtype).itemsize
+            if nbytes > _MAX_STORAGE_BYTES:
+                raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)}") from None
+            if not isinstance(e, MemoryError):
+                raise
+            raise RuntimeError(self._out_of_memory(nbytes)) from None
+
+    def _out_of_memory(self, nbytes: int) -> str:
+        """The message of an allocation the device could not serve (PyTorch's words for it)."""
+        if self.device is not None and self.device.type == "cuda":
+            return f"CUDA out of memory. Tried to allocate {nbytes} bytes."
+        return (f"[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: you "
+                f"tried to allocate {nbytes} bytes. Error code 12 (Cannot allocate memory)")
 
     def arange(self, start: Scalar, step: Scalar, n: int, np_dtype: NpDtype, integral: bool) -> Array:
         """``n`` values ``start + i * step``: in int64 for integral results (exact for large values), else in

@@ -366,31 +366,40 @@ def _philox(be: CudaBackend, kern: Launcher, counter: int, key: int, n: int) -> 
     return kern.philox_words(key, counter, n)
 
 
+def _into(be: CudaBackend, out: Array | None, r: tuple[Array, int]) -> tuple[Array, int]:
+    """A kernel's sample, copied into ``out`` when the caller (an in-place sampler) passed one."""
+    if out is None:
+        return r
+    be.copy_into(out, r[0])
+    return out, r[1]
+
+
 def _rand_uniform(be: CudaBackend, kern: Launcher, seed: int, offset: int, shape: tuple[int, ...], np_dtype: Any,
-                  low: float = 0.0, high: float = 1.0) -> tuple[Array, int] | None:
+                  low: float = 0.0, high: float = 1.0, out: Array | None = None) -> tuple[Array, int] | None:
     r = kern.uniform(seed, offset, math.prod(shape), np.dtype(np_dtype), low, high)
-    return None if r is None else (r[0].reshape(shape), r[1])
+    return None if r is None else _into(be, out, (r[0].reshape(shape), r[1]))
 
 
 def _scalar_moments(seed: int, offset: int, shape: tuple[int, ...], np_dtype: Any, mean: Any = 0.0,
-                    std: Any = 1.0) -> bool:
+                    std: Any = 1.0, out: Array | None = None) -> bool:
     return isinstance(mean, (int, float)) and isinstance(std, (int, float))
 
 
 def _rand_normal(be: CudaBackend, kern: Launcher, seed: int, offset: int, shape: tuple[int, ...], np_dtype: Any,
-                 mean: float = 0.0, std: float = 1.0) -> tuple[Array, int] | None:
+                 mean: float = 0.0, std: float = 1.0, out: Array | None = None) -> tuple[Array, int] | None:
     r = kern.normal(seed, offset, math.prod(shape), np.dtype(np_dtype), float(mean), float(std))
-    return None if r is None else (r[0].reshape(shape), r[1])
+    return None if r is None else _into(be, out, (r[0].reshape(shape), r[1]))
 
 
-def _span_fits(seed: int, offset: int, shape: tuple[int, ...], low: int, high: int, np_dtype: Any) -> bool:
+def _span_fits(seed: int, offset: int, shape: tuple[int, ...], low: int, high: int, np_dtype: Any,
+               out: Array | None = None) -> bool:
     return bool(high - low <= 1 << 64)
 
 
 def _rand_int(be: CudaBackend, kern: Launcher, seed: int, offset: int, shape: tuple[int, ...], low: int, high: int,
-              np_dtype: Any) -> tuple[Array, int]:
+              np_dtype: Any, out: Array | None = None) -> tuple[Array, int]:
     r, nb = kern.randint(seed, offset, math.prod(shape), int(low), int(high))
-    return r.reshape(shape).astype(np_dtype, copy=False), nb
+    return _into(be, out, (r.reshape(shape).astype(np_dtype, copy=False), nb))
 
 
 def _rand_dropout(be: CudaBackend, kern: Launcher, seed: int, offset: int, x: Array, p: float,

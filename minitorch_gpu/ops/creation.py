@@ -50,8 +50,19 @@ def _finish(t, requires_grad):
     return t
 
 
+def check_dtype_arg(dtype, fn):
+    """PyTorch's argument parser: a factory's ``dtype`` is a dtype object (or the Python type float, int or
+    bool); a name or a NumPy dtype is a TypeError there, so a port that passes one fails here too."""
+    if dtype is None or dtype.__class__ is _dtype.dtype or dtype in (builtins.float, builtins.int, builtins.bool):
+        return
+    t = type(dtype)
+    name = t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+    raise TypeError(f"{fn}(): argument 'dtype' must be torch.dtype, not {name}")
+
+
 def _out_defaults(out, dtype, device, fn):
     """dtype and device of a factory writing into ``out``: the out tensor's unless given."""
+    check_dtype_arg(dtype, fn)
     if out is None:
         return dtype, device
     check_out(out, fn)
@@ -126,6 +137,16 @@ def _leaf_types(data, types, tensors):
             types.add(Tensor)
         else:
             types.add(t)
+
+
+def _first_elements_are_not_strings(data):
+    """PyTorch infers the shape from the first element of each level, taking a string there for one more level
+    of sequence: a ValueError before any element's type is checked."""
+    x = data
+    while isinstance(x, (list, tuple)) and x:
+        x = x[0]
+        if isinstance(x, str):
+            raise ValueError("too many dimensions 'str'")
 
 
 def _infer_dtype(types, tensors):
@@ -242,6 +263,7 @@ def _host_array(data, dtype=None):
             return arr, _dtype.from_numpy_dtype(arr.dtype), False
     types, tensors = set(), []
     if isinstance(data, (list, tuple)):
+        _first_elements_are_not_strings(data)
         _leaf_types(data, types, tensors)
     else:
         types.add(type(data))
@@ -255,6 +277,7 @@ def _host_array(data, dtype=None):
 
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """A new tensor holding a copy of ``data`` (nested lists, scalars, NumPy arrays, tensors)."""
+    check_dtype_arg(dtype, "tensor")
     if isinstance(data, Tensor):
         warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.clone().detach() "
                       "or sourceTensor.clone().detach().requires_grad_(True), rather than "
@@ -337,11 +360,14 @@ def from_numpy(ndarray):
 
 # ---------------------------------------------------------------------- sized factories
 
+_INT64_MAX = (1 << 63) - 1
+
+
 def size_arg(size, kwargs=None, name="factory"):
     """A shape tuple from ``f(2, 3)``, ``f((2, 3))``, ``f([2, 3])`` or ``f(size=(2, 3))``."""
     if not kwargs:
         for s in size:
-            if type(s) is not builtins.int or s < 0:
+            if type(s) is not builtins.int or s < 0 or s > _INT64_MAX:
                 break
         else:
             return size  # the common case: plain non-negative ints
@@ -358,6 +384,10 @@ def size_arg(size, kwargs=None, name="factory"):
             raise TypeError(f"{name}(): argument 'size' must be tuple of ints, but found element of type "
                             f"{type(s).__name__} at pos {len(out)}")
         s = s.__index__()
+        if s > _INT64_MAX:
+            # the first line of PyTorch's message (the rest is a C++ backtrace)
+            raise TypeError(f"{name}(): argument 'size' failed to unpack the object at pos {len(out) + 1} with "
+                            "error \"Overflow when unpacking long long\"")
         if s < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {[int(x) for x in size]}")
         out.append(s)

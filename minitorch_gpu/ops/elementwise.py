@@ -1111,7 +1111,12 @@ def logical_not_(self):
 
 def _check_integral(t, kernel):
     if t._data.dtype.kind not in "iub":
-        raise RuntimeError(f"\"{kernel}_cpu\" not implemented for '{t.dtype._scalar_name}'")
+        _no_kernel(kernel, t.dtype._scalar_name)
+
+
+def _no_kernel(kernel, type_name):
+    """PyTorch's error for a dtype its kernel is not compiled for (a NotImplementedError since 2.x)."""
+    raise NotImplementedError(f"\"{kernel}_cpu\" not implemented for '{type_name}'")
 
 
 def _bitwise(prim, name, sym):
@@ -1123,7 +1128,7 @@ def _bitwise(prim, name, sym):
                     return NotImplemented
                 _check_integral(b, name)
                 if isinstance(s, float):
-                    raise RuntimeError(f"\"{name}_cpu\" not implemented for 'Float'")
+                    _no_kernel(name, "Float")
                 d, s, _ = _prep_scalar(b._data, s)
                 return Tensor._make(b._be.binary(prim, s, d), b._be)
             a, b = _same_device(a, b)
@@ -1136,7 +1141,7 @@ def _bitwise(prim, name, sym):
             return NotImplemented
         _check_integral(a, name)
         if isinstance(s, float):
-            raise RuntimeError(f"\"{name}_cpu\" not implemented for 'Float'")
+            _no_kernel(name, "Float")
         d, s, _ = _prep_scalar(a._data, s)
         return Tensor._make(a._be.binary(prim, d, s), a._be)
 

@@ -70,6 +70,12 @@ def _check_range(be, arr, n, make_error, lo=None):
         raise make_error(be.first_outside(arr, lo, n))
 
 
+def _out_of_self(bad):
+    """PyTorch's error for an index_select / index_add_ index outside the indexed dimension (its CPU kernels
+    name neither the index nor the size)."""
+    return IndexError("index out of range in self")
+
+
 def _recording(self, *others):
     """Whether an in-place op on ``self`` with these operands must be recorded by autograd."""
     if not _state.grad:
@@ -1017,8 +1023,9 @@ def index_select(input, dim, index, *, out=None):
     if input._data.ndim == 0 and idx.size != 1:
         raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {idx.size} value(s)")
     n = _size(input._data.shape, dim)
-    _check_range(input._be, idx, n, lambda bad: RuntimeError(
-        f"INDICES element is out of DATA bounds, id={bad} axis_dim={n}"), lo=0)
+    # PyTorch's CPU kernels word this by path: a dedicated dim-1 kernel raises RuntimeError, the others IndexError
+    _check_range(input._be, idx, n, (lambda bad: RuntimeError(
+        f"INDICES element is out of DATA bounds, id={bad} axis_dim={n}")) if dim == 1 else _out_of_self, lo=0)
     r = IndexSelectBackward0.apply(input, dim=dim, index=idx)
     return r if out is None else write_out(r, out, "index_select", dtype_error=_INDEX_SELECT_OUT_DTYPE)
 
@@ -1105,8 +1112,12 @@ def _index_add_args(input, dim, index, source):
                            f"({source.dtype._scalar_name}) must have the same scalar type")
     dim, idx = _index_source_args(input, dim, index, source, "index_add_")
     n = _size(input._data.shape, dim)
-    _check_range(input._be, idx, n, lambda bad: RuntimeError(
-        f"index {bad} is out of bounds for dimension {dim} with size {n}"), lo=0)
+    nd = input._data.ndim
+    # PyTorch's CPU kernel takes a scatter_add path (RuntimeError naming the index) along the first or last
+    # dimension of a tensor of two or more, and its own loop (IndexError) otherwise
+    error = _out_of_self if nd <= 1 or 0 < dim < nd - 1 else (lambda bad: RuntimeError(
+        f"index {bad} is out of bounds for dimension {dim} with size {n}"))
+    _check_range(input._be, idx, n, error, lo=0)
     return dim, idx
 
 

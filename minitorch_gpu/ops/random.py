@@ -131,10 +131,11 @@ class Generator:
             g._seed, g._offset = self._seed, self._offset
         return g
 
-    def _draw(self, fn, *args):
-        """Run a backend sampling primitive ``fn(seed, offset, *args)`` and move past the blocks it used."""
+    def _draw(self, fn, *args, **kwargs):
+        """Run a backend sampling primitive ``fn(seed, offset, *args, **kwargs)`` and move past the blocks it
+        used."""
         with self._lock:
-            arr, used = fn(self._seed, self._offset, *args)
+            arr, used = fn(self._seed, self._offset, *args, **kwargs)
             self._offset = (self._offset + used) & _MASK64
         return arr
 
@@ -345,13 +346,19 @@ LogNormalBackward0 = _node("LogNormalBackward0")
 GeometricBackward0 = _node("GeometricBackward0")
 
 
+def _drawer(gen, fn, *args):
+    """``draw(out=None)`` for ``_sample_inplace``: the sample ``fn(*args)`` from ``gen``, into ``out`` if given."""
+    return lambda out=None: gen._draw(fn, *args, out=out)
+
+
 def _sample_inplace(self, node, draw, *tensors):
-    """Overwrite ``self`` with a sample (computed by ``draw()``), through apply_inplace so that autograd sees
-    the write; ``tensors`` are further inputs of the node (a probability tensor)."""
+    """Overwrite ``self`` with a sample (computed by ``draw()``, or written into an array by ``draw(out)``),
+    through apply_inplace so that autograd sees the write; ``tensors`` are further inputs of the node (a
+    probability tensor)."""
     if not (_state.grad and (self.requires_grad or any(t.requires_grad for t in tensors))):
-        # nothing to record: write the sample straight into self's memory
+        # nothing to record: the sampler writes straight into self's memory, with no full-size temporary
         self._check_inplace()
-        self._be.copy_into(self._data, draw())
+        draw(self._data)
         bump_version(self)
         return self
     return apply_inplace(self, lambda x, *ts: node.apply(x, *ts, draw=draw), *tensors, keeps_self=False)
@@ -622,7 +629,7 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None):
     be = self._be
     gen = _generator(generator, be)
     shape, npd = self._data.shape, self._data.dtype
-    return _sample_inplace(self, UniformBackward0, lambda: gen._draw(be.rand_uniform, shape, npd, lo, hi))
+    return _sample_inplace(self, UniformBackward0, _drawer(gen, be.rand_uniform, shape, npd, lo, hi))
 
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
@@ -634,7 +641,7 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
     be = self._be
     gen = _generator(generator, be)
     shape, npd = self._data.shape, self._data.dtype
-    return _sample_inplace(self, NormalBackward0, lambda: gen._draw(be.rand_normal, shape, npd, mean, std))
+    return _sample_inplace(self, NormalBackward0, _drawer(gen, be.rand_normal, shape, npd, mean, std))
 
 
 def bernoulli_(self, p=0.5, *, generator=None):
@@ -650,10 +657,10 @@ def bernoulli_(self, p=0.5, *, generator=None):
         gen = _generator(generator, be)
         check_same_device(self, p)
         return _sample_inplace(self, BernoulliBackward1,
-                               lambda: gen._draw(be.rand_bernoulli, shape, p._data, npd), p)
+                               _drawer(gen, be.rand_bernoulli, shape, p._data, npd), p)
     pv = _check_prob(p)
     gen = _generator(generator, be)
-    return _sample_inplace(self, BernoulliBackward2, lambda: gen._draw(be.rand_bernoulli, shape, pv, npd))
+    return _sample_inplace(self, BernoulliBackward2, _drawer(gen, be.rand_bernoulli, shape, pv, npd))
 
 
 def random_(self, *args, generator=None, **kwargs):
@@ -688,7 +695,7 @@ def random_(self, *args, generator=None, **kwargs):
     be = self._be
     gen = _generator(generator, be)
     shape, npd = self._data.shape, self._data.dtype
-    return _sample_inplace(self, node, lambda: gen._draw(be.rand_int, shape, low, high, npd))
+    return _sample_inplace(self, node, _drawer(gen, be.rand_int, shape, low, high, npd))
 
 
 def exponential_(self, lambd=1.0, *, generator=None):
@@ -703,7 +710,7 @@ def exponential_(self, lambd=1.0, *, generator=None):
     gen = _generator(generator, be)
     shape, npd = self._data.shape, self._data.dtype
     return _sample_inplace(self, ExponentialBackward0,
-                           lambda: gen._draw(be.rand_exponential, shape, npd, lambd))
+                           _drawer(gen, be.rand_exponential, shape, npd, lambd))
 
 
 def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
@@ -716,7 +723,7 @@ def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
     gen = _generator(generator, be)
     shape, npd = self._data.shape, self._data.dtype
     return _sample_inplace(self, CauchyBackward0,
-                           lambda: gen._draw(be.rand_cauchy, shape, npd, median, sigma))
+                           _drawer(gen, be.rand_cauchy, shape, npd, median, sigma))
 
 
 def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
@@ -729,7 +736,7 @@ def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     gen = _generator(generator, be)
     shape, npd = self._data.shape, self._data.dtype
     return _sample_inplace(self, LogNormalBackward0,
-                           lambda: gen._draw(be.rand_log_normal, shape, npd, mean, std))
+                           _drawer(gen, be.rand_log_normal, shape, npd, mean, std))
 
 
 def geometric_(self, p, *, generator=None):
@@ -740,7 +747,7 @@ def geometric_(self, p, *, generator=None):
     be = self._be
     gen = _generator(generator, be)
     shape, npd = self._data.shape, self._data.dtype
-    return _sample_inplace(self, GeometricBackward0, lambda: gen._draw(be.rand_geometric, shape, npd, p))
+    return _sample_inplace(self, GeometricBackward0, _drawer(gen, be.rand_geometric, shape, npd, p))
 
 
 METHODS = {

@@ -52,7 +52,6 @@ def cache_dir() -> Path:
 
 _compiler = _native.compiler
 _sha = _native.sha
-_atomic_write = _native.atomic_write
 
 
 def _compiler_id(cxx: str) -> str:
@@ -90,10 +89,10 @@ def runtime_library() -> tuple[Path, ctypes.CDLL]:
         d = cache_dir()
         name = f"libcuda_sim_rt-{key}.so"
         path = d / name
-        _native.build_library(path, [cxx, *_flags(), *extra, "-shared", f"-I{_HERE}", str(_RUNTIME_SRC),
-                                     f"-Wl,-soname,{name}"], "the simulator runtime (runtime.cpp)", SimCompileError,
-                              _PURPOSE)
-        _runtime.append((path, ctypes.CDLL(str(path))))
+        lib = _native.build_library(path, [cxx, *_flags(), *extra, "-shared", f"-I{_HERE}", str(_RUNTIME_SRC),
+                                           f"-Wl,-soname,{name}"], "the simulator runtime (runtime.cpp)",
+                                    SimCompileError, _PURPOSE)
+        _runtime.append((path, lib))
         return _runtime[0]
 
 
@@ -310,14 +309,24 @@ def _deps_ok(deps: dict[str, str]) -> bool:
     return True
 
 
+def _cached_library(d: Path, key: str, info: dict[str, Any]) -> Path | None:
+    """The library a module's manifest names, if it may be loaded: a file of this module's name pattern
+    directly in the cache folder (never a path elsewhere) that passes ``_native.library_ok``."""
+    name = info["so"]
+    if not (isinstance(name, str) and re.fullmatch(rf"mod-{key}-[0-9a-f]{{12}}\.so", name)):
+        return None
+    so = d / name
+    return so if _native.library_ok(so, info["sha256"]) else None
+
+
 class Library:
     """A compiled module loaded into the process: its exported kernels and everything found in its source."""
 
-    def __init__(self, path: Path, kernels: list[KernelInfo], filename: str) -> None:
+    def __init__(self, path: Path, kernels: list[KernelInfo], filename: str, sha256: str) -> None:
         self.path = path
         self.filename = filename
         self.kernels = kernels  # every KernelInfo found, exported or not
-        self.lib = ctypes.CDLL(str(path))
+        self.lib = _native.open_library(path, sha256, SimCompileError, _PURPOSE)
         self.lib.cs_kernel_name.restype = ctypes.c_char_p
         self.lib.cs_kernel_signature.restype = ctypes.c_char_p
         self.lib.cs_kernel_signature.argtypes = [ctypes.c_int]
@@ -350,14 +359,13 @@ def build_module(code: str, options: Any = (), name_expressions: Any = (), inclu
         if lib is not None:
             return lib
         d = cache_dir()
-        meta = d / f"mod-{key}.json"
-        if meta.exists():
+        info = _native.read_manifest(d / f"mod-{key}.json")
+        if info is not None:
             try:
-                info = json.loads(meta.read_text())
-                so = d / info["so"]
-                if so.exists() and _deps_ok(info["deps"]):
-                    lib = Library(so, [KernelInfo.from_json(k) for k in info["kernels"]], filename)
-            except (OSError, ValueError, KeyError):
+                so = _cached_library(d, key, info)
+                if so is not None and _deps_ok(info["deps"]):
+                    lib = Library(so, [KernelInfo.from_json(k) for k in info["kernels"]], filename, info["sha256"])
+            except (OSError, ValueError, KeyError, TypeError):
                 lib = None
         if lib is None:
             lib = _compile(cxx, src, gflags, name_expressions, filename, rt_path, d, key)
@@ -399,9 +407,10 @@ def _compile(cxx: str, src: str, gflags: list[str], name_expressions: tuple[str,
         # NOTE: the file name includes the headers' hash: dlopen of a path already loaded returns the old
         # library, so a rebuild after a header change must land under a new name.
         so = d / f"mod-{key}-{_sha(sorted(deps.items()))[:12]}.so"
+        digest = _native.file_sha256(out)
         os.replace(out, so)
-        _atomic_write(d / f"mod-{key}.json", json.dumps({"so": so.name, "kernels": [k.to_json() for k in kernels],
-                                                         "deps": deps}).encode())
+        _native.write_manifest(d / f"mod-{key}.json", {"so": so.name, "sha256": digest, "deps": deps,
+                                                       "kernels": [k.to_json() for k in kernels]})
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return Library(so, kernels, filename)
+    return Library(so, kernels, filename, digest)
