@@ -18,6 +18,7 @@ On a GPU every primitive runs with the backend's GPU current, so tensors on ``cu
 """
 from __future__ import annotations
 
+from abc import ABCMeta, abstractmethod
 import functools
 import inspect
 import math
@@ -460,7 +461,7 @@ ROUTES: dict[Primitive, Route] = {
 """Per primitive, how the kernels serve it (see ``Route``)."""
 
 
-class CudaBackend(Backend):
+class CudaBackend(Backend, metaclass=ABCMeta):
     """The primitives of ``ROUTES`` ask ``self.kernels`` (a Launcher, or None with kernels off) first and run
     the built-in body of ``Backend`` when it declines."""
 
@@ -479,8 +480,9 @@ class CudaBackend(Backend):
         if launcher is not None:
             launcher.checks = self.checks
 
+    @abstractmethod
     def _to_host(self, arr: Array) -> Any:
-        raise NotImplementedError
+        """A host (NumPy) copy of ``arr``: CuPy copies from the device, the simulator from its own buffers."""
 
     def to_numpy(self, arr: Array) -> Any:
         # the host waits for the device here: the natural point to read the checks queued since the last wait
