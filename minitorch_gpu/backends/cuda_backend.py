@@ -517,6 +517,21 @@ class CudaBackend(Backend, metaclass=ABCMeta):
     def supports(self, dtype: Any) -> bool:
         return dtype.np_dtype is not None and dtype is not bfloat16
 
+    # ---------------------------------------------------------------- page-locked host memory
+    def pin(self, arr: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        """A copy of the host array ``arr`` in page-locked host memory of this device's runtime (what
+        ``Tensor.pin_memory`` holds): a NumPy array, so CPU ops use it as any other."""
+        out = self._pinned_empty(arr.shape, arr.dtype)
+        np.copyto(out, arr)
+        return out
+
+    def _pinned_empty(self, shape: tuple[int, ...], np_dtype: Any) -> np.ndarray[Any, Any]:
+        raise NotImplementedError
+
+    def is_pinned(self, arr: np.ndarray[Any, Any]) -> bool:
+        """Whether the host array ``arr`` (or the array it views) lies in page-locked memory."""
+        raise NotImplementedError
+
     def _tf32(self) -> bool:
         return False
 
@@ -541,6 +556,9 @@ def _on_device(fn: _F) -> _F:
         with cp.cuda.Device(self.index):
             return fn(self, *args, **kwargs)
     return wrapper  # type: ignore[return-value]
+
+
+_CUDA_MEMORY_TYPE_HOST = 1  # cudaMemoryTypeHost: page-locked host memory
 
 
 class CupyBackend(CudaBackend):
@@ -575,6 +593,22 @@ class CupyBackend(CudaBackend):
             src = src.copy()
         _builtin("copy_into")(self, dst, xp.asarray(src) if hasattr(src, "__array__") else src)
 
+    def _pinned_empty(self, shape: tuple[int, ...], np_dtype: Any) -> np.ndarray[Any, Any]:
+        import cupyx
+        out: np.ndarray[Any, Any] = cupyx.empty_pinned(shape, dtype=np_dtype)
+        return out
+
+    def is_pinned(self, arr: np.ndarray[Any, Any]) -> bool:
+        # the runtime's own answer for the address, as PyTorch asks cudaPointerGetAttributes: memory pinned by
+        # CuPy's allocator or registered by another library counts alike
+        if arr.size == 0:  # an empty array has no address to ask about
+            return False
+        try:
+            attrs = self.xp.cuda.runtime.pointerGetAttributes(arr.ctypes.data)
+        except self.xp.cuda.runtime.CUDARuntimeError:
+            return False
+        return bool(attrs.type == _CUDA_MEMORY_TYPE_HOST)
+
     def _tf32(self) -> bool:
         return _matmul_flags.allow_tf32
 
@@ -594,6 +628,11 @@ _NOT_ON_DEVICE = ("supports", "np_dtype", "strides", "is_contiguous")
 for _name in dir(CupyBackend):
     if not _name.startswith("_") and _name not in _NOT_ON_DEVICE and callable(getattr(CupyBackend, _name)):
         setattr(CupyBackend, _name, _on_device(getattr(CupyBackend, _name)))
+
+
+class _SimPinnedHost(bytearray):
+    """The simulated GPU's page-locked host memory: ordinary host memory (the simulator's copies are synchronous
+    anyway) whose type marks it as pinned, so ``is_pinned`` answers as on a GPU for the arrays built on it."""
 
 
 class SimBackend(CudaBackend):
@@ -622,6 +661,21 @@ class SimBackend(CudaBackend):
 
     def _to_host(self, arr: Array) -> Any:
         return np.array(arr, copy=True)
+
+    def _pinned_empty(self, shape: tuple[int, ...], np_dtype: Any) -> np.ndarray[Any, Any]:
+        dt = np.dtype(np_dtype)
+        n = int(np.prod(shape, dtype=np.int64))
+        return np.frombuffer(_SimPinnedHost(max(n, 1) * dt.itemsize), dtype=dt)[:n].reshape(shape)
+
+    def is_pinned(self, arr: np.ndarray[Any, Any]) -> bool:
+        if arr.size == 0:  # no address to ask about, as on a GPU
+            return False
+        base: Any = arr
+        while isinstance(base, np.ndarray):
+            base = base.base
+        if isinstance(base, memoryview):  # np.frombuffer holds its buffer through a memoryview
+            base = base.obj
+        return isinstance(base, _SimPinnedHost)
 
     counts_memory = True
 
