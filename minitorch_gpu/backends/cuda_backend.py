@@ -38,6 +38,7 @@ from .cuda import device as _probe
 from .cuda import memory as _memory
 from .cuda import matmul as _matmul_flags
 from .cuda import launch_rnn as _rnn
+from .cuda import loader as _loader
 from .cuda import sim
 from .cuda.fused_step import FusedStep
 from .cuda.launch import Launcher
@@ -551,7 +552,8 @@ class CupyBackend(CudaBackend):
         with cupy.cuda.Device(index):
             sms = cupy.cuda.runtime.getDeviceProperties(index)["multiProcessorCount"]
         # enough resident blocks to fill every SM several times over; grid-stride loops cover the rest
-        launcher = Launcher(cupy, cupy.RawModule, lambda a: a.data.ptr, max_blocks=32 * sms, sms=sms)
+        launcher = Launcher(cupy, cupy.RawModule, lambda a: a.data.ptr, max_blocks=32 * sms, sms=sms,
+                            options=_loader.nvrtc_options())
         self._init_cuda(index, cupy, launcher)
         _memory.install_cupy_hook(cupy)
 

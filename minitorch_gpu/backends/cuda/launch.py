@@ -162,10 +162,10 @@ class _MapKernels:
 
     def __init__(self, xp: Any, module_cls: Any, ptr: Callable[[Array], int], max_blocks: int,
                  upload: Callable[[np.ndarray[Any, Any]], Array] | None = None, sms: int = 1,
-                 aligned: Callable[[Array], bool] | None = None) -> None:
+                 aligned: Callable[[Array], bool] | None = None, options: tuple[str, ...] = _loader.OPTIONS) -> None:
         self.xp = xp
         self._sms = sms
-        self.loader = _loader.KernelLoader(module_cls)
+        self.loader = _loader.KernelLoader(module_cls, options)
         self.ptr = ptr
         self._max_blocks = max_blocks
         # host int64 array -> device array (CuPy: an H2D copy; NumPy: the array itself)
