@@ -331,3 +331,23 @@ def test_binary_gradients(device, torch, dtype, name):
     theirs.float().sum().backward()
     for x, y in ((ma, ta), (mb, tb)):
         _same(x.grad, y.grad, dtype, rtol=4.0, atol=4 * EPS[dtype] * float(y.grad.abs().max().float()))
+
+
+@pytest.mark.parametrize("dtype", LOW)
+def test_kernels_serve_the_low_types(device, monkeypatch, dtype):
+    """On CUDA the 16-bit types run our kernels (their __half / __nv_bfloat16 instantiations), not built-ins."""
+    from helpers import kernel_launches
+
+    from minitorch_gpu.backends import get_backend
+    if device == "cpu":
+        pytest.skip("the CUDA kernels")
+    tname = {"float16": "__half", "bfloat16": "__nv_bfloat16"}[dtype]
+    x = mt.randn(8, 64, device=device).to(_low(dtype))
+    calls = kernel_launches(monkeypatch, get_backend(device))
+    x.exp()
+    x + x
+    x[:, ::2] * x[:, 1::2]
+    mt.where(x > x.flip(0), x, 0.0)
+    launched = {k for _, k in calls}
+    for kernel in ("unary_forward", "binary_forward", "binary_strided_forward", "compare_forward", "where_forward"):
+        assert f"{kernel}<{tname}>" in launched, (kernel, launched)

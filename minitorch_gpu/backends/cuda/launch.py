@@ -19,6 +19,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, NamedTuple, cast
 
+import ml_dtypes
 import numpy as np
 
 from .checks import DeferredChecks
@@ -34,8 +35,12 @@ __all__ = ["Launcher", "THREADS", "gemm_plan", "gemm_class", "GemmKernel", "Gemm
 THREADS = 256
 F32 = np.dtype(np.float32)
 F64 = np.dtype(np.float64)
-_FLOATS = (F32, F64)
-_TNAME = {F32: "float", F64: "double"}
+F16 = np.dtype(np.float16)
+BF16 = np.dtype(ml_dtypes.bfloat16)
+_FLOATS = (F32, F64)  # what every float kernel takes
+_HALVES = (F16, BF16)  # stored in 2 bytes, computed in float32 (the kernels' acc_t)
+_ALL_FLOATS = _FLOATS + _HALVES  # the kernels instantiated for the 16-bit types too (see kernels/README.md)
+_TNAME = {F32: "float", F64: "double", F16: "__half", BF16: "__nv_bfloat16"}
 _PY_SCALARS = (int, float, bool)
 _META_CACHE_MAX = 512
 _PLAN_CACHE_MAX = 4096
@@ -69,6 +74,12 @@ def _kernel_ops() -> dict[str, tuple[str, int]]:
 @functools.cache
 def _row_cache_groups() -> int:
     return _loader.define_int("rows.cuh", "MT_ROW_CACHE_GROUPS")
+
+
+def acc_dtype(dt: NpDtype) -> NpDtype:
+    """The dtype a kernel computes a ``dt`` array in, and takes its scalar arguments in: float32 for the
+    16-bit types (common.cuh's acc_t), else ``dt`` itself."""
+    return F32 if dt in _HALVES else dt
 
 
 def kernel_op(name: str) -> tuple[str, int] | None:
@@ -269,7 +280,7 @@ class _MapKernels:
         (arrays with None for scalars, scalars with 0 for arrays, mode bits) or None when an item does not fit
         (an array of another dtype or library, a NumPy scalar, which NumPy would not treat as weak)."""
         xp = self.xp
-        t = dt.type
+        t = acc_dtype(dt).type
         arrays, scalars, mode = [], [], 0
         for k, v in enumerate(items):
             if isinstance(v, xp.ndarray):
@@ -381,10 +392,10 @@ class _MapKernels:
                 key.append(v.strides)
             elif type(v) in _PY_SCALARS:
                 if -_F32_MAX <= v <= _F32_MAX:
-                    scalars.append(dt.type(v))
+                    scalars.append(op.scalar(v))
                 else:  # out of float32's range: inf as the cast gives it, without NumPy's overflow warning
                     with np.errstate(over="ignore"):
-                        scalars.append(dt.type(v))
+                        scalars.append(op.scalar(v))
                 arrays.append(None)
                 mode |= 1 << k
                 key.append(None)
@@ -519,7 +530,7 @@ class _MapKernels:
             return op
 
     def unary(self, name: str, x: Array, out: Array | None = None, p0: float = 0.0, p1: float = 0.0) -> Array | None:
-        """``name`` (an UnaryOp or PredicateOp of elementwise.cu) of a float32/float64 array."""
+        """``name`` (an UnaryOp or PredicateOp of elementwise.cu) of a float array (float32, float64, float16, bfloat16)."""
         dt = x.dtype
         op = self._map_op(("unary", name, dt, p0, p1), lambda: _unary_op(name, dt, p0, p1))
         return None if op is None else self._map(op, (x,), out)
@@ -550,7 +561,7 @@ class _MapKernels:
         if not isinstance(cond, xp.ndarray) or cond.dtype != _BOOL:
             return None
         arr = a if isinstance(a, xp.ndarray) else b
-        if not isinstance(arr, xp.ndarray) or arr.dtype not in _FLOATS:
+        if not isinstance(arr, xp.ndarray) or arr.dtype not in _ALL_FLOATS:
             return None
         dt = arr.dtype
         got = self._operands((a, b), dt)
@@ -590,13 +601,15 @@ class _MapOp:
     NOTE: a plain class, hashed by identity: it leads every plan key, and a tuple would hash all its fields on
     every call."""
 
-    __slots__ = ("contig", "strided", "rows", "dt", "out_dt", "vec_ok", "tail", "zero")
+    __slots__ = ("contig", "strided", "rows", "dt", "out_dt", "vec_ok", "tail", "zero", "scalar")
 
     def __init__(self, contig: str | None, strided: str, rows: str | None, dt: NpDtype, out_dt: NpDtype,
                  vec_ok: bool, tail: TailArgs) -> None:
         self.contig, self.strided, self.rows = contig, strided, rows
         self.dt, self.out_dt, self.vec_ok, self.tail = dt, out_dt, vec_ok, tail
-        self.zero = dt.type(0)  # the typed placeholder standing for an array operand among the scalars
+        # scalar arguments are typed as the kernel computes (float32 for the 16-bit types)
+        self.scalar: Callable[[Any], Any] = acc_dtype(dt).type
+        self.zero = self.scalar(0)  # the typed placeholder standing for an array operand among the scalars
 
 
 # typed int32 for the small codes passed on every launch (op codes and mode bits): no NumPy scalar per call
@@ -606,7 +619,7 @@ _I32 = tuple(np.int32(i) for i in range(256))
 def _elementwise_code(name: str, dt: NpDtype, enums: tuple[str, ...]) -> tuple[str, np.int32] | None:
     """(enum, typed op code) of ``name`` when elementwise.cu has it in one of ``enums`` for dtype ``dt``."""
     kop = kernel_op(name)
-    if dt not in _FLOATS or kop is None or kop[0] not in enums:
+    if dt not in _ALL_FLOATS or kop is None or kop[0] not in enums:
         return None
     return kop[0], _I32[kop[1]]
 
@@ -619,7 +632,7 @@ def _unary_op(name: str, dt: NpDtype, p0: float, p1: float) -> _MapOp | None:
     t = _TNAME[dt]
     if enum == "PredicateOp":
         return _MapOp(None, f"predicate_forward<{t}>", None, dt, _BOOL, False, lambda s, m: (code,))
-    s0, s1 = dt.type(p0), dt.type(p1)
+    s0, s1 = acc_dtype(dt).type(p0), acc_dtype(dt).type(p1)
     one, zero = _I32[1], _I32[0]
     return _MapOp(f"unary_forward<{t}>", f"unary_strided_forward<{t}>", f"unary_rows_forward<{t}>", dt, dt, True,
                   lambda s, m: (code, s0, s1, one if m & MODE_VEC else zero))
@@ -646,7 +659,7 @@ def _ternary_op(name: str, dt: NpDtype, alpha: float) -> _MapOp | None:
         return None
     code = got[1]
     with np.errstate(over="ignore"):
-        al = dt.type(alpha)
+        al = acc_dtype(dt).type(alpha)
     return _MapOp(None, f"ternary_forward<{_TNAME[dt]}>", None, dt, dt, False,
                   lambda s, m: (code, s[0], s[1], s[2], al, _I32[m]))
 
