@@ -9,7 +9,7 @@ the same code, so CI runs on the simulator what a GPU runs.
 
 Kernel first, built-in second: ``ROUTES`` below is the one table that says, per primitive, which launcher call
 serves it and when that applies. A route's launch returns the result, or None when the kernels decline the
-call (another dtype, float16 included; an unsupported layout); the primitive then runs the array library's
+call (an integer dtype, an unsupported layout); the primitive then runs the array library's
 built-in body of ``Backend``. ``MINITORCH_GPU_KERNELS=0`` (read when the backend is created) leaves the backend
 without kernels, so every primitive takes the built-in, for A/B comparisons and bisecting.
 
@@ -54,7 +54,7 @@ def kernels_enabled() -> bool:
 _device_cls: Callable[..., Any] = _device.device  # a typed handle on the untyped device class
 _INF = float("inf")
 # the dtypes the row kernels (cross_entropy.cu, layernorm.cu) are instantiated for
-_KERNEL_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_KERNEL_FLOATS = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.float16), bfloat16.np_dtype)
 
 Primitive = Literal[
     "unary", "binary", "where", "clamp", "gelu", "gelu_backward", "softplus",
@@ -252,10 +252,10 @@ def _softmax_backward(log: bool) -> Launch:
     return launch
 
 
-# cross_entropy.cu: 2-D (rows, C) float32/float64 logits. When the backward will run, the forward writes the
+# cross_entropy.cu: 2-D (rows, C) float logits (float32, float64, float16, bfloat16). When the backward will run, the forward writes the
 # gradient of the summed losses in the same pass over the logits ("dlogits"), and the backward scales it in place
 # by the loss gradient; the per-row log-sum-exp is saved as well, for a second backward (retained graph) after the
-# first one handed "dlogits" out. Spatial inputs, 2-byte floats and mismatched weights use the built-in bodies.
+# first one handed "dlogits" out. Spatial inputs and mismatched weights use the built-in bodies.
 def _cross_entropy_applies(x: Array, target: Array, weight: Array | None = None, *args: Any, **kwargs: Any) -> bool:
     return x.ndim == 2 and x.dtype in _KERNEL_FLOATS and (weight is None or weight.dtype == x.dtype)
 
@@ -307,8 +307,8 @@ def _cross_entropy_backward_builtin(be: CudaBackend, gout: Array, x: Array, targ
                                               denom, tidx=tidx, mask=mask)
 
 
-# layernorm.cu: rows of a 2-D float32/float64 array with mean and 1/std saved per row; RMS norm (center=False)
-# and 2-byte floats use the built-in bodies
+# layernorm.cu: rows of a 2-D float array with mean and 1/std saved per row (float32 for the 2-byte floats); RMS
+# norm (center=False) uses the built-in bodies
 def _layer_norm_applies(x: Array, weight: Array | None = None, bias: Array | None = None, eps: float = 1e-5,
                         center: bool = True, keep: bool = True) -> bool:
     return center and x.ndim == 2 and x.dtype in _KERNEL_FLOATS and \

@@ -348,6 +348,13 @@ def test_kernels_serve_the_low_types(device, monkeypatch, dtype):
     x + x
     x[:, ::2] * x[:, 1::2]
     mt.where(x > x.flip(0), x, 0.0)
+    import minitorch_gpu.nn.functional as F
+    w = mt.ones(64, device=device).to(_low(dtype)).requires_grad_()
+    xg = x.detach().requires_grad_()
+    loss = F.cross_entropy(F.layer_norm(xg.softmax(-1), (64,), w), mt.zeros(8, dtype=mt.int64, device=device))
+    loss.backward()
     launched = {k for _, k in calls}
-    for kernel in ("unary_forward", "binary_forward", "binary_strided_forward", "compare_forward", "where_forward"):
+    for kernel in ("unary_forward", "binary_forward", "binary_strided_forward", "compare_forward", "where_forward",
+                   "softmax_forward_v1", "softmax_backward_v1", "layernorm_forward_v1", "layernorm_backward_v1",
+                   "layernorm_backward_params", "cross_entropy_forward_v1", "cross_entropy_scale"):
         assert f"{kernel}<{tname}>" in launched, (kernel, launched)

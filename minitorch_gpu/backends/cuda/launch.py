@@ -769,8 +769,9 @@ class _RowKernels(_MapKernels):
     """softmax / log_softmax, cross-entropy, layer norm: kernels over rows of a contiguous last dim."""
 
     def softmax(self, x: Array, log: bool, axis: int) -> Array | None:
-        """softmax (or log_softmax) of float32/float64 ``x`` along ``axis`` (the last dim only)."""
-        if x.dtype not in _FLOATS or x.ndim == 0 or axis != x.ndim - 1 or x.shape[-1] >= 1 << 31:
+        """softmax (or log_softmax) of float ``x`` (float32, float64, float16, bfloat16) along ``axis`` (the last
+        dim only)."""
+        if x.dtype not in _ALL_FLOATS or x.ndim == 0 or axis != x.ndim - 1 or x.shape[-1] >= 1 << 31:
             return None
         if not x.flags.c_contiguous:
             x = self.xp.ascontiguousarray(x)
@@ -786,7 +787,7 @@ class _RowKernels(_MapKernels):
 
     def softmax_backward(self, y: Array, g: Array, log: bool, axis: int) -> Array | None:
         """The gradient of softmax (or log_softmax) from its output ``y`` and the output gradient ``g``."""
-        if y.dtype not in _FLOATS or g.dtype != y.dtype or y.ndim == 0 or axis != y.ndim - 1 or g.shape != y.shape \
+        if y.dtype not in _ALL_FLOATS or g.dtype != y.dtype or y.ndim == 0 or axis != y.ndim - 1 or g.shape != y.shape \
                 or y.shape[-1] >= 1 << 31:
             return None
         xp = self.xp
@@ -831,7 +832,7 @@ class _RowKernels(_MapKernels):
                        label_smoothing: float, grad: bool) -> tuple[Array, Array, Array, Array] | None:
         xp = self.xp
         dt = logits.dtype
-        if dt not in _FLOATS or logits.ndim != 2 or target.dtype != np.int64 or target.shape != logits.shape[:1]:
+        if dt not in _ALL_FLOATS or logits.ndim != 2 or target.dtype != np.int64 or target.shape != logits.shape[:1]:
             return None
         if weight is not None and (weight.dtype != dt or weight.shape != logits.shape[1:]):
             return None
@@ -840,9 +841,10 @@ class _RowKernels(_MapKernels):
         logits = xp.ascontiguousarray(logits)
         target = xp.ascontiguousarray(target)
         rows, C = logits.shape
+        acc = acc_dtype(dt)
         loss = xp.empty(rows, dtype=dt)
-        wsum = xp.empty(rows, dtype=dt)
-        lse = xp.empty(rows, dtype=dt)
+        wsum = xp.empty(rows, dtype=acc)
+        lse = xp.empty(rows, dtype=acc)
         d = xp.empty((rows, C), dtype=dt) if grad else loss
         if rows == 0:
             return loss, wsum, lse, d
@@ -852,7 +854,7 @@ class _RowKernels(_MapKernels):
         self.fn("cross_entropy.cu", f"cross_entropy_forward_{'v1' if v1 else 'v2'}<{_TNAME[dt]}>")(
             self._row_grid(rows, v1), (THREADS if v1 else CE_LONG_THREADS,),
             (logits, target, w, loss, wsum, lse, d, _i64(rows), _i64(C), _i64(ignore_index),
-             dt.type(label_smoothing), _i32(weight is not None), _i32(grad), _i32(vec)))
+             acc.type(label_smoothing), _i32(weight is not None), _i32(grad), _i32(vec)))
         return loss, wsum, lse, d
 
     def cross_entropy_scale(self, d: Array, gout: Array, scale: float) -> Array | None:
@@ -860,7 +862,7 @@ class _RowKernels(_MapKernels):
         place: ``gout`` is 0-d (one gradient for every row) or one per row, times ``scale``."""
         xp = self.xp
         dt = d.dtype
-        if dt not in _FLOATS or d.ndim != 2 or not d.flags.c_contiguous:
+        if dt not in _ALL_FLOATS or d.ndim != 2 or not d.flags.c_contiguous:
             return None
         rows, C = d.shape
         if rows == 0 or C == 0:
@@ -872,7 +874,7 @@ class _RowKernels(_MapKernels):
         per = 16 // dt.itemsize if vec else 1
         self.fn("cross_entropy.cu", f"cross_entropy_scale<{_TNAME[dt]}>")(
             self.grid(rows * C, per), (THREADS,),
-            (d, gout, _i64(0 if gout.size == 1 else 1), dt.type(scale), _i64(rows), _i64(C), _i32(vec)))
+            (d, gout, _i64(0 if gout.size == 1 else 1), acc_dtype(dt).type(scale), _i64(rows), _i64(C), _i32(vec)))
         return d
 
     def cross_entropy_backward(self, logits: Array, target: Array, weight: Array | None, lse: Array, gout: Array,
@@ -880,7 +882,8 @@ class _RowKernels(_MapKernels):
         """dlogits of the per-row losses; ``gout`` is a 0-d gradient (broadcast to every row) or one per row."""
         xp = self.xp
         dt = logits.dtype
-        if dt not in _FLOATS or logits.ndim != 2:
+        acc = acc_dtype(dt)
+        if dt not in _ALL_FLOATS or logits.ndim != 2 or lse.dtype != acc:
             return None
         logits = xp.ascontiguousarray(logits)
         rows, C = logits.shape
@@ -892,16 +895,17 @@ class _RowKernels(_MapKernels):
         w = xp.ascontiguousarray(weight) if weight is not None else logits
         self.fn("cross_entropy.cu", f"cross_entropy_backward<{_TNAME[dt]}>")(
             (max(1, min(rows, self.max_blocks)),), (THREADS,),
-            (logits, xp.ascontiguousarray(target), w, lse, gout.reshape(-1), _i64(gstride), dt.type(scale), d,
-             _i64(rows), _i64(C), _i64(ignore_index), dt.type(label_smoothing), _i32(weight is not None)))
+            (logits, xp.ascontiguousarray(target), w, lse, gout.reshape(-1), _i64(gstride), acc.type(scale), d,
+             _i64(rows), _i64(C), _i64(ignore_index), acc.type(label_smoothing), _i32(weight is not None)))
         return d
 
     def layer_norm(self, x: Array, weight: Array | None, bias: Array | None,
                    eps: float) -> tuple[Array, Array, Array] | None:
-        """(y, mean, rstd) of layer norm over the last dim of float ``x`` (weight / bias of shape (N,) or None)."""
+        """(y, mean, rstd) of layer norm over the last dim of float ``x`` (weight / bias of shape (N,) or None);
+        mean and rstd are float32 for the 16-bit types, as PyTorch keeps them."""
         xp = self.xp
         dt = x.dtype
-        if dt not in _FLOATS or x.ndim == 0:
+        if dt not in _ALL_FLOATS or x.ndim == 0:
             return None
         N = x.shape[-1]
         for p in (weight, bias):
@@ -912,8 +916,9 @@ class _RowKernels(_MapKernels):
         x = xp.ascontiguousarray(x)
         rows = x.size // N if N else 0
         y = xp.empty(x.shape, dtype=dt)
-        mean = xp.empty(x.shape[:-1], dtype=dt)
-        rstd = xp.empty(x.shape[:-1], dtype=dt)
+        acc = acc_dtype(dt)
+        mean = xp.empty(x.shape[:-1], dtype=acc)
+        rstd = xp.empty(x.shape[:-1], dtype=acc)
         if rows == 0 or N == 0:
             return y, mean, rstd
         w = xp.ascontiguousarray(weight) if weight is not None else x
@@ -923,7 +928,7 @@ class _RowKernels(_MapKernels):
         threads = THREADS if v1 else self._block_threads(N, dt, vec, 2)
         self.fn("layernorm.cu", f"layernorm_forward_{'v1' if v1 else 'v2'}<{_TNAME[dt]}>")(
             self._row_grid(rows, v1), (threads,),
-            (x, w, b, y, mean, rstd, _i64(rows), _i64(N), dt.type(eps), _i32(weight is not None),
+            (x, w, b, y, mean, rstd, _i64(rows), _i64(N), acc.type(eps), _i32(weight is not None),
              _i32(bias is not None), _i32(vec)))
         return y, mean, rstd
 
@@ -932,7 +937,9 @@ class _RowKernels(_MapKernels):
         """(dx, dweight or None, dbias or None) of layer norm."""
         xp = self.xp
         dt = x.dtype
-        if dt not in _FLOATS or dy.dtype != dt or dy.shape != x.shape or x.shape[-1] >= 1 << 31:
+        acc = acc_dtype(dt)
+        if dt not in _ALL_FLOATS or dy.dtype != dt or dy.shape != x.shape or x.shape[-1] >= 1 << 31 or \
+                mean.dtype != acc or rstd.dtype != acc:
             return None
         x = xp.ascontiguousarray(x)
         dy = xp.ascontiguousarray(dy)
@@ -962,11 +969,11 @@ class _RowKernels(_MapKernels):
             # (max_blocks is 32 per SM on a GPU) keep loads in flight without many partial rows to add up
             rows_per_block = THREADS // 32 if v1 else 1
             grid = (max(1, min((rows + rows_per_block - 1) // rows_per_block, self.max_blocks * 16 // threads)),)
-            partial = xp.empty((grid[0], 2, N), dtype=dt)
+            partial = xp.empty((grid[0], 2, N), dtype=acc)
             nparts = grid[0]
         else:
             grid = self._row_grid(rows, v1)
-            partial = dx
+            partial = mean  # never written without want_params (a pointer of the partials' type)
         self.fn("layernorm.cu", f"layernorm_backward_{'v1' if v1 else 'v2'}<{t}>")(
             grid, (threads,),
             (dy, x, w, mean, rstd, dx, partial, _i64(rows), _i64(N), _i32(weight is not None), _i32(fused),
@@ -976,7 +983,7 @@ class _RowKernels(_MapKernels):
             nparts = max(1, min(rows, self.max_blocks // tiles if self.max_blocks >= tiles else 1, 1024))
             chunk = (rows + nparts - 1) // nparts
             nparts = (rows + chunk - 1) // chunk
-            partial = xp.empty((nparts, 2, N), dtype=dt)
+            partial = xp.empty((nparts, 2, N), dtype=acc)
             self.fn("layernorm.cu", f"layernorm_backward_partial<{t}>")(
                 (min(tiles, self.max_blocks), nparts), (THREADS,),
                 (dy, x, mean, rstd, partial, _i64(rows), _i64(N), _i64(chunk)))
@@ -989,19 +996,25 @@ class _RowKernels(_MapKernels):
         return dx, dw, db
 
     @staticmethod
+    def _row_groups(dt: NpDtype, div: int) -> int:
+        """Groups a thread of a row kernel keeps in registers: rows.cuh's RowCfg<T, W, div>::K (the 16-bit types
+        hold float values, so half as many of their groups fit)."""
+        return max(1, _row_cache_groups() * dt.itemsize // acc_dtype(dt).itemsize // div)
+
+    @staticmethod
     def _row_fits(N: int, dt: NpDtype, vec: bool, threads: int, div: int) -> bool:
         """Whether a row of ``N`` elements fits the registers of a team of ``threads`` threads that each keep
-        rows.cuh's MT_ROW_CACHE_GROUPS / ``div`` groups (16 bytes each with ``vec``, else one element)."""
+        ``_row_groups(dt, div)`` groups (16 bytes each with ``vec``, else one element)."""
         groups = N // (16 // dt.itemsize) if vec else N
-        return groups <= threads * max(1, _row_cache_groups() // div)
+        return groups <= threads * _RowKernels._row_groups(dt, div)
 
     @staticmethod
     def _block_threads(N: int, dt: NpDtype, vec: bool, div: int) -> int:
         """Threads of a block-per-row team for rows of ``N``: enough for the row to fit the registers (each
-        thread keeping MT_ROW_CACHE_GROUPS / ``div`` groups), at least 64 and at most ``THREADS`` (longer
+        thread keeping ``_row_groups(dt, div)`` groups), at least 64 and at most ``THREADS`` (longer
         rows are partly read again). Fewer threads per row mean more rows, and more loads, in flight per SM."""
         groups = N // (16 // dt.itemsize) if vec else N
-        per = max(1, _row_cache_groups() // div)
+        per = _RowKernels._row_groups(dt, div)
         need = (groups + per - 1) // per
         return max(64, min(THREADS, (need + 31) // 32 * 32))
 
