@@ -47,9 +47,7 @@ class Backend(ElementwiseMixin, SpecialMixin, ReduceMixin, ShapeMixin, IndexMixi
 
     # ---------------------------------------------------------------- arrays in and out
     def np_dtype(self, dtype: DType) -> NpDtype:
-        npd: NpDtype | None = dtype.np_dtype
-        if npd is None:
-            raise TypeError(f"{dtype} is not supported by the {self.name} backend (install ml_dtypes for bfloat16)")
+        npd: NpDtype = dtype.np_dtype
         return npd
 
     def asarray(self, obj: Any, np_dtype: NpDtype | None = None, copy: bool = False) -> Array:
@@ -194,12 +192,13 @@ class Backend(ElementwiseMixin, SpecialMixin, ReduceMixin, ShapeMixin, IndexMixi
     def astype(self, arr: Array, np_dtype: NpDtype, copy: bool = False) -> Array:
         if not copy and arr.dtype == np_dtype:
             return arr
-        if arr.dtype.kind == "f" and np_dtype.kind in "iu" and np_dtype.itemsize < 8:
+        floating = arr.dtype.kind == "f" or arr.dtype == bfloat16.np_dtype  # ml_dtypes' bfloat16 is kind "V"
+        if floating and np_dtype.kind in "iu" and np_dtype.itemsize < 8:
             # PyTorch converts floats to narrow integers through int64 (so -1.5 -> uint8 gives 255);
             # casting directly is undefined in C and platform-dependent in NumPy
             with self._quiet():
                 return arr.astype(self.xp.int64).astype(np_dtype)
-        if arr.dtype.kind == "f" and np_dtype.kind in "iuf":
+        if floating and np_dtype.kind in "iuf":
             # float->float downcasts overflow to inf silently in PyTorch; NumPy would warn
             with self._quiet():
                 return arr.astype(np_dtype)
@@ -239,4 +238,4 @@ class Backend(ElementwiseMixin, SpecialMixin, ReduceMixin, ShapeMixin, IndexMixi
         pass
 
     def supports(self, dtype: DType) -> bool:
-        return dtype.np_dtype is not None and (dtype is not bfloat16 or self.xp is np)
+        return dtype is not bfloat16 or self.xp is np

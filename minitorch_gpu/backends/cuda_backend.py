@@ -9,7 +9,7 @@ the same code, so CI runs on the simulator what a GPU runs.
 
 Kernel first, built-in second: ``ROUTES`` below is the one table that says, per primitive, which launcher call
 serves it and when that applies. A route's launch returns the result, or None when the kernels decline the
-call (another dtype, float16 included; an unsupported layout); the primitive then runs the array library's
+call (an integer dtype, an unsupported layout); the primitive then runs the array library's
 built-in body of ``Backend``. ``MINITORCH_GPU_KERNELS=0`` (read when the backend is created) leaves the backend
 without kernels, so every primitive takes the built-in, for A/B comparisons and bisecting.
 
@@ -39,6 +39,7 @@ from .cuda import device as _probe
 from .cuda import memory as _memory
 from .cuda import matmul as _matmul_flags
 from .cuda import launch_rnn as _rnn
+from .cuda import loader as _loader
 from .cuda import sim
 from .cuda.fused_step import FusedStep
 from .cuda.launch import Launcher
@@ -54,7 +55,7 @@ def kernels_enabled() -> bool:
 _device_cls: Callable[..., Any] = _device.device  # a typed handle on the untyped device class
 _INF = float("inf")
 # the dtypes the row kernels (cross_entropy.cu, layernorm.cu) are instantiated for
-_KERNEL_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_KERNEL_FLOATS = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.float16), bfloat16.np_dtype)
 
 Primitive = Literal[
     "unary", "binary", "where", "clamp", "gelu", "gelu_backward", "softplus",
@@ -252,10 +253,10 @@ def _softmax_backward(log: bool) -> Launch:
     return launch
 
 
-# cross_entropy.cu: 2-D (rows, C) float32/float64 logits. When the backward will run, the forward writes the
+# cross_entropy.cu: 2-D (rows, C) float logits (float32, float64, float16, bfloat16). When the backward will run, the forward writes the
 # gradient of the summed losses in the same pass over the logits ("dlogits"), and the backward scales it in place
 # by the loss gradient; the per-row log-sum-exp is saved as well, for a second backward (retained graph) after the
-# first one handed "dlogits" out. Spatial inputs, 2-byte floats and mismatched weights use the built-in bodies.
+# first one handed "dlogits" out. Spatial inputs and mismatched weights use the built-in bodies.
 def _cross_entropy_applies(x: Array, target: Array, weight: Array | None = None, *args: Any, **kwargs: Any) -> bool:
     return x.ndim == 2 and x.dtype in _KERNEL_FLOATS and (weight is None or weight.dtype == x.dtype)
 
@@ -307,8 +308,8 @@ def _cross_entropy_backward_builtin(be: CudaBackend, gout: Array, x: Array, targ
                                               denom, tidx=tidx, mask=mask)
 
 
-# layernorm.cu: rows of a 2-D float32/float64 array with mean and 1/std saved per row; RMS norm (center=False)
-# and 2-byte floats use the built-in bodies
+# layernorm.cu: rows of a 2-D float array with mean and 1/std saved per row (float32 for the 2-byte floats); RMS
+# norm (center=False) uses the built-in bodies
 def _layer_norm_applies(x: Array, weight: Array | None = None, bias: Array | None = None, eps: float = 1e-5,
                         center: bool = True, keep: bool = True) -> bool:
     return center and x.ndim == 2 and x.dtype in _KERNEL_FLOATS and \
@@ -509,13 +510,16 @@ class CudaBackend(Backend, metaclass=ABCMeta):
         self.defer_check(self.xp.stack([idx.min(), idx.max()]), check)
 
     def np_dtype(self, dtype: Any) -> Any:
-        if dtype is bfloat16:
-            raise TypeError("bfloat16 is not supported on CUDA devices by the CuPy backend; use float16 or "
-                            "float32 on the GPU (bfloat16 works on the CPU with ml_dtypes installed)")
+        if dtype is bfloat16 and not self.supports(dtype):
+            raise TypeError("bfloat16 arrays on the GPU need CuPy 14 or newer (the installed CuPy has none); use "
+                            "float16 or float32 on this GPU, or upgrade CuPy")
         return _builtin("np_dtype")(self, dtype)
 
     def supports(self, dtype: Any) -> bool:
-        return dtype.np_dtype is not None and dtype is not bfloat16
+        return dtype is not bfloat16 or self._bfloat16_arrays()
+
+    def _bfloat16_arrays(self) -> bool:
+        return True
 
     # ---------------------------------------------------------------- page-locked host memory
     def pin(self, arr: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
@@ -571,12 +575,16 @@ class CupyBackend(CudaBackend):
         with cupy.cuda.Device(index):
             sms = cupy.cuda.runtime.getDeviceProperties(index)["multiProcessorCount"]
         # enough resident blocks to fill every SM several times over; grid-stride loops cover the rest
-        launcher = Launcher(cupy, cupy.RawModule, lambda a: a.data.ptr, max_blocks=32 * sms, sms=sms)
+        launcher = Launcher(cupy, cupy.RawModule, lambda a: a.data.ptr, max_blocks=32 * sms, sms=sms,
+                            options=_loader.nvrtc_options())
         self._init_cuda(index, cupy, launcher)
         _memory.install_cupy_hook(cupy)
 
     def _to_host(self, arr: Array) -> Any:
         return self.xp.asnumpy(arr)
+
+    def _bfloat16_arrays(self) -> bool:
+        return _cupy_bfloat16(self.xp)
 
     def asarray(self, obj: Any, np_dtype: Any = None, copy: bool = False) -> Array:
         if copy:
@@ -621,6 +629,16 @@ class CupyBackend(CudaBackend):
             return _builtin("matmul")(self, a, b)
         finally:
             cublas.setMathMode(handle, cublas.CUBLAS_DEFAULT_MATH)
+
+
+@functools.cache
+def _cupy_bfloat16(cp: Any) -> bool:
+    """Whether this CuPy makes arrays of ml_dtypes' bfloat16 (CuPy 14 does; earlier versions refuse the dtype)."""
+    try:
+        cp.zeros(1, dtype=bfloat16.np_dtype)
+    except (TypeError, ValueError, NotImplementedError):
+        return False
+    return True
 
 
 # the methods that CuPy's own calls do not pin to a device

@@ -335,8 +335,6 @@ def _host_array(data, dtype=None):
     dt = inferred if dtype is None else dtype
     if not dt.is_floating_point:
         _check_integral_leaves(types, tensors)
-    if dt.np_dtype is None:
-        raise TypeError(f"{dt} needs the ml_dtypes package (pip install ml_dtypes)")
     src = _unwrap(data) if tensors else data
     return _sequence_array(src, dt, inferred), dt, True
 

@@ -15,8 +15,9 @@
 // place in its stack region, which is aligned to CUDA_SIM_STACK_SIZE, so the built-ins are computed from the
 // stack pointer and never have to be swapped on a context switch.
 //
-// Not modelled: inline PTX, wmma/mma, cp.async, half/bfloat16 device types (guard them with
-// `#ifndef __CUDA_SIM__` and keep a float path), timing. `__CUDA_ARCH__` is left undefined on purpose, so
+// Half types: include/cuda_fp16.h and include/cuda_bf16.h (first on the include path) give __half, __half2,
+// __nv_bfloat16 and __nv_bfloat162 as host types with the device's rounding.
+// Not modelled: inline PTX, wmma/mma, cp.async, timing. `__CUDA_ARCH__` is left undefined on purpose, so
 // architecture-specific branches take their portable fallback.
 #pragma once
 
@@ -534,6 +535,13 @@ inline unsigned __urhadd(unsigned a, unsigned b) { return unsigned(((unsigned lo
 // 7. launch glue used by the module the builder generates
 namespace cuda_sim {
 
+// The parameter kind of a class type that stands for a device scalar type (cuda_fp16.h and cuda_bf16.h in
+// include/ specialise it for __half and __nv_bfloat16), so launches check their arrays like float arrays.
+template <class T>
+struct sim_kind {
+    static constexpr const char* value = nullptr;
+};
+
 struct LaunchCfg {
     unsigned grid[3];
     unsigned block[3];
@@ -570,10 +578,13 @@ void put_type_name(SigBuf& b) {
     b.put(p, e ? size_t(e - p) : std::strlen(p));
 }
 
-// Kinds: p>KIND (pointer to KIND; v for void), b1 (bool), iN / uN / fN (N bytes), s (other trivially copyable).
+// Kinds: p>KIND (pointer to KIND; v for void), b1 (bool), iN / uN / fN (N bytes), f2 (__half), bf2
+// (__nv_bfloat16), s (other trivially copyable).
 template <class T>
 void put_kind(SigBuf& b) {
-    if constexpr (std::is_pointer_v<T>) {
+    if constexpr (sim_kind<T>::value != nullptr) {
+        b.put(sim_kind<T>::value);
+    } else if constexpr (std::is_pointer_v<T>) {
         using U = std::remove_cv_t<std::remove_pointer_t<T>>;
         b.put("p>");
         if constexpr (std::is_void_v<U>) b.put("v");
