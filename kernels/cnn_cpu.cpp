@@ -136,44 +136,200 @@ void col2im_plane(const Geo& g, const T* cols, idx batch, T* dx, idx p) {
             }
 }
 
+// ------------------------------------------------------------------------------------------- direct convolution
+// A 2-d convolution at stride 1 on an input padded beforehand (so every tap of every output is inside it):
+// outputs in tiles of kOutCh channels x kTiles * kVec positions of one row, accumulated in registers over the
+// input channels and taps with fused multiply-adds; the position loops are fixed-size, so they vectorise.
+constexpr int kOutCh = 8;
+
+// 64 bytes of T (16 floats, 8 doubles): one AVX-512 register, two AVX ones; GCC and Clang lower the arithmetic
+// to whatever the target has
+template <typename T> struct Vec64 {
+    typedef T type __attribute__((vector_size(64)));
+    static constexpr int n = 64 / sizeof(T);
+};
+
+template <typename T, int NT>
+void direct_tile(const T* xp, idx C, idx Hp, idx Wp, const T* w, idx kH, idx kW, idx dH, idx dW, idx oc,
+                 const T* bias, idx oh, idx ow0, idx width, T* y, idx ystride, idx oW) {
+    typedef typename Vec64<T>::type V;
+    constexpr int n = Vec64<T>::n;
+    V acc[kOutCh][NT];
+    for (int o = 0; o < kOutCh; ++o)
+        for (int t = 0; t < NT; ++t) acc[o][t] = V{} + ((bias && o < oc) ? bias[o] : T(0));
+    const idx K = kH * kW;
+    for (idx c = 0; c < C; ++c) {
+        const T* plane = xp + c * Hp * Wp;
+        const T* wc = w + c * K * kOutCh;
+        for (idx kh = 0; kh < kH; ++kh) {
+            const T* row = plane + (oh + kh * dH) * Wp + ow0;
+            for (idx kw = 0; kw < kW; ++kw) {
+                V in[NT];
+                for (int t = 0; t < NT; ++t) std::memcpy(&in[t], row + kw * dW + t * n, sizeof(V));
+                const T* wk = wc + (kh * kW + kw) * kOutCh;
+                for (int o = 0; o < kOutCh; ++o) {
+                    const T wv = wk[o];
+                    for (int t = 0; t < NT; ++t) acc[o][t] += wv * in[t];
+                }
+            }
+        }
+    }
+    for (int o = 0; o < oc; ++o) {
+        T* dst = y + o * ystride + oh * oW + ow0;
+        if (width == NT * n) {
+            std::memcpy(dst, &acc[o][0], sizeof(acc[o]));
+        } else {
+            T tmp[NT * n];
+            std::memcpy(tmp, &acc[o][0], sizeof(tmp));
+            for (idx l = 0; l < width; ++l) dst[l] = tmp[l];
+        }
+    }
+}
+
+// Pieces: (sample, block of kOutCh output channels). args: {batch, C, Hp, Wp, O, kH, kW, dH, dW, oH, oW, sample
+// stride of xp, sample stride of y}. xp: the padded input's first channel of this group, (C, Hp, Wp) per sample,
+// read for ow up to the next multiple of the vector width past oW (the caller pads the rows that far); w: the
+// group's weight packed as (ceil(O / kOutCh), C, kH, kW, kOutCh), zeros past O; bias (O) or null; y: the
+// output's first channel of this group, (O, oH, oW) per sample.
+template <typename T>
+int direct_conv(const long long* a, const T* xp, const T* w, const T* bias, T* y, idx* next) {
+    const idx batch = a[0], C = a[1], Hp = a[2], Wp = a[3], O = a[4], kH = a[5], kW = a[6], dH = a[7], dW = a[8],
+              oH = a[9], oW = a[10], xsn = a[11], ysn = a[12];
+    constexpr int n = Vec64<T>::n;
+    if (batch < 0 || C < 0 || O < 0 || kH < 1 || kW < 1 || dH < 1 || dW < 1 || oH < 0 || oW < 0) return -1;
+    if (oH + (kH - 1) * dH > Hp || (oW + n - 1) / n * n + (kW - 1) * dW > Wp) return -2;
+    const idx blocks = (O + kOutCh - 1) / kOutCh, K = kH * kW;
+    for (;;) {
+        idx piece = take(next);
+        if (piece >= batch * blocks) return 0;
+        const idx s = piece / blocks, o0 = piece % blocks * kOutCh;
+        const idx oc = O - o0 < kOutCh ? O - o0 : kOutCh;
+        const T* xs = xp + s * xsn;
+        T* ys = y + s * ysn + o0 * oH * oW;
+        const T* b = bias ? bias + o0 : nullptr;
+        const T* wo = w + o0 * C * K;  // the block's packed weights: kOutCh per tap
+        for (idx oh = 0; oh < oH; ++oh) {
+            idx ow = 0;
+            for (; ow + 2 * n <= oW; ow += 2 * n)
+                direct_tile<T, 2>(xs, C, Hp, Wp, wo, kH, kW, dH, dW, oc, b, oh, ow, 2 * n, ys, oH * oW, oW);
+            for (; ow < oW; ow += n)
+                direct_tile<T, 1>(xs, C, Hp, Wp, wo, kH, kW, dH, dW, oc, b, oh, ow, oW - ow < n ? oW - ow : n, ys,
+                                  oH * oW, oW);
+        }
+    }
+}
+
+// The weight gradient of the same convolution: dw[o, c, tap] = sum over samples and output positions of
+// g[o, position] * xp[c, position + tap offset]. Pieces: (block of kGradOut output channels, input channel,
+// group of up to kGradTaps taps); each keeps kGradOut x kGradTaps vector accumulators across every sample and
+// row, and adds their lanes at the end (a fixed order: the result does not depend on the threads).
+constexpr int kGradOut = 3;
+constexpr int kGradTaps = 9;
+
+template <typename T>
+int direct_conv_weight_grad(const long long* a, const T* xp, const T* g, T* dw, idx* next) {
+    // {batch, C, Hp, Wp, O, kH, kW, dH, dW, oH, oW, sample stride of xp, sample stride of g}; g: the output
+    // gradient's first channel of this group, (O, oH, oW) per sample; dw: (O, C, kH, kW) of this group. Whole
+    // vectors of a row first, its last oW % n positions one by one (padding them with zeros would multiply
+    // zeros by the input there, and 0 * inf is NaN where PyTorch has no product at all).
+    const idx batch = a[0], C = a[1], Hp = a[2], Wp = a[3], O = a[4], kH = a[5], kW = a[6], dH = a[7], dW = a[8],
+              oH = a[9], oW = a[10], xsn = a[11], gsn = a[12];
+    typedef typename Vec64<T>::type V;
+    constexpr int n = Vec64<T>::n;
+    if (batch < 0 || C < 0 || O < 0 || kH < 1 || kW < 1 || dH < 1 || dW < 1 || oH < 0 || oW < 0) return -1;
+    if (oH + (kH - 1) * dH > Hp || oW + (kW - 1) * dW > Wp) return -2;
+    const idx K = kH * kW, oblocks = (O + kGradOut - 1) / kGradOut, tgroups = (K + kGradTaps - 1) / kGradTaps;
+    const idx full = oW / n * n;
+    for (;;) {
+        idx piece = take(next);
+        if (piece >= oblocks * C * tgroups) return 0;
+        const idx o0 = piece / (C * tgroups) * kGradOut, c = piece / tgroups % C, t0 = piece % tgroups * kGradTaps;
+        const int oc = (int)(O - o0 < kGradOut ? O - o0 : kGradOut);
+        const int tc = (int)(K - t0 < kGradTaps ? K - t0 : kGradTaps);
+        idx off[kGradTaps];
+        for (int t = 0; t < tc; ++t) off[t] = (t0 + t) / kW * dH * Wp + (t0 + t) % kW * dW;
+        V acc[kGradOut][kGradTaps];
+        T tail[kGradOut][kGradTaps];
+        for (int o = 0; o < kGradOut; ++o)
+            for (int t = 0; t < kGradTaps; ++t) {
+                acc[o][t] = V{};
+                tail[o][t] = T(0);
+            }
+        for (idx s = 0; s < batch; ++s) {
+            const T* xs = xp + s * xsn + c * Hp * Wp;
+            const T* gs = g + s * gsn + o0 * oH * oW;
+            for (idx oh = 0; oh < oH; ++oh) {
+                const T* xr = xs + oh * Wp;
+                for (idx ow = 0; ow < full; ow += n) {
+                    V gv[kGradOut];
+                    for (int o = 0; o < kGradOut; ++o) {
+                        if (o < oc) std::memcpy(&gv[o], gs + (o * oH + oh) * oW + ow, sizeof(V));
+                        else gv[o] = V{};
+                    }
+                    for (int t = 0; t < kGradTaps; ++t) {
+                        if (t >= tc) break;
+                        V xv;
+                        std::memcpy(&xv, xr + off[t] + ow, sizeof(V));
+                        for (int o = 0; o < kGradOut; ++o) acc[o][t] += gv[o] * xv;
+                    }
+                }
+                for (idx ow = full; ow < oW; ++ow)
+                    for (int o = 0; o < oc; ++o) {
+                        const T gs1 = gs[(o * oH + oh) * oW + ow];
+                        for (int t = 0; t < tc; ++t) tail[o][t] += gs1 * xr[off[t] + ow];
+                    }
+            }
+        }
+        for (int o = 0; o < oc; ++o)
+            for (int t = 0; t < tc; ++t) {
+                T lanes[n], sum = 0;
+                std::memcpy(lanes, &acc[o][t], sizeof(lanes));
+                for (int l = 0; l < n; ++l) sum += lanes[l];
+                dw[((o0 + o) * C + c) * K + t0 + t] = sum + tail[o][t];
+            }
+    }
+}
+
 // ------------------------------------------------------------------------------------------- max pooling
 constexpr idx kPlanesPerPiece = 64;
 
+// One output row at a time, kernel taps in the outer loops and the row's outputs in the inner one (which the
+// compiler vectorises); each output still sees its taps in raster order, as PyTorch's loop does.
 template <typename T>
 void max_pool_plane(const Geo& g, const T* x, T* y, int64_t* ind) {
     for (idx od = 0; od < g.oD; ++od) {
-        idx d0 = od * g.sD - g.pD;
-        for (idx oh = 0; oh < g.oH; ++oh) {
-            idx h0 = oh * g.sH - g.pH;
+        idx d0 = od * g.sD - g.pD, fd = d0;
+        while (fd < 0) fd += g.dD;
+        for (idx oh = 0; oh < g.oH; ++oh, y += g.oW, ind += g.oW) {
+            idx h0 = oh * g.sH - g.pH, fh = h0;
+            while (fh < 0) fh += g.dH;
+            // nothing beats -inf: the index reported is the window's first tap inside the input
             for (idx ow = 0; ow < g.oW; ++ow) {
-                idx w0 = ow * g.sW - g.pW;
-                // the first tap inside the input: the index reported when nothing beats -inf
-                idx fd = d0, fh = h0, fw = w0;
-                while (fd < 0) fd += g.dD;
-                while (fh < 0) fh += g.dH;
+                idx fw = ow * g.sW - g.pW;
                 while (fw < 0) fw += g.dW;
-                T best = -std::numeric_limits<T>::infinity();
-                idx at = (fd * g.H + fh) * g.W + fw;
-                for (idx kd = 0; kd < g.kD; ++kd) {
-                    idx id = d0 + kd * g.dD;
-                    if (id < 0 || id >= g.D) continue;
-                    for (idx kh = 0; kh < g.kH; ++kh) {
-                        idx ih = h0 + kh * g.dH;
-                        if (ih < 0 || ih >= g.H) continue;
-                        const T* row = x + (id * g.H + ih) * g.W;
-                        for (idx kw = 0; kw < g.kW; ++kw) {
-                            idx iw = w0 + kw * g.dW;
-                            if (iw < 0 || iw >= g.W) continue;
-                            T v = row[iw];
-                            if (v > best || std::isnan(v)) {
-                                best = v;
-                                at = (id * g.H + ih) * g.W + iw;
+                y[ow] = -std::numeric_limits<T>::infinity();
+                ind[ow] = (fd * g.H + fh) * g.W + fw;
+            }
+            for (idx kd = 0; kd < g.kD; ++kd) {
+                idx id = d0 + kd * g.dD;
+                if (id < 0 || id >= g.D) continue;
+                for (idx kh = 0; kh < g.kH; ++kh) {
+                    idx ih = h0 + kh * g.dH;
+                    if (ih < 0 || ih >= g.H) continue;
+                    const idx row = (id * g.H + ih) * g.W;
+                    for (idx kw = 0; kw < g.kW; ++kw) {
+                        idx off = kw * g.dW - g.pW, lo, hi;
+                        valid_range(g.oW, g.sW, off, g.W, &lo, &hi);
+                        const T* src = x + row + off;
+                        for (idx ow = lo; ow < hi; ++ow) {
+                            T v = src[ow * g.sW];
+                            if (v > y[ow] || v != v) {
+                                y[ow] = v;
+                                ind[ow] = row + off + ow * g.sW;
                             }
                         }
                     }
                 }
-                *y++ = best;
-                *ind++ = at;
             }
         }
     }
@@ -337,6 +493,21 @@ extern "C" int mt_cnn_col2im(int dtype, const long long* geo, const void* cols, 
         if (dtype == 0) col2im_plane(g, (const float*)cols, batch, (float*)dx, p);
         else col2im_plane(g, (const double*)cols, batch, (double*)dx, p);
     }
+}
+
+extern "C" int mt_cnn_direct_conv(int dtype, const long long* args, const void* xp, const void* w, const void* bias,
+                                  void* y, long long* next) {
+    if (dtype == 0) return direct_conv(args, (const float*)xp, (const float*)w, (const float*)bias, (float*)y, next);
+    if (dtype == 1)
+        return direct_conv(args, (const double*)xp, (const double*)w, (const double*)bias, (double*)y, next);
+    return -1;
+}
+
+extern "C" int mt_cnn_direct_conv_weight_grad(int dtype, const long long* args, const void* xp, const void* g,
+                                              void* dw, long long* next) {
+    if (dtype == 0) return direct_conv_weight_grad(args, (const float*)xp, (const float*)g, (float*)dw, next);
+    if (dtype == 1) return direct_conv_weight_grad(args, (const double*)xp, (const double*)g, (double*)dw, next);
+    return -1;
 }
 
 extern "C" int mt_cnn_max_pool_forward(int dtype, const long long* geo, const void* x, long long planes, void* y,

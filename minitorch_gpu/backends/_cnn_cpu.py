@@ -34,6 +34,10 @@ __all__ = ["CpuCnnMixin"]
 _COLS_BYTES = 1 << 21
 # the product's width (samples * positions) below which a chunk takes more samples: BLAS is slow on thin products
 _MIN_WIDTH = 256
+# the direct convolution beats im2col + product below this many columns per output (C/groups * K), or on output
+# rows of at least this many bytes (two vectors)
+_DIRECT_MAX_COLUMNS = 256
+_DIRECT_MIN_ROW_BYTES = 96
 
 
 class _Plan:
@@ -62,6 +66,10 @@ class _Plan:
                          and not any(self.low) and self.blocks == self.spatial)
         self.geo = _cnn_native.geometry(self.cg, self.spatial, self.kernel, self.stride, self.low, self.dilation,
                                         self.blocks, c * self.S, self.S)
+        # the direct loop: 1-d and 2-d at stride 1, where it beats the product (measured: few input channels per
+        # output, or rows wide enough to fill two vectors)
+        self.direct = (len(self.kernel) <= 2 and all(s == 1 for s in self.stride)
+                       and (self.ck <= _DIRECT_MAX_COLUMNS or self.blocks[-1] * itemsize >= _DIRECT_MIN_ROW_BYTES))
 
     def chunks(self) -> list[tuple[int, int]]:
         return [(n0, min(self.nb, self.n - n0)) for n0 in range(0, self.n, self.nb)]
@@ -74,6 +82,38 @@ class _Plan:
 
     def window_shape(self, batch: int) -> tuple[int, ...]:
         return (self.cg,) + self.kernel + (batch,) + self.blocks
+
+
+def _plane_view(shape: Shape) -> tuple[int, int]:
+    """A 1-d or 2-d spatial shape as (rows, columns)."""
+    return (1, shape[0]) if len(shape) == 1 else (shape[0], shape[1])
+
+
+def _pad_planes(a: Array, low: tuple[int, int], rows: int, cols: int) -> Array:
+    """``a`` (N, C, *spatial of 1 or 2 dims) in zeros (N, C, rows, cols) with its first element at ``low`` (either
+    offset may be negative: what falls outside is left out)."""
+    n, c = a.shape[:2]
+    h, w = _plane_view(a.shape[2:])
+    a4 = a.reshape(n, c, h, w)
+    out = np.zeros((n, c, rows, cols), a.dtype)
+    r0, c0 = max(low[0], 0), max(low[1], 0)
+    s0, s1 = r0 - low[0], c0 - low[1]
+    nr, nc = min(h - s0, rows - r0), min(w - s1, cols - c0)
+    if nr > 0 and nc > 0:
+        out[:, :, r0:r0 + nr, c0:c0 + nc] = a4[:, :, s0:s0 + nr, s1:s1 + nc]
+    return out
+
+
+def _pack_weight(w: Array) -> Array:
+    """One group's weight (O, C, *kernel) as the direct convolution reads it: (ceil(O / B), C, K, B), zeros past
+    O, B the block of output channels."""
+    o, c = w.shape[:2]
+    blk = _cnn_native.DIRECT_BLOCK
+    nb = -(-o // blk)
+    k = math.prod(w.shape[2:])
+    padded = np.zeros((nb * blk, c, k), w.dtype)
+    padded[:o] = w.reshape(o, c, k)
+    return np.ascontiguousarray(padded.reshape(nb, blk, c, k).transpose(0, 2, 3, 1))
 
 
 def _floats(*arrays: Array | None) -> bool:
@@ -158,6 +198,52 @@ class CpuCnnMixin(CnnMixin):
         out_buf = np.empty(p.og * p.nb * p.L, dt) if p.nb > 1 else None
         return col_buf, out_buf
 
+    def _direct(self, lib: Any, x: Array, w: Array, bias: Array | None, low: tuple[int, int],
+                dilation: tuple[int, int], groups: int, out_spatial: Shape) -> Array:
+        """The stride-1 convolution of ``x`` (N, C, *spatial) with ``w`` (O, C/groups, *kernel), 1-d or 2-d, by the
+        compiled direct loop: ``x`` placed in zeros with its first element at ``low`` (negative: cropped), each
+        output row reading its taps from there."""
+        n, c = x.shape[:2]
+        o = w.shape[0]
+        kh, kw = _plane_view(w.shape[2:])
+        oh, ow = _plane_view(out_spatial)
+        vec = _cnn_native.DIRECT_VECTOR_BYTES // x.itemsize
+        rows = oh + (kh - 1) * dilation[0]
+        cols = -(-ow // vec) * vec + (kw - 1) * dilation[1]
+        xp = _pad_planes(x, low, rows, cols)
+        y = np.empty((n, o) + tuple(out_spatial), x.dtype)
+        cg, og = c // groups, o // groups
+        for gi in range(groups):
+            wp = _pack_weight(np.ascontiguousarray(w[gi * og:(gi + 1) * og]))
+            args = (n, cg, rows, cols, og, kh, kw, dilation[0], dilation[1], oh, ow, c * rows * cols, o * oh * ow)
+            lib.direct_conv(args, xp[:, gi * cg], wp, None if bias is None else bias[gi * og:(gi + 1) * og],
+                            y[:, gi * og], self._optim_threads())
+        return y
+
+    def _direct_weight_grad(self, lib: Any, g: Array, x: Array, p: _Plan, w_shape: Shape) -> Array:
+        """The weight gradient of a convolution that :meth:`_direct` serves, by the compiled direct loop."""
+        low, dil = self._plane_geometry(p)
+        kh, kw = _plane_view(p.kernel)
+        oh, ow = _plane_view(p.blocks)
+        rows = oh + (kh - 1) * dil[0]
+        cols = ow + (kw - 1) * dil[1]
+        xp = _pad_planes(x, low, rows, cols)
+        g = np.ascontiguousarray(g)
+        o, c = w_shape[0], x.shape[1]
+        dw = np.empty(w_shape, x.dtype)
+        for gi in range(p.groups):
+            args = (p.n, p.cg, rows, cols, p.og, kh, kw, dil[0], dil[1], oh, ow, c * rows * cols, o * oh * ow)
+            lib.direct_conv_weight_grad(args, xp[:, gi * p.cg], g[:, gi * p.og], dw[gi * p.og:(gi + 1) * p.og],
+                                        self._optim_threads())
+        return dw
+
+    @staticmethod
+    def _plane_geometry(p: _Plan) -> tuple[tuple[int, int], tuple[int, int]]:
+        """(low padding, dilation) of a 1-d or 2-d plan as (rows, columns) pairs."""
+        if len(p.kernel) == 1:
+            return (0, p.low[0]), (1, p.dilation[0])
+        return (p.low[0], p.low[1]), (p.dilation[0], p.dilation[1])
+
     # ------------------------------------------------------------------------------------- convolution
     def conv_forward(self, x: Array, w: Array, bias: Array | None, stride: Shape, pads: Pads, dilation: Shape,
                      groups: int, blocks: Shape) -> Array | None:
@@ -165,6 +251,10 @@ class CpuCnnMixin(CnnMixin):
             return None
         p = _Plan(x.shape, w.shape, stride, pads, dilation, groups, blocks, x.itemsize)
         lib = self._cnn_lib()
+        if lib is not None and p.direct:
+            low, dil = self._plane_geometry(p)
+            bias_c = None if bias is None else np.ascontiguousarray(bias)
+            return self._direct(lib, x, w, bias_c, low, dil, groups, p.blocks)
         x = np.ascontiguousarray(x)
         w2 = np.ascontiguousarray(w).reshape(w.shape[0], p.ck)
         y = np.empty((p.n, w.shape[0], p.L), x.dtype)
@@ -198,6 +288,17 @@ class CpuCnnMixin(CnnMixin):
             return None
         p = _Plan(x_shape, w.shape, stride, pads, dilation, groups, g.shape[2:], g.itemsize)
         lib = self._cnn_lib()
+        if lib is not None and p.direct and _Plan(g.shape, (x_shape[1], w.shape[0] // groups) + p.kernel, stride,
+                                                  pads, dilation, groups, p.spatial, g.itemsize).direct:
+            # at stride 1 the input gradient is the convolution of g with the flipped, transposed weight, g
+            # placed so that each input position's taps are the outputs that read it
+            low, dil = self._plane_geometry(p)
+            kh, kw = _plane_view(p.kernel)
+            og = w.shape[0] // groups
+            flipped = np.flip(w, tuple(range(2, w.ndim)))
+            wt = flipped.reshape((groups, og, p.cg) + p.kernel).swapaxes(1, 2).reshape((p.cg * groups, og) + p.kernel)
+            return self._direct(lib, g, wt, None, ((kh - 1) * dil[0] - low[0], (kw - 1) * dil[1] - low[1]), dil,
+                                groups, p.spatial)
         g3 = np.ascontiguousarray(g).reshape(p.n, w.shape[0], p.L)
         w2 = np.ascontiguousarray(w).reshape(w.shape[0], p.ck)
         dx = np.empty(x_shape, g.dtype)
@@ -221,6 +322,8 @@ class CpuCnnMixin(CnnMixin):
             return None
         p = _Plan(x.shape, w_shape, stride, pads, dilation, groups, g.shape[2:], x.itemsize)
         lib = self._cnn_lib()
+        if lib is not None and p.direct:
+            return self._direct_weight_grad(lib, g, x, p, w_shape)
         x = np.ascontiguousarray(x)
         g3 = np.ascontiguousarray(g).reshape(p.n, w_shape[0], p.L)
         gw = np.empty((w_shape[0], p.ck), x.dtype)

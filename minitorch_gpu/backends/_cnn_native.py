@@ -19,7 +19,16 @@ from ._cpu_library import CpuLibrary, run_parallel
 
 __all__ = ["library", "Cnn", "LIB"]
 
-LIB = CpuLibrary("cnn_cpu.cpp", (), "1", "MINITORCH_GPU_NATIVE_NN", "the native CPU convolution loops")
+# contraction on: the direct convolution's multiply-adds fuse (nothing here must match NumPy bit for bit but
+# im2col / col2im, which only copy and add)
+LIB = CpuLibrary("cnn_cpu.cpp", (), "1", "MINITORCH_GPU_NATIVE_NN", "the native CPU convolution loops",
+                 ("-ffp-contract=fast",))
+# output channels per block of the direct convolution's packed weights (cnn_cpu.cpp's kOutCh), and the bytes of
+# its vectors (Vec64): rows of its padded input are read in whole vectors
+DIRECT_BLOCK = 8
+DIRECT_VECTOR_BYTES = 64
+# the weight gradient's pieces: blocks of output channels, and of taps (kGradOut, kGradTaps)
+_GRAD_OUT, _GRAD_TAPS = 3, 9
 
 # elements a thread should have before a call is split: a hand-off through the pool costs tens of microseconds
 _PARALLEL_MIN_ELEMENTS = 1 << 16
@@ -58,6 +67,10 @@ class Cnn:
         self._im2col.argtypes = [_int, _ptr, _ptr, _i64, _ptr, _ptr]
         self._col2im = lib.mt_cnn_col2im
         self._col2im.argtypes = [_int, _ptr, _ptr, _i64, _ptr, _ptr]
+        self._direct = lib.mt_cnn_direct_conv
+        self._direct.argtypes = [_int, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr]
+        self._direct_wg = lib.mt_cnn_direct_conv_weight_grad
+        self._direct_wg.argtypes = [_int, _ptr, _ptr, _ptr, _ptr, _ptr]
         self._pool_fwd = lib.mt_cnn_max_pool_forward
         self._pool_fwd.argtypes = [_int, _ptr, _ptr, _i64, _ptr, _ptr, _ptr]
         self._pool_bwd = lib.mt_cnn_max_pool_backward
@@ -67,7 +80,7 @@ class Cnn:
                                  _ptr]
         self._bn_bwd = lib.mt_cnn_batch_norm_backward
         self._bn_bwd.argtypes = [_int, _i64, _i64, _i64, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr]
-        for f in (self._im2col, self._col2im, self._pool_fwd, self._pool_bwd, self._bn_fwd, self._bn_bwd):
+        for f in (self._im2col, self._col2im, self._direct, self._direct_wg, self._pool_fwd, self._pool_bwd, self._bn_fwd, self._bn_bwd):
             f.restype = _int
 
     @staticmethod
@@ -96,6 +109,24 @@ class Cnn:
         """The adjoint of :meth:`im2col`: ``batch`` samples of geo's C channels of ``dx`` overwritten."""
         self._run("col2im", self._col2im, (_DTYPES[cols.dtype], geo, _addr(cols), batch, _addr(dx)), batch * geo[0],
                   cols.size, threads)
+
+    def direct_conv(self, args: Sequence[int], xp: Any, w_packed: Any, bias: Any, y: Any, threads: int) -> None:
+        """The stride-1 2-d convolution of one group (cnn_cpu.cpp's mt_cnn_direct_conv: ``args`` as it lists them,
+        ``xp`` / ``y`` views at the group's first channel)."""
+        batch, o = args[0], args[4]
+        blocks = -(-o // DIRECT_BLOCK)
+        self._run("direct convolution", self._direct,
+                  (_DTYPES[y.dtype], (_i64 * 13)(*args), _addr(xp), _addr(w_packed), _addr(bias), _addr(y)),
+                  batch * blocks, batch * o * args[9] * args[10] * 8, threads)
+
+    def direct_conv_weight_grad(self, args: Sequence[int], xp: Any, g: Any, dw: Any, threads: int) -> None:
+        """The weight gradient of one group of that convolution (mt_cnn_direct_conv_weight_grad: ``g`` the output
+        gradient, ``dw`` the group's rows)."""
+        c, o, k = args[1], args[4], args[5] * args[6]
+        pieces = -(-o // _GRAD_OUT) * c * -(-k // _GRAD_TAPS)
+        self._run("direct convolution weight gradient", self._direct_wg,
+                  (_DTYPES[dw.dtype], (_i64 * 13)(*args), _addr(xp), _addr(g), _addr(dw)), pieces,
+                  args[0] * o * c * k * args[9] * args[10], threads)
 
     def max_pool_forward(self, geo: Any, x: Any, planes: int, y: Any, indices: Any, threads: int) -> None:
         self._run("max pooling", self._pool_fwd,

@@ -58,11 +58,13 @@ class CpuLibrary:
     """``kernels/<source>`` (including ``headers``, which join the cache key) as a loaded library, or None.
 
     ``abi`` is part of the cache key (bump it when the Python side's expectations change); ``switch`` names the
-    environment variable that turns the library off; ``purpose`` names it in messages.
+    environment variable that turns the library off; ``purpose`` names it in messages; ``extra_flags`` follow
+    :func:`compile_flags` (a later flag wins).
     """
 
-    def __init__(self, source: str, headers: Sequence[str], abi: str, switch: str, purpose: str) -> None:
-        self.source, self.headers, self.abi = source, tuple(headers), abi
+    def __init__(self, source: str, headers: Sequence[str], abi: str, switch: str, purpose: str,
+                 extra_flags: Sequence[str] = ()) -> None:
+        self.source, self.headers, self.abi, self.extra_flags = source, tuple(headers), abi, list(extra_flags)
         self.switch, self.purpose = switch, purpose
         self._lock = threading.Lock()
         self._tried = False
@@ -81,10 +83,11 @@ class CpuLibrary:
         last: NativeBuildError | None = None
         # -march=native where the compiler knows it (vector width is most of the speed), else the baseline target
         for native in (True, False):
-            key = _native.sha(self.abi, cid, compile_flags(native), cpu_signature(), *texts)[:24]
+            flags = compile_flags(native) + self.extra_flags
+            key = _native.sha(self.abi, cid, flags, cpu_signature(), *texts)[:24]
             path = d / f"lib{stem}-{key}.so"
             try:
-                lib = _native.build_library(path, [cxx, *compile_flags(native), f"-I{kdir}", str(srcs[0])],
+                lib = _native.build_library(path, [cxx, *flags, f"-I{kdir}", str(srcs[0])],
                                             f"kernels/{self.source}", NativeBuildError, self.purpose)
             except NativeBuildError as e:
                 last = e
