@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import platform
 import threading
 import warnings
 from pathlib import Path
@@ -23,6 +22,9 @@ from typing import Any, Literal, TypedDict
 import numpy as np
 
 from .. import _native
+from ._cpu_library import NativeBuildError
+from ._cpu_library import compile_flags as _flags
+from ._cpu_library import cpu_signature as _cpu_signature
 from ._optim import _pool
 from .cuda.fused_step import FusedStep, fused_group_sizes, group_scalar_count
 from .cuda.loader import enum_codes, kernel_dir
@@ -51,40 +53,9 @@ class _LibraryState(TypedDict):
 _state: _LibraryState = {"lib": None, "tried": False, "reason": None}
 
 
-class NativeBuildError(RuntimeError):
-    """The native optimizer library could not be built."""
-
-
 def _sources() -> tuple[Path, list[Path]]:
     d = Path(kernel_dir())
     return d, [d / "optim_cpu.cpp", d / "optim_math.cuh"]
-
-
-def _cpu_signature() -> str:
-    """What ``-march=native`` depends on: the cache key must change when the same home directory is used from a
-    different kind of CPU."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if line.startswith(("flags", "Features", "model name", "CPU part")):
-                    return line.strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def _flags(native: bool) -> list[str]:
-    # contraction off keeps every product and sum rounded on its own, as NumPy's ufuncs do (bit-identical
-    # results); errno/trapping off lets sqrt and the selects vectorise
-    flags = ["-std=c++17", "-O3", "-ffp-contract=off", "-fno-math-errno", "-fno-trapping-math", "-fPIC", "-shared"]
-    if not native:
-        return flags
-    flags.append("-march=native")
-    if platform.machine() in ("x86_64", "AMD64"):
-        # where AVX-512 exists, full-width vectors take about 3% off a step (measured on AMD EPYC); the
-        # compiler's default tuning prefers 256 bits
-        flags.append("-mprefer-vector-width=512")
-    return flags
 
 
 def _data_offset() -> int:

@@ -1,5 +1,6 @@
-"""The CPU backend: the primitive table of ``base.Backend`` on NumPy arrays, with glibc told to keep freed memory
-and the fused optimizer steps run by the compiled loop of ``_optim_native``."""
+"""The CPU backend: the primitive table of ``base.Backend`` on NumPy arrays, with glibc told to keep freed memory,
+the fused optimizer steps run by the compiled loop of ``_optim_native``, and convolution, max pooling and batch
+norm by ``_cnn_cpu``."""
 from __future__ import annotations
 
 import ctypes
@@ -12,6 +13,7 @@ import numpy as np
 
 from .._device import device
 from . import _optim_native
+from ._cnn_cpu import CpuCnnMixin
 from ._scalar_pow import scalar_pow
 from ._types import Array, Operand
 from .base import Backend
@@ -66,7 +68,7 @@ def _keep_freed_memory() -> bool:
 KEEPS_FREED_MEMORY = _keep_freed_memory()
 
 
-class NumpyBackend(Backend):
+class NumpyBackend(CpuCnnMixin, Backend):
     xp = np
     name = "numpy"
 
