@@ -317,22 +317,13 @@ class ElementwiseMixin(PrimitiveHost):
     @_lift_0d
     def gelu(self, x: Array, approximate: str = "none") -> Array:
         """x * Phi(x) (``approximate='none'``) or its tanh approximation, in x's dtype."""
-        xp = self.xp
         dt = x.dtype
         low = dt.itemsize == 2
         if low:
             x = x.astype(np.float32)
-        one = x.dtype.type(1)
         if approximate == "tanh":
-            inner = x * x
-            inner *= x.dtype.type(_GELU_TANH_KAPPA)
-            inner += one
-            inner *= x
-            inner *= x.dtype.type(_GELU_TANH_BETA)
-            t = xp.tanh(inner, out=inner)
-            t += one
+            t = self._gelu_tanh_gate(x)
             t *= x
-            t *= x.dtype.type(0.5)
         else:
             t = self._gelu_cdf(x)
             t *= x
@@ -347,29 +338,19 @@ class ElementwiseMixin(PrimitiveHost):
         if low:
             x = x.astype(np.float32)
             g = g.astype(np.float32)
-        one = x.dtype.type(1)
-        half = x.dtype.type(0.5)
         if approximate == "tanh":
-            beta = x.dtype.type(_GELU_TANH_BETA)
-            kappa = x.dtype.type(_GELU_TANH_KAPPA)
-            x_sq = x * x
-            inner = x_sq * kappa
-            inner += one
-            inner *= x
-            inner *= beta
-            th = xp.tanh(inner, out=inner)
-            left_d = th + one
-            left_d *= half
-            # right derivative: 0.5 x (1 - tanh^2) beta (1 + 3 kappa x^2)
-            th *= th
-            xp.subtract(one, th, out=th)
-            x_sq *= x.dtype.type(3 * _GELU_TANH_KAPPA)
-            x_sq += one
-            th *= x_sq
-            th *= x
-            th *= x.dtype.type(0.5 * _GELU_TANH_BETA)
-            left_d += th
-            r = left_d
+            # d/dx x s(u) = s + x 2 s (1 - s) u', u' = beta (1 + 3 kappa x^2)
+            s = self._gelu_tanh_gate(x)
+            d = xp.subtract(x.dtype.type(1), s)
+            d *= s
+            du = x * x
+            du *= x.dtype.type(3 * _GELU_TANH_KAPPA)
+            du += x.dtype.type(1)
+            d *= du
+            d *= x
+            d *= x.dtype.type(2 * _GELU_TANH_BETA)
+            d += s
+            r = d
         else:
             cdf = self._gelu_cdf(x)
             pdf = x * x
@@ -381,6 +362,18 @@ class ElementwiseMixin(PrimitiveHost):
             r = cdf
         r *= g
         return r.astype(dt) if low else r
+
+    def silu(self, x: Array) -> Array:
+        """x * sigmoid(x)."""
+        return self.binary("mul", x, self.unary("sigmoid", x))
+
+    def sigmoid_backward(self, g: Array, y: Array) -> Array:
+        """g * y (1 - y): the gradient of sigmoid from its output ``y`` (``g`` already in y's dtype)."""
+        return self.binary("mul", g, self.binary("mul", y, self.binary("sub", 1.0, y)))
+
+    def tanh_backward(self, g: Array, y: Array) -> Array:
+        """g * (1 - y^2): the gradient of tanh from its output ``y`` (``g`` already in y's dtype)."""
+        return self.binary("mul", g, self.binary("sub", 1.0, self.binary("mul", y, y)))
 
     @_lift_0d
     def softplus(self, x: Array, beta: float = 1.0, threshold: float = 20.0) -> Array:
@@ -398,6 +391,20 @@ class ElementwiseMixin(PrimitiveHost):
             xb /= xc.dtype.type(beta)
         r = xp.where(lin, xc, xb)
         return r.astype(dt) if low else r
+
+    def _gelu_tanh_gate(self, x: Array) -> Array:
+        """s = (1 + tanh(u)) / 2 = 1 / (1 + exp(-2u)), u = beta (x + kappa x^3): tanh-gelu is x s. As a sigmoid it
+        keeps full relative accuracy where tanh(u) is near -1 (1 + tanh there cancels to an ulp of 1, or to 0), so
+        the gradient for large negative x is as small as it should be instead of an ulp-sized constant."""
+        xp = self.xp
+        e = x * x
+        e *= x.dtype.type(_GELU_TANH_KAPPA)
+        e += x.dtype.type(1)
+        e *= x
+        e *= x.dtype.type(-2 * _GELU_TANH_BETA)
+        xp.exp(e, out=e)
+        e += x.dtype.type(1)
+        return xp.reciprocal(e, out=e)
 
     # ---------------------------------------------------------------- erf / erfinv
     def _gelu_cdf(self, x: Array) -> Array:

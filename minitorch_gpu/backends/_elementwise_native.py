@@ -1,0 +1,180 @@
+"""The CPU backend's compiled elementwise maps: kernels/elementwise_cpu.cpp, built with the host C++ compiler on first
+use, cached on disk, and called through ctypes.
+
+NumPy computes gelu, its gradient, sigmoid or erf in 5 to 15 passes over memory (one per ufunc, each with a fresh
+temporary), and fmod, remainder, floor division, logaddexp and hypot through scalar libm loops 5 to 20 times slower
+than a vector loop; one compiled pass brings them to PyTorch's speed. The NumPy bodies in ``_elementwise.py`` stay
+the reference: they run whenever this path declines (no compiler, a dtype other than float32/float64, a strided or
+broadcast operand, a small array for the ops where NumPy's one ufunc is as fast), and tests compare the two.
+
+``MINITORCH_GPU_NATIVE_ELEMENTWISE=0`` switches it off. A build failure is reported once as a warning and the NumPy
+bodies are used from then on.
+"""
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import _native_cpu
+from ._optim import _pool
+from ._types import writable
+from .cuda.loader import enum_codes, kernel_dir
+
+__all__ = ["available", "unavailable_reason", "unary", "binary", "UNARY", "BINARY", "SMALL_OK"]
+
+_ABI = "1"
+_PURPOSE = "the native CPU elementwise library"
+_SOURCE = "elementwise_cpu.cpp"
+_DTYPES = {np.dtype(np.float32): 0, np.dtype(np.float64): 1}
+# below this many elements a second thread costs more than it saves (a hand-off is tens of microseconds)
+_PARALLEL_MIN_ELEMENTS = 1 << 16
+
+UNARY: dict[str, int] = enum_codes(_SOURCE, "UnaryOp")
+BINARY: dict[str, int] = enum_codes(_SOURCE, "BinaryOp")
+SMALL_OK = frozenset({"erf", "gelu", "gelu_tanh", "sigmoid", "silu", "sign", "gelu_backward", "gelu_tanh_backward",
+                      "sigmoid_backward", "tanh_backward"})
+"""Ops whose NumPy body takes several passes: the compiled pass wins at every size. The others replace one ufunc,
+which beats the cost of a ctypes call on small arrays (below ``SMALL_MIN`` elements)."""
+SMALL_MIN = 256
+
+class NativeBuildError(RuntimeError):
+    """The native elementwise library could not be built."""
+
+
+class _Library:
+    def __init__(self, path: Path, lib: ctypes.CDLL) -> None:
+        i64, ptr, c_int = ctypes.c_longlong, ctypes.c_void_p, ctypes.c_int
+        self.path = path
+        self.unary = lib.mt_ew_unary
+        self.unary.restype = c_int
+        self.unary.argtypes = [c_int, c_int, i64, ptr, ptr]
+        self.binary = lib.mt_ew_binary
+        self.binary.restype = c_int
+        self.binary.argtypes = [c_int, c_int, i64, ptr, i64, ptr, i64, ptr]
+        sup = lib.mt_ew_supports
+        sup.restype = c_int
+        # (name, dtype) pairs the library computes: checked before anything is allocated
+        self.unary_ok = {(name, dt) for name, code in UNARY.items() for dt, c in _DTYPES.items() if sup(1, code, c)}
+        self.binary_ok = {(name, dt) for name, code in BINARY.items() for dt, c in _DTYPES.items() if sup(2, code, c)}
+
+
+def _build() -> _Library:
+    src = Path(kernel_dir()) / _SOURCE
+    # glibc's vector math library first (vector exp, exp2, erf, log1p); without it the same loops call scalar libm
+    path, lib = _native_cpu.build("elementwise_cpu", [src], _ABI, NativeBuildError, _PURPOSE,
+                                  extras=(("-DMT_LIBMVEC", "-lmvec"), ()))
+    return _Library(path, lib)
+
+
+_loader = _native_cpu.LazyLibrary(_build, "MINITORCH_GPU_NATIVE_ELEMENTWISE", _PURPOSE,
+                                  "the CPU computes these maps with the slower NumPy bodies")
+_state = _loader.state
+_library = _loader.get
+
+
+def available() -> bool:
+    """Whether the compiled maps can run here (builds them on the first call)."""
+    return _library() is not None
+
+
+def unavailable_reason() -> str | None:
+    """Why :func:`available` is False (None when it is True)."""
+    return _loader.reason
+
+
+def _plain(x: Any, dt: np.dtype[Any]) -> bool:
+    """A C-contiguous array of dtype ``dt`` (the only layout the loops take)."""
+    return x.__class__ is np.ndarray and x.dtype == dt and x.flags.c_contiguous
+
+
+def _target(out: Any, shape: tuple[int, ...], dt: np.dtype[Any], *inputs: Any) -> Any:
+    """Where the result goes: ``out`` when the loops can write it directly, a new array when there is no ``out``,
+    None when the caller must fall back (NumPy also handles an ``out`` that partly overlaps an input)."""
+    if out is None:
+        return np.empty(shape, dt)
+    if out.__class__ is not np.ndarray or out.shape != shape or not _plain(out, dt) or not writable(out):
+        return None
+    for x in inputs:
+        if x is not out and x.__class__ is np.ndarray and np.may_share_memory(x, out):
+            return None
+    return out
+
+
+def _split(n: int, threads: int, call: Callable[[int, int], int]) -> None:
+    """``call(start, stop)`` over [0, n), cut among up to ``threads`` threads for long arrays (ctypes drops the
+    GIL during the call, and elementwise results cannot depend on who computed which piece)."""
+    workers = min(threads, n // _PARALLEL_MIN_ELEMENTS) if threads > 1 else 1
+    if workers <= 1:
+        rc = call(0, n)
+    else:
+        step = -(-n // workers)
+        step += (-step) % 16  # pieces start on 64-byte boundaries of the arrays
+        futures = [_pool(threads).submit(call, s, min(n, s + step)) for s in range(step, n, step)]
+        rc = call(0, min(n, step))
+        for f in futures:
+            rc = rc or f.result()
+    if rc != 0:
+        raise RuntimeError(f"{_PURPOSE} rejected its arguments (code {rc})")
+
+
+def unary(name: str, x: Any, out: Any = None, threads: int = 1) -> Any:
+    """``name`` over ``x`` in one compiled pass, or None (nothing computed) when this path declines."""
+    lib = _library()
+    if lib is None:
+        return None
+    dt = x.dtype if x.__class__ is np.ndarray else None
+    if dt is None or (name, dt) not in lib.unary_ok or not x.flags.c_contiguous:
+        return None
+    n = x.size
+    if n < SMALL_MIN and name not in SMALL_OK:
+        return None
+    y = _target(out, x.shape, dt, x)
+    if y is None:
+        return None
+    code, dcode, isz = UNARY[name], _DTYPES[dt], dt.itemsize
+    xp, yp = x.ctypes.data, y.ctypes.data
+    fn = lib.unary
+    _split(n, threads, lambda s, e: fn(code, dcode, e - s, xp + s * isz, yp + s * isz))
+    return y
+
+
+def binary(name: str, a: Any, b: Any, out: Any = None, threads: int = 1) -> Any:
+    """``name`` over ``a`` and ``b`` (arrays of one shape and dtype, or one of them a Python number) in one
+    compiled pass, or None (nothing computed) when this path declines."""
+    lib = _library()
+    if lib is None:
+        return None
+    a_arr, b_arr = a.__class__ is np.ndarray, b.__class__ is np.ndarray
+    ref = a if a_arr else b
+    if not (a_arr or b_arr):
+        return None
+    dt = ref.dtype
+    if (name, dt) not in lib.binary_ok:
+        return None
+    shape = ref.shape
+    for v, is_arr in ((a, a_arr), (b, b_arr)):
+        if is_arr:
+            if v.shape != shape or not _plain(v, dt):
+                return None
+        elif type(v) not in (float, int, bool):
+            return None
+    n = ref.size
+    if n < SMALL_MIN and name not in SMALL_OK:
+        return None
+    y = _target(out, shape, dt, a, b)
+    if y is None:
+        return None
+    # a number operand travels as a one-element array of the dtype (step 0): NumPy's weak-scalar rule
+    av = a if a_arr else np.array([a], dt)
+    bv = b if b_arr else np.array([b], dt)
+    code, dcode, isz = BINARY[name], _DTYPES[dt], dt.itemsize
+    ap, bp, yp = av.ctypes.data, bv.ctypes.data, y.ctypes.data
+    sa, sb = int(a_arr), int(b_arr)
+    fn = lib.binary
+    _split(n, threads, lambda s, e: fn(code, dcode, e - s, ap + s * isz * sa, sa, bp + s * isz * sb, sb,
+                                       yp + s * isz))
+    return y
