@@ -158,6 +158,8 @@ class ElementwiseMixin(PrimitiveHost):
     def clamp(self, x: Array, lo: Operand | None, hi: Operand | None) -> Array:
         """min(max(x, lo), hi): NaN propagates from x and from the bounds, and lo > hi gives hi (PyTorch)."""
         xp = self.xp
+        if lo is not None and hi is not None:
+            return xp.asarray(xp.clip(x, lo, hi))  # the same two selects, in one pass without a temporary
         if lo is not None:
             x = xp.maximum(x, lo)
         if hi is not None:
@@ -206,7 +208,31 @@ class ElementwiseMixin(PrimitiveHost):
 
     @_lift_0d
     def _frac(self, x: Array, out: Array | None = None) -> Array:
-        return self.xp.subtract(x, self.xp.trunc(x), out=out)
+        # x - trunc(x) into trunc's own buffer: one temporary fewer
+        r = self.xp.trunc(x)
+        self.xp.subtract(x, r, out=r)
+        return _copy_to(self.xp, out, r)
+
+    def _scaled(self, x: Array, factor: float, out: Array | None, ufunc: str) -> Array:
+        """x times a constant (degrees <-> radians): a SIMD multiply where NumPy's own ufunc has a scalar loop;
+        2-byte floats keep NumPy's ufunc, which computes them in float32 before rounding."""
+        if x.dtype.kind == "f" and x.dtype.itemsize >= 4:
+            return self.xp.multiply(x, x.dtype.type(factor), out=out)
+        fn = getattr(self.xp, ufunc)
+        return fn(x) if out is None else fn(x, out=out)
+
+    def _deg2rad(self, x: Array, out: Array | None = None) -> Array:
+        return self._scaled(x, math.pi / 180, out, "deg2rad")
+
+    def _rad2deg(self, x: Array, out: Array | None = None) -> Array:
+        return self._scaled(x, 180 / math.pi, out, "rad2deg")
+
+    def _logical_not(self, x: Array, out: Array | None = None) -> Array:
+        # x == 0 is the same predicate (NaN is true, so not-NaN is false) with NumPy's SIMD comparison loop
+        xp = self.xp
+        if x.dtype.kind in "fiu":
+            return xp.equal(x, 0) if out is None else xp.equal(x, 0, out=out)
+        return xp.logical_not(x) if out is None else xp.logical_not(x, out=out)
 
     def _relu(self, x: Array, out: Array | None = None) -> Array:
         # clip and maximum keep NaN, like PyTorch's relu. NOTE: NumPy's maximum against a scalar has no SIMD
