@@ -518,9 +518,12 @@ def _time(step, reps, lib):
     return (time.perf_counter() - t0) / reps
 
 
-def _reps_for(steps, libs, target_s, quick):
-    """Calls per sample: enough for the slower side to run about ``target_s`` (timer resolution and
-    per-sample noise stop mattering), the same count for both sides."""
+def _reps_for(steps, libs, target_s, quick, reps=None):
+    """Calls per sample: ``reps`` when given, else enough for the slower side to run about ``target_s`` (timer
+    resolution and per-sample noise stop mattering; one call with ``quick``, a smoke run), the same count for both
+    sides."""
+    if reps is not None:
+        return reps
     if quick:
         return 1
     slowest = max(_time(steps[lib.name], 1, lib) for lib in libs)
@@ -536,7 +539,7 @@ def _loss_value(out):
         return None
 
 
-def run_case(name, libs, sz, rounds, warmup, target_s, quick):
+def run_case(name, libs, sz, rounds, warmup, target_s, quick, reps=None):
     steps, first = {}, {}
     ref = None
     for lib in libs:
@@ -551,7 +554,7 @@ def run_case(name, libs, sz, rounds, warmup, target_s, quick):
         for _ in range(warmup):
             step()
         lib.sync()
-    reps = _reps_for(steps, libs, target_s, quick)
+    reps = _reps_for(steps, libs, target_s, quick, reps)
     samples = {lib.name: [] for lib in libs}
     for r in range(rounds):
         # alternate who goes first so that neither side always runs right after the other's allocations
@@ -684,7 +687,8 @@ def run(args):
           f"torch {threads.get('torch', '-')}")
     rows = []
     for name in names:
-        row = run_case(name, libs, sz, rounds, 0 if args.quick else 2, args.target_ms / 1e3, args.quick)
+        row = run_case(name, libs, sz, rounds, 0 if args.quick and args.reps is None else 2, args.target_ms / 1e3,
+                       args.quick, args.reps)
         rows.append(row)
         ratio = f"{row['ratio']:.2f}x" if row["ratio"] else "-"
         torch_ms = f"{row['torch_ms']:9.3f}" if "torch_ms" in row else "        -"
@@ -725,6 +729,9 @@ def main(argv=None):
                    help="BLAS / intra-op threads for both sides (set in the environment before NumPy loads)")
     p.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 15, 2 with --quick)")
     p.add_argument("--target-ms", type=float, default=60.0, help="time per sample; sets the calls per sample")
+    p.add_argument("--reps", type=int, default=None,
+                   help="calls per sample (default: from --target-ms; 1 with --quick). `--quick --reps 50` times the "
+                        "quick sizes properly instead of smoke-testing them")
     p.add_argument("--cases", nargs="*", help=f"a subset of: {', '.join(CASES)}")
     p.add_argument("--out", default=RESULTS, help="results folder (a subfolder per device is made)")
     p.add_argument("--suffix", default="", help="write compare_<suffix>.* instead of compare.*")

@@ -8,6 +8,11 @@
 //   mt_ew_binary(op, dtype, n, a, a_step, b, b_step, y)  y[i] = op(a[i * a_step], b[i * b_step]); a step of 0
 //                                                        broadcasts a scalar (at most one of the two)
 //   mt_ew_supports(arity, op, dtype)                     -> 1 when the op is compiled for the dtype
+//   mt_lstm_cell_forward(dtype, B, H, gi, gh, c, h_out, c_out)
+//   mt_lstm_cell_backward(dtype, B, H, dh, dc, gi, gh, c, d_gates, dc_prev)
+//                                                        one LSTM step's pointwise half and its gradient (the
+//                                                        lstm_cell_* primitives of backends/_rnn.py); dh, dc may
+//                                                        be null (a zero gradient)
 //     op      a UnaryOp / BinaryOp member (arity 1 / 2); Python reads the enums from this file
 //     dtype   0 float32, 1 float64
 //     arrays  contiguous; y may be one of the inputs (each element is read before it is written)
@@ -17,7 +22,7 @@
 // floating-point contraction off and the results are bit-identical; where it calls libm (exp, log1p, erf), the
 // vector variants of glibc's libmvec (MT_LIBMVEC, when the build finds them) are within a few ulp of NumPy's.
 //
-// v1: every op in one pass. fmod and its family compute float32 in double, exact while the quotient is below 2^24
+// v1: every op in one pass; the LSTM cell in one pass over its gates. fmod and its family compute float32 in double, exact while the quotient is below 2^24
 // (see fmod_f32), the rare larger quotients finished by libm's fmodf in a second loop.
 #include <cmath>
 #include <cstdint>
@@ -29,6 +34,8 @@
 extern "C" {
 float expf(float) __attribute__((simd("notinbranch")));
 double exp(double) __attribute__((simd("notinbranch")));
+float tanhf(float) __attribute__((simd("notinbranch")));
+double tanh(double) __attribute__((simd("notinbranch")));
 float exp2f(float) __attribute__((simd("notinbranch")));
 double exp2(double) __attribute__((simd("notinbranch")));
 float log1pf(float) __attribute__((simd("notinbranch")));
@@ -52,6 +59,8 @@ inline float m_exp(float x) { return expf(x); }
 inline double m_exp(double x) { return exp(x); }
 inline float m_exp2(float x) { return exp2f(x); }
 inline double m_exp2(double x) { return exp2(x); }
+inline float m_tanh(float x) { return tanhf(x); }
+inline double m_tanh(double x) { return tanh(x); }
 inline float m_log1p(float x) { return log1pf(x); }
 inline double m_log1p(double x) { return log1p(x); }
 
@@ -299,6 +308,64 @@ int binary32(int op, idx n, const float* a, idx sa, const float* b, idx sb, floa
     return binary_common(op, n, a, sa, b, sb, y);
 }
 
+// ------------------------------------------------------------------------------------------ the LSTM cell
+// gates (B, 4H) in PyTorch's order i, f, g, o; the reference is backends/_rnn.py (sigmoid clamped as _sigmoid_)
+// the outputs are fresh arrays (Python allocates them): __restrict__ lets the loops vectorise without alias checks
+template <typename T>
+void lstm_forward(idx B, idx H, const T* __restrict__ gi, const T* __restrict__ gh, const T* __restrict__ c,
+                  T* __restrict__ h_out, T* __restrict__ c_out) {
+    const T lim = exp_limit<T>();
+    for (idx b = 0; b < B; ++b) {
+        const T* __restrict__ xi = gi + b * 4 * H;
+        const T* __restrict__ xh = gh + b * 4 * H;
+        for (idx j = 0; j < H; ++j) {
+            T i = sigmoid(xi[j] + xh[j], lim), f = sigmoid(xi[H + j] + xh[H + j], lim);
+            T g = m_tanh(xi[2 * H + j] + xh[2 * H + j]), o = sigmoid(xi[3 * H + j] + xh[3 * H + j], lim);
+            T cn = f * c[b * H + j] + i * g;
+            c_out[b * H + j] = cn;
+            h_out[b * H + j] = m_tanh(cn) * o;
+        }
+    }
+}
+
+// which of dh, dc exist is a template parameter: a load under a runtime condition would not vectorise
+template <typename T, bool HasDh, bool HasDc>
+void lstm_backward_v(idx B, idx H, const T* __restrict__ dh, const T* __restrict__ dc, const T* __restrict__ gi,
+                     const T* __restrict__ gh, const T* __restrict__ c, T* __restrict__ d, T* __restrict__ dc_prev) {
+    const T lim = exp_limit<T>();
+    for (idx b = 0; b < B; ++b) {
+        const T* __restrict__ xi = gi + b * 4 * H;
+        const T* __restrict__ xh = gh + b * 4 * H;
+        T* __restrict__ db = d + b * 4 * H;
+        for (idx j = 0; j < H; ++j) {
+            T i = sigmoid(xi[j] + xh[j], lim), f = sigmoid(xi[H + j] + xh[H + j], lim);
+            T g = m_tanh(xi[2 * H + j] + xh[2 * H + j]), o = sigmoid(xi[3 * H + j] + xh[3 * H + j], lim);
+            T cv = c[b * H + j];
+            T tc = m_tanh(f * cv + i * g);
+            T dhv = HasDh ? dh[b * H + j] : (T)0;
+            // c' reaches the loss through h' = o tanh(c') and through the next step's c
+            T gc = ((T)1 - tc * tc) * o * dhv + (HasDc ? dc[b * H + j] : (T)0);
+            db[3 * H + j] = dhv * tc * o * ((T)1 - o);
+            db[j] = gc * g * i * ((T)1 - i);
+            db[H + j] = gc * cv * f * ((T)1 - f);
+            db[2 * H + j] = gc * i * ((T)1 - g * g);
+            dc_prev[b * H + j] = gc * f;
+        }
+    }
+}
+
+template <typename T>
+void lstm_backward(idx B, idx H, const T* dh, const T* dc, const T* gi, const T* gh, const T* c, T* d, T* dc_prev) {
+    if (dh && dc)
+        lstm_backward_v<T, true, true>(B, H, dh, dc, gi, gh, c, d, dc_prev);
+    else if (dh)
+        lstm_backward_v<T, true, false>(B, H, dh, dc, gi, gh, c, d, dc_prev);
+    else if (dc)
+        lstm_backward_v<T, false, true>(B, H, dh, dc, gi, gh, c, d, dc_prev);
+    else
+        lstm_backward_v<T, false, false>(B, H, dh, dc, gi, gh, c, d, dc_prev);
+}
+
 bool supports(int arity, int op, int dtype) {
     if (dtype != 0 && dtype != 1) return false;
     if (arity == 1) return op >= U_erf && op <= U_sign;
@@ -325,6 +392,32 @@ int mt_ew_binary(int op, int dtype, idx n, const void* a, idx a_step, const void
         return -1;
     if (dtype == 0) return binary32(op, n, (const float*)a, a_step, (const float*)b, b_step, (float*)y);
     return binary_common<double>(op, n, (const double*)a, a_step, (const double*)b, b_step, (double*)y);
+}
+
+int mt_lstm_cell_forward(int dtype, idx B, idx H, const void* gi, const void* gh, const void* c, void* h_out,
+                         void* c_out) {
+    if (B < 0 || H < 0) return -1;
+    if (dtype == 0)
+        lstm_forward(B, H, (const float*)gi, (const float*)gh, (const float*)c, (float*)h_out, (float*)c_out);
+    else if (dtype == 1)
+        lstm_forward(B, H, (const double*)gi, (const double*)gh, (const double*)c, (double*)h_out, (double*)c_out);
+    else
+        return -1;
+    return 0;
+}
+
+int mt_lstm_cell_backward(int dtype, idx B, idx H, const void* dh, const void* dc, const void* gi, const void* gh,
+                          const void* c, void* d_gates, void* dc_prev) {
+    if (B < 0 || H < 0) return -1;
+    if (dtype == 0)
+        lstm_backward(B, H, (const float*)dh, (const float*)dc, (const float*)gi, (const float*)gh, (const float*)c,
+                      (float*)d_gates, (float*)dc_prev);
+    else if (dtype == 1)
+        lstm_backward(B, H, (const double*)dh, (const double*)dc, (const double*)gi, (const double*)gh,
+                      (const double*)c, (double*)d_gates, (double*)dc_prev);
+    else
+        return -1;
+    return 0;
 }
 
 }  // extern "C"

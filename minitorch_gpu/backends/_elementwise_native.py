@@ -24,7 +24,8 @@ from ._optim import _pool
 from ._types import writable
 from .cuda.loader import enum_codes, kernel_dir
 
-__all__ = ["available", "unavailable_reason", "unary", "binary", "UNARY", "BINARY", "SMALL_OK"]
+__all__ = ["available", "unavailable_reason", "unary", "binary", "lstm_cell_forward", "lstm_cell_backward", "UNARY",
+           "BINARY", "SMALL_OK"]
 
 _ABI = "1"
 _PURPOSE = "the native CPU elementwise library"
@@ -55,6 +56,12 @@ class _Library:
         self.binary = lib.mt_ew_binary
         self.binary.restype = c_int
         self.binary.argtypes = [c_int, c_int, i64, ptr, i64, ptr, i64, ptr]
+        self.lstm_forward = lib.mt_lstm_cell_forward
+        self.lstm_forward.restype = c_int
+        self.lstm_forward.argtypes = [c_int, i64, i64, ptr, ptr, ptr, ptr, ptr]
+        self.lstm_backward = lib.mt_lstm_cell_backward
+        self.lstm_backward.restype = c_int
+        self.lstm_backward.argtypes = [c_int, i64, i64, ptr, ptr, ptr, ptr, ptr, ptr, ptr]
         sup = lib.mt_ew_supports
         sup.restype = c_int
         # (name, dtype) pairs the library computes: checked before anything is allocated
@@ -178,3 +185,49 @@ def binary(name: str, a: Any, b: Any, out: Any = None, threads: int = 1) -> Any:
     _split(n, threads, lambda s, e: fn(code, dcode, e - s, ap + s * isz * sa, sa, bp + s * isz * sb, sb,
                                        yp + s * isz))
     return y
+
+
+def _lstm_operands(gi: Any, gh: Any, c: Any) -> tuple[_Library, int, int, int] | None:
+    """(library, dtype code, B, H) when the LSTM cell loops take these operands (contiguous, one float dtype, the
+    shapes of ``backends/_rnn.py``), else None."""
+    lib = _library()
+    if lib is None or c.__class__ is not np.ndarray or c.ndim != 2:
+        return None
+    dt = c.dtype
+    code = _DTYPES.get(dt)
+    B, H = c.shape
+    if code is None or not (_plain(gi, dt) and _plain(gh, dt) and _plain(c, dt)):
+        return None
+    if gi.shape != (B, 4 * H) or gh.shape != (B, 4 * H):
+        return None
+    return lib, code, B, H
+
+
+def lstm_cell_forward(gi: Any, gh: Any, c: Any) -> tuple[Any, Any] | None:
+    """(h', c') of one LSTM step in one compiled pass (``_rnn.lstm_cell_forward``), or None when declined."""
+    ops = _lstm_operands(gi, gh, c)
+    if ops is None:
+        return None
+    lib, code, B, H = ops
+    h, c_new = np.empty_like(c), np.empty_like(c)
+    if lib.lstm_forward(code, B, H, gi.ctypes.data, gh.ctypes.data, c.ctypes.data, h.ctypes.data,
+                        c_new.ctypes.data) != 0:
+        raise RuntimeError(f"{_PURPOSE} rejected the LSTM cell's arguments")
+    return h, c_new
+
+
+def lstm_cell_backward(dh: Any, dc: Any, gi: Any, gh: Any, c: Any) -> tuple[Any, Any] | None:
+    """(d gates, d c) of one LSTM step in one compiled pass (``_rnn.lstm_cell_backward``; ``dh``/``dc`` None for
+    a zero gradient), or None when declined."""
+    ops = _lstm_operands(gi, gh, c)
+    if ops is None:
+        return None
+    lib, code, B, H = ops
+    for g in (dh, dc):
+        if g is not None and (not _plain(g, c.dtype) or g.shape != c.shape):
+            return None
+    d, dc_prev = np.empty_like(gi), np.empty_like(c)
+    if lib.lstm_backward(code, B, H, None if dh is None else dh.ctypes.data, None if dc is None else dc.ctypes.data,
+                         gi.ctypes.data, gh.ctypes.data, c.ctypes.data, d.ctypes.data, dc_prev.ctypes.data) != 0:
+        raise RuntimeError(f"{_PURPOSE} rejected the LSTM cell's arguments")
+    return d, dc_prev

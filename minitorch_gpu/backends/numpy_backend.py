@@ -136,6 +136,15 @@ class NumpyBackend(Backend):
         r = self._compiled("tanh_backward", g, y)
         return r if r is not None else super().tanh_backward(g, y)
 
+    def lstm_cell_forward(self, gi: Array, gh: Array, c: Array) -> tuple[Array, Array]:
+        r = _elementwise_native.lstm_cell_forward(gi, gh, c) if self.native_elementwise else None
+        return r if r is not None else super().lstm_cell_forward(gi, gh, c)
+
+    def lstm_cell_backward(self, dh: Array | None, dc: Array | None, gi: Array, gh: Array,
+                           c: Array) -> tuple[Array, Array]:
+        r = _elementwise_native.lstm_cell_backward(dh, dc, gi, gh, c) if self.native_elementwise else None
+        return r if r is not None else super().lstm_cell_backward(dh, dc, gi, gh, c)
+
     def _pow(self, a: Operand, b: Operand, out: Array | None = None) -> Array:
         # glibc's pow is ~50x slower on negative bases: float ** number takes PyTorch's multiplications instead
         r = scalar_pow(a, b)

@@ -208,3 +208,25 @@ def test_build_failure_warns_once_and_falls_back(fresh_state, monkeypatch, tmp_p
         assert not native.available()  # tried once: no second warning
         x = np.linspace(-3, 3, 5000, dtype=np.float32)
         np.testing.assert_array_equal(NumpyBackend().gelu(x), _backend(False).gelu(x))
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("grads", ["both", "dh", "dc", "none"])
+def test_lstm_cell_matches_the_numpy_reference(lib, dt, grads):
+    rng = np.random.default_rng(11)
+    B, H = 5, 37
+    gi, gh = (rng.standard_normal((B, 4 * H)) * 3).astype(dt), rng.standard_normal((B, 4 * H)).astype(dt)
+    gi[0, :4] = [60.0, -60.0, 90.0, -90.0]  # saturated gates
+    c = rng.standard_normal((B, H)).astype(dt)
+    dh = rng.standard_normal((B, H)).astype(dt) if grads in ("both", "dh") else None
+    dc = rng.standard_normal((B, H)).astype(dt) if grads in ("both", "dc") else None
+    assert native.lstm_cell_forward(gi, gh, c) is not None
+    ref, got = _backend(False), _backend(True)
+    for r, g in zip(ref.lstm_cell_forward(gi, gh, c), got.lstm_cell_forward(gi, gh, c)):
+        _assert_matches("lstm_cell_forward", g, r, dt, (1.0,))
+    for r, g in zip(ref.lstm_cell_backward(dh, dc, gi, gh, c), got.lstm_cell_backward(dh, dc, gi, gh, c)):
+        _assert_matches("lstm_cell_backward", g, r, dt, (4.0,))  # the scale of the incoming gradients
+    # what the loops do not take goes to the reference
+    assert native.lstm_cell_forward(gi[:, ::2], gh[:, ::2], c[:, ::2]) is None
+    assert native.lstm_cell_forward(gi.astype(np.float16), gh.astype(np.float16), c.astype(np.float16)) is None
+    assert native.lstm_cell_backward(dh if dh is not None else c, np.zeros((B, H + 1), dt), gi, gh, c) is None
