@@ -122,24 +122,27 @@ template <typename T> inline T gelu_backward(T g, T x) {
     return (cdf + pdf) * g;
 }
 
-// tanh-gelu is x s with s = (1 + tanh u) / 2 = 1 / (1 + exp(-2u)), u = beta (x + kappa x^3): the sigmoid form of
-// _gelu_tanh_gate, accurate where tanh(u) is near -1
-template <typename T> inline T gelu_tanh_gate(T x) {
+// the largest argument whose exp is finite (as _exp_limit), so large |x| neither overflows nor loses accuracy
+template <typename T> inline T exp_limit() { return (T)(std::log((double)std::numeric_limits<T>::max()) * 0.999); }
+
+// tanh-gelu is x s with s = (1 + tanh u) / 2 = 1 / (1 + e), e = exp(-2u), u = beta (x + kappa x^3): the sigmoid
+// form of _gelu_tanh_gate, accurate where tanh(u) is near -1, and 1 - s = e s without a subtraction
+template <typename T> inline T gelu_tanh_exp(T x) {
     T e = x * x;
     e = e * (T)kKappa;
     e = e + (T)1;
     e = e * x;
     e = e * (T)(-2 * kBeta);
-    e = m_exp(e) + (T)1;
-    return (T)1 / e;
+    return m_exp(min_nan(e, exp_limit<T>()));
 }
 
-template <typename T> inline T gelu_tanh(T x) { return gelu_tanh_gate(x) * x; }
+template <typename T> inline T gelu_tanh(T x) { return ((T)1 / (gelu_tanh_exp(x) + (T)1)) * x; }
 
 // d/dx x s(u) = s + x 2 s (1 - s) u', u' = beta (1 + 3 kappa x^2)
 template <typename T> inline T gelu_tanh_backward(T g, T x) {
-    T s = gelu_tanh_gate(x);
-    T d = (T)1 - s;
+    T e = gelu_tanh_exp(x);
+    T s = (T)1 / (e + (T)1);
+    T d = e * s;
     d = d * s;
     T du = x * x;
     du = du * (T)(3 * kKappa);
@@ -152,8 +155,6 @@ template <typename T> inline T gelu_tanh_backward(T g, T x) {
 }
 
 // ------------------------------------------------------------------------------------------ sigmoid family
-// the largest argument whose exp is finite (as _exp_limit), so large |x| neither overflows nor loses accuracy
-template <typename T> inline T exp_limit() { return (T)(std::log((double)std::numeric_limits<T>::max()) * 0.999); }
 
 template <typename T> inline T sigmoid(T x, T lim) { return (T)1 / ((T)1 + m_exp(min_nan(-x, lim))); }
 template <typename T> inline T sign(T x) { return (T)(x > 0) - (T)(x < 0); }  // 0 for NaN and -0.0, as _sign

@@ -348,7 +348,7 @@ class ElementwiseMixin(PrimitiveHost):
         if low:
             x = x.astype(np.float32)
         if approximate == "tanh":
-            t = self._gelu_tanh_gate(x)
+            t = self._gelu_tanh_gate(x)[0]
             t *= x
         else:
             t = self._gelu_cdf(x)
@@ -365,9 +365,9 @@ class ElementwiseMixin(PrimitiveHost):
             x = x.astype(np.float32)
             g = g.astype(np.float32)
         if approximate == "tanh":
-            # d/dx x s(u) = s + x 2 s (1 - s) u', u' = beta (1 + 3 kappa x^2)
-            s = self._gelu_tanh_gate(x)
-            d = xp.subtract(x.dtype.type(1), s)
+            # d/dx x s(u) = s + x 2 s (1 - s) u', u' = beta (1 + 3 kappa x^2), with 1 - s = e s
+            s, d = self._gelu_tanh_gate(x)
+            d *= s
             d *= s
             du = x * x
             du *= x.dtype.type(3 * _GELU_TANH_KAPPA)
@@ -418,19 +418,21 @@ class ElementwiseMixin(PrimitiveHost):
         r = xp.where(lin, xc, xb)
         return r.astype(dt) if low else r
 
-    def _gelu_tanh_gate(self, x: Array) -> Array:
-        """s = (1 + tanh(u)) / 2 = 1 / (1 + exp(-2u)), u = beta (x + kappa x^3): tanh-gelu is x s. As a sigmoid it
-        keeps full relative accuracy where tanh(u) is near -1 (1 + tanh there cancels to an ulp of 1, or to 0), so
-        the gradient for large negative x is as small as it should be instead of an ulp-sized constant."""
+    def _gelu_tanh_gate(self, x: Array) -> tuple[Array, Array]:
+        """(s, e): s = (1 + tanh(u)) / 2 = 1 / (1 + e), e = exp(-2u), u = beta (x + kappa x^3); tanh-gelu is x s. As
+        a sigmoid it keeps full relative accuracy where tanh(u) is near -1 (1 + tanh there cancels to an ulp of 1,
+        or to 0), so the gradient for large negative x is as small as it should be; and 1 - s = e s needs no
+        subtraction either. The exponent is clamped below overflow (as sigmoid's), so e stays finite."""
         xp = self.xp
         e = x * x
         e *= x.dtype.type(_GELU_TANH_KAPPA)
         e += x.dtype.type(1)
         e *= x
         e *= x.dtype.type(-2 * _GELU_TANH_BETA)
+        xp.minimum(e, _exp_limit(e.dtype), out=e)
         xp.exp(e, out=e)
-        e += x.dtype.type(1)
-        return xp.reciprocal(e, out=e)
+        s = xp.add(e, x.dtype.type(1))
+        return xp.reciprocal(s, out=s), e
 
     # ---------------------------------------------------------------- erf / erfinv
     def _gelu_cdf(self, x: Array) -> Array:

@@ -21,11 +21,12 @@ import numpy as np
 
 from . import _native_cpu
 from ._optim import _pool
+from ._optim_native import _data_offset
 from ._types import writable
 from .cuda.loader import enum_codes, kernel_dir
 
 __all__ = ["available", "unavailable_reason", "unary", "binary", "lstm_cell_forward", "lstm_cell_backward", "UNARY",
-           "BINARY", "SMALL_OK"]
+           "BINARY", "SMALL_OK", "SCALAR_LIBM", "SMALL_MIN", "MEDIUM_MIN"]
 
 _ABI = "1"
 _PURPOSE = "the native CPU elementwise library"
@@ -33,14 +34,23 @@ _SOURCE = "elementwise_cpu.cpp"
 _DTYPES = {np.dtype(np.float32): 0, np.dtype(np.float64): 1}
 # below this many elements a second thread costs more than it saves (a hand-off is tens of microseconds)
 _PARALLEL_MIN_ELEMENTS = 1 << 16
+# elements per piece of shared work (a multiple of 16: pieces start on 64-byte boundaries of the arrays)
+_PIECE = 1 << 15
 
 UNARY: dict[str, int] = enum_codes(_SOURCE, "UnaryOp")
 BINARY: dict[str, int] = enum_codes(_SOURCE, "BinaryOp")
-SMALL_OK = frozenset({"erf", "gelu", "gelu_tanh", "sigmoid", "silu", "sign", "gelu_backward", "gelu_tanh_backward",
-                      "sigmoid_backward", "tanh_backward"})
-"""Ops whose NumPy body takes several passes: the compiled pass wins at every size. The others replace one ufunc,
-which beats the cost of a ctypes call on small arrays (below ``SMALL_MIN`` elements)."""
+SMALL_OK = frozenset({"erf", "gelu", "gelu_tanh", "silu", "gelu_backward", "gelu_tanh_backward"})
+"""Ops whose NumPy body takes ten passes or more: the compiled pass wins at every size."""
+SCALAR_LIBM = frozenset({"fmod", "remainder", "floor_divide", "logaddexp", "logaddexp2", "hypot"})
+"""Ops NumPy computes in a scalar libm loop (5-20 ns an element): the compiled pass wins from ``SMALL_MIN``
+elements on. The rest (sigmoid, sign, the activation gradients: a few fast ufunc passes) only from ``MEDIUM_MIN``,
+where their passes over memory outweigh the fixed cost of a ctypes call (a few microseconds)."""
 SMALL_MIN = 256
+MEDIUM_MIN = 4096
+
+
+def _min_size(name: str) -> int:
+    return 0 if name in SMALL_OK else SMALL_MIN if name in SCALAR_LIBM else MEDIUM_MIN
 
 class NativeBuildError(RuntimeError):
     """The native elementwise library could not be built."""
@@ -77,6 +87,8 @@ def _build() -> _Library:
     return _Library(path, lib)
 
 
+_MIN = {name: _min_size(name) for name in (*UNARY, *BINARY)}
+
 _loader = _native_cpu.LazyLibrary(_build, "MINITORCH_GPU_NATIVE_ELEMENTWISE", _PURPOSE,
                                   "the CPU computes these maps with the slower NumPy bodies")
 _state = _loader.state
@@ -91,6 +103,19 @@ def available() -> bool:
 def unavailable_reason() -> str | None:
     """Why :func:`available` is False (None when it is True)."""
     return _loader.reason
+
+
+def _addresses() -> Callable[[Any], int]:
+    """The data address of a NumPy array: read straight from the array object where its layout was checked
+    (``_optim_native``'s probe; a fifth of ``arr.ctypes.data``'s cost, which matters on small arrays)."""
+    off = _data_offset()
+    if off < 0:
+        return lambda a: int(a.ctypes.data)
+    read = ctypes.c_uint64.from_address
+    return lambda a: int(read(id(a) + off).value)
+
+
+_ptr = _addresses()
 
 
 def _plain(x: Any, dt: np.dtype[Any]) -> bool:
@@ -111,24 +136,41 @@ def _target(out: Any, shape: tuple[int, ...], dt: np.dtype[Any], *inputs: Any) -
     return out
 
 
-def _split(n: int, threads: int, call: Callable[[int, int], int]) -> None:
-    """``call(start, stop)`` over [0, n), cut among up to ``threads`` threads for long arrays (ctypes drops the
-    GIL during the call, and elementwise results cannot depend on who computed which piece)."""
-    workers = min(threads, n // _PARALLEL_MIN_ELEMENTS) if threads > 1 else 1
+def _split(n: int, threads: int | Callable[[], int], call: Callable[[int, int], int]) -> None:
+    """``call(start, stop)`` over [0, n), shared among up to ``threads`` threads for long arrays (ctypes drops the
+    GIL during the call, and elementwise results cannot depend on who computed which piece).
+
+    The pieces are taken from one shared iterator by whoever is free, this thread included, and helpers that have
+    not started by the time the work is gone are cancelled: on a busy machine a helper thread can start
+    milliseconds late, and a fixed split would make this thread wait for it."""
+    count = 1
+    if n >= 2 * _PARALLEL_MIN_ELEMENTS:
+        count = threads() if callable(threads) else threads
+    workers = min(count, n // _PARALLEL_MIN_ELEMENTS)
     if workers <= 1:
         rc = call(0, n)
     else:
-        step = -(-n // workers)
-        step += (-step) % 16  # pieces start on 64-byte boundaries of the arrays
-        futures = [_pool(threads).submit(call, s, min(n, s + step)) for s in range(step, n, step)]
-        rc = call(0, min(n, step))
+        starts = iter(range(0, n, _PIECE))  # next() on a range iterator is atomic under the GIL
+
+        def work() -> int:
+            code = 0
+            for s in starts:
+                code = code or call(s, min(n, s + _PIECE))
+            return code
+        futures = [_pool(count).submit(work) for _ in range(workers - 1)]
+        rc = work()
         for f in futures:
-            rc = rc or f.result()
+            if not f.cancel():
+                rc = rc or f.result()
     if rc != 0:
         raise RuntimeError(f"{_PURPOSE} rejected its arguments (code {rc})")
 
 
-def unary(name: str, x: Any, out: Any = None, threads: int = 1) -> Any:
+Threads = int | Callable[[], int]
+"""How many threads may share a long array: a count, or a function asked only when the array is long."""
+
+
+def unary(name: str, x: Any, out: Any = None, threads: Threads = 1) -> Any:
     """``name`` over ``x`` in one compiled pass, or None (nothing computed) when this path declines."""
     lib = _library()
     if lib is None:
@@ -137,19 +179,19 @@ def unary(name: str, x: Any, out: Any = None, threads: int = 1) -> Any:
     if dt is None or (name, dt) not in lib.unary_ok or not x.flags.c_contiguous:
         return None
     n = x.size
-    if n < SMALL_MIN and name not in SMALL_OK:
+    if n < _MIN[name]:
         return None
     y = _target(out, x.shape, dt, x)
     if y is None:
         return None
     code, dcode, isz = UNARY[name], _DTYPES[dt], dt.itemsize
-    xp, yp = x.ctypes.data, y.ctypes.data
+    xp, yp = _ptr(x), _ptr(y)
     fn = lib.unary
     _split(n, threads, lambda s, e: fn(code, dcode, e - s, xp + s * isz, yp + s * isz))
     return y
 
 
-def binary(name: str, a: Any, b: Any, out: Any = None, threads: int = 1) -> Any:
+def binary(name: str, a: Any, b: Any, out: Any = None, threads: Threads = 1) -> Any:
     """``name`` over ``a`` and ``b`` (arrays of one shape and dtype, or one of them a Python number) in one
     compiled pass, or None (nothing computed) when this path declines."""
     lib = _library()
@@ -170,7 +212,7 @@ def binary(name: str, a: Any, b: Any, out: Any = None, threads: int = 1) -> Any:
         elif type(v) not in (float, int, bool):
             return None
     n = ref.size
-    if n < SMALL_MIN and name not in SMALL_OK:
+    if n < _MIN[name]:
         return None
     y = _target(out, shape, dt, a, b)
     if y is None:
@@ -179,7 +221,7 @@ def binary(name: str, a: Any, b: Any, out: Any = None, threads: int = 1) -> Any:
     av = a if a_arr else np.array([a], dt)
     bv = b if b_arr else np.array([b], dt)
     code, dcode, isz = BINARY[name], _DTYPES[dt], dt.itemsize
-    ap, bp, yp = av.ctypes.data, bv.ctypes.data, y.ctypes.data
+    ap, bp, yp = _ptr(av), _ptr(bv), _ptr(y)
     sa, sb = int(a_arr), int(b_arr)
     fn = lib.binary
     _split(n, threads, lambda s, e: fn(code, dcode, e - s, ap + s * isz * sa, sa, bp + s * isz * sb, sb,
@@ -210,8 +252,7 @@ def lstm_cell_forward(gi: Any, gh: Any, c: Any) -> tuple[Any, Any] | None:
         return None
     lib, code, B, H = ops
     h, c_new = np.empty_like(c), np.empty_like(c)
-    if lib.lstm_forward(code, B, H, gi.ctypes.data, gh.ctypes.data, c.ctypes.data, h.ctypes.data,
-                        c_new.ctypes.data) != 0:
+    if lib.lstm_forward(code, B, H, _ptr(gi), _ptr(gh), _ptr(c), _ptr(h), _ptr(c_new)) != 0:
         raise RuntimeError(f"{_PURPOSE} rejected the LSTM cell's arguments")
     return h, c_new
 
@@ -227,7 +268,7 @@ def lstm_cell_backward(dh: Any, dc: Any, gi: Any, gh: Any, c: Any) -> tuple[Any,
         if g is not None and (not _plain(g, c.dtype) or g.shape != c.shape):
             return None
     d, dc_prev = np.empty_like(gi), np.empty_like(c)
-    if lib.lstm_backward(code, B, H, None if dh is None else dh.ctypes.data, None if dc is None else dc.ctypes.data,
-                         gi.ctypes.data, gh.ctypes.data, c.ctypes.data, d.ctypes.data, dc_prev.ctypes.data) != 0:
+    if lib.lstm_backward(code, B, H, None if dh is None else _ptr(dh), None if dc is None else _ptr(dc), _ptr(gi),
+                         _ptr(gh), _ptr(c), _ptr(d), _ptr(dc_prev)) != 0:
         raise RuntimeError(f"{_PURPOSE} rejected the LSTM cell's arguments")
     return d, dc_prev

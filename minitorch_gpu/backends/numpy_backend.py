@@ -93,7 +93,7 @@ class NumpyBackend(Backend):
     def _native_unary(self, name: str, reference: Callable[..., Array]) -> Callable[..., Array]:
         def run(x: Array, out: Array | None = None) -> Array:
             if self.native_elementwise:
-                r = _elementwise_native.unary(name, x, out, self._optim_threads())
+                r = _elementwise_native.unary(name, x, out, self._optim_threads)
                 if r is not None:
                     return r
             return reference(x) if out is None else reference(x, out=out)
@@ -102,7 +102,7 @@ class NumpyBackend(Backend):
     def _native_binary(self, name: str, reference: Callable[..., Array]) -> Callable[..., Array]:
         def run(a: Operand, b: Operand, out: Array | None = None) -> Array:
             if self.native_elementwise:
-                r = _elementwise_native.binary(name, a, b, out, self._optim_threads())
+                r = _elementwise_native.binary(name, a, b, out, self._optim_threads)
                 if r is not None:
                     return r
             return reference(a, b) if out is None else reference(a, b, out=out)
@@ -113,8 +113,8 @@ class NumpyBackend(Backend):
         if not self.native_elementwise:
             return None
         if len(arrays) == 1:
-            return _elementwise_native.unary(name, arrays[0], threads=self._optim_threads())
-        return _elementwise_native.binary(name, arrays[0], arrays[1], threads=self._optim_threads())
+            return _elementwise_native.unary(name, arrays[0], threads=self._optim_threads)
+        return _elementwise_native.binary(name, arrays[0], arrays[1], threads=self._optim_threads)
 
     def gelu(self, x: Array, approximate: str = "none") -> Array:
         r = self._compiled("gelu_tanh" if approximate == "tanh" else "gelu", x)

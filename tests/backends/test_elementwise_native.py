@@ -101,13 +101,13 @@ OPS = sorted(native.UNARY) + sorted(native.BINARY)
 
 @pytest.mark.parametrize("name", OPS)
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
-@pytest.mark.parametrize("n", [1, 37, 3000])
+@pytest.mark.parametrize("n", [1, 37, 5000])
 def test_matches_the_numpy_reference(lib, name, dt, n):
     if not _supported(lib, name, dt):
         pytest.skip(f"{name} stays with NumPy for {np.dtype(dt)}")
     args = _inputs(name, dt, n, seed=n)
     taken = native.unary(name, *args) if name in native.UNARY else native.binary(name, *args)
-    if n >= native.SMALL_MIN or name in native.SMALL_OK:
+    if n >= native._MIN[name]:
         assert taken is not None
     with np.errstate(all="ignore"):
         ref = _call(_backend(False), name, *args)
@@ -168,6 +168,7 @@ def test_declines_what_it_cannot_take(lib):
     assert native.binary("fmod", x.astype(np.float64), 2.0) is None  # float64 fmod stays with libm
     assert native.binary("fmod", x[:8], 2.0) is None  # small: NumPy's one ufunc is as fast
     assert native.unary("gelu", x[:8]) is not None  # the many-pass bodies are replaced at every size
+    assert native.unary("sigmoid", x[:1000]) is None  # a few fast ufunc passes: NumPy until MEDIUM_MIN
     assert native.unary("sigmoid", x, out=np.empty(4000, np.float64)) is None  # an out it cannot write
     assert native.binary("fmod", np.arange(5000), 3) is None  # integers: the reference checks division by zero
 
@@ -182,7 +183,7 @@ def test_ops_reach_the_compiled_loops(lib, monkeypatch):
     real_u, real_b = native.unary, native.binary
     monkeypatch.setattr(native, "unary", lambda name, *a, **k: calls.append(name) or real_u(name, *a, **k))
     monkeypatch.setattr(native, "binary", lambda name, *a, **k: calls.append(name) or real_b(name, *a, **k))
-    x = mt.randn(4096, requires_grad=True)
+    x = mt.randn(native.MEDIUM_MIN, requires_grad=True)
     y = mt.nn.functional.gelu(x) + mt.sigmoid(x) + mt.tanh(x) + mt.nn.functional.silu(x) + mt.erf(x)
     y = y + mt.fmod(x, 1.5) + mt.logaddexp(x, x * 2)
     y.sum().backward()
