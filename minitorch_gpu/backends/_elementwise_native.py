@@ -26,7 +26,7 @@ from ._types import writable
 from .cuda.loader import enum_codes, kernel_dir
 
 __all__ = ["available", "unavailable_reason", "unary", "binary", "lstm_cell_forward", "lstm_cell_backward", "UNARY",
-           "BINARY", "SMALL_OK", "SCALAR_LIBM", "SMALL_MIN", "MEDIUM_MIN"]
+           "BINARY", "SMALL_OK", "SCALAR_LIBM", "SMALL_MIN", "MEDIUM_MIN", "MIN_SIZE"]
 
 _ABI = "1"
 _PURPOSE = "the native CPU elementwise library"
@@ -87,7 +87,8 @@ def _build() -> _Library:
     return _Library(path, lib)
 
 
-_MIN = {name: _min_size(name) for name in (*UNARY, *BINARY)}
+MIN_SIZE = {name: _min_size(name) for name in (*UNARY, *BINARY)}
+"""Elements from which each op runs compiled."""
 
 _loader = _native_cpu.LazyLibrary(_build, "MINITORCH_GPU_NATIVE_ELEMENTWISE", _PURPOSE,
                                   "the CPU computes these maps with the slower NumPy bodies")
@@ -179,7 +180,7 @@ def unary(name: str, x: Any, out: Any = None, threads: Threads = 1) -> Any:
     if dt is None or (name, dt) not in lib.unary_ok or not x.flags.c_contiguous:
         return None
     n = x.size
-    if n < _MIN[name]:
+    if n < MIN_SIZE[name]:
         return None
     y = _target(out, x.shape, dt, x)
     if y is None:
@@ -212,7 +213,7 @@ def binary(name: str, a: Any, b: Any, out: Any = None, threads: Threads = 1) -> 
         elif type(v) not in (float, int, bool):
             return None
     n = ref.size
-    if n < _MIN[name]:
+    if n < MIN_SIZE[name]:
         return None
     y = _target(out, shape, dt, a, b)
     if y is None:

@@ -91,8 +91,10 @@ class NumpyBackend(Backend):
                     tab[name] = native(name, tab[name])
 
     def _native_unary(self, name: str, reference: Callable[..., Array]) -> Callable[..., Array]:
+        least = _elementwise_native.MIN_SIZE[name]
+
         def run(x: Array, out: Array | None = None) -> Array:
-            if self.native_elementwise:
+            if self.native_elementwise and x.size >= least:
                 r = _elementwise_native.unary(name, x, out, self._optim_threads)
                 if r is not None:
                     return r
@@ -100,8 +102,10 @@ class NumpyBackend(Backend):
         return run
 
     def _native_binary(self, name: str, reference: Callable[..., Array]) -> Callable[..., Array]:
+        least = _elementwise_native.MIN_SIZE[name]
+
         def run(a: Operand, b: Operand, out: Array | None = None) -> Array:
-            if self.native_elementwise:
+            if self.native_elementwise and getattr(a if hasattr(a, "size") else b, "size", 0) >= least:
                 r = _elementwise_native.binary(name, a, b, out, self._optim_threads)
                 if r is not None:
                     return r
@@ -110,8 +114,8 @@ class NumpyBackend(Backend):
 
     def _compiled(self, name: str, *arrays: Array) -> Array | None:
         """``name`` over one or two arrays by the compiled loops, or None when they decline (or are off)."""
-        if not self.native_elementwise:
-            return None
+        if not self.native_elementwise or arrays[0].size < _elementwise_native.MIN_SIZE[name]:
+            return None  # (the size test first: the tiny-op path pays nothing for the compiled one)
         if len(arrays) == 1:
             return _elementwise_native.unary(name, arrays[0], threads=self._optim_threads)
         return _elementwise_native.binary(name, arrays[0], arrays[1], threads=self._optim_threads)

@@ -107,7 +107,7 @@ def test_matches_the_numpy_reference(lib, name, dt, n):
         pytest.skip(f"{name} stays with NumPy for {np.dtype(dt)}")
     args = _inputs(name, dt, n, seed=n)
     taken = native.unary(name, *args) if name in native.UNARY else native.binary(name, *args)
-    if n >= native._MIN[name]:
+    if n >= native.MIN_SIZE[name]:
         assert taken is not None
     with np.errstate(all="ignore"):
         ref = _call(_backend(False), name, *args)
