@@ -4,8 +4,8 @@ Run ``python -m benchmarks.elementwise_ops [--size N] [--rounds R] [--out DIR]``
 ``backends/_elementwise_table.py`` that a user reaches through a Tensor function (each row says which), plus the
 composites that are hot in models (gelu, silu, softplus, pow with a float exponent that is an integer or a
 half-integer, round, clamp, ``x * scalar``). Every op runs on the same data on both sides, ours and torch
-interleaved (A B A B ...), and the report gives the medians and ours ÷ torch (lower is better). Goal (issue
-"CPU speed"): no op over 2x.
+interleaved (A B A B ...), and the report gives the medians and ours ÷ torch as the median of the per-round ratios
+(lower is better). Goal (issue "CPU speed"): no op over 2x.
 
 Inputs are drawn inside each op's domain (log of positives, acosh of values >= 1, ...), so no side pays for
 NaN handling the other does not. Integer ops (bitwise, shifts) run on int32; predicates on float32.
@@ -144,7 +144,7 @@ def _sample(fn: Callable[[], Any], reps: int) -> float:
     return (time.perf_counter() - t0) / reps
 
 
-def run(size: int = 1 << 20, rounds: int = 7, reps: int = 5, only: list[str] | None = None) -> dict[str, Any]:
+def run(size: int = 1 << 20, rounds: int = 11, reps: int = 5, only: list[str] | None = None) -> dict[str, Any]:
     import minitorch_gpu as mt
     import torch
     torch.set_num_threads(1)
@@ -167,8 +167,11 @@ def run(size: int = 1 << 20, rounds: int = 7, reps: int = 5, only: list[str] | N
             for side, fns in ((0, ours), (1, theirs)) if r % 2 == 0 else ((1, theirs), (0, ours)):
                 (t_o if side == 0 else t_t).append(_sample(fns, reps))
         o, t = statistics.median(t_o) * 1e3, statistics.median(t_t) * 1e3
-        rows.append({"op": name, "ours_ms": o, "torch_ms": t, "ratio": o / t})
-        print(f"{name:22s} ours {o:8.3f} ms  torch {t:8.3f} ms  {o / t:6.2f}x", flush=True)
+        # the median of the ratios within each round: the two samples of a round are adjacent in time, so load
+        # from other processes, which drifts over seconds, cancels out of it better than out of separate medians
+        ratio = statistics.median(a / b for a, b in zip(t_o, t_t))
+        rows.append({"op": name, "ours_ms": o, "torch_ms": t, "ratio": ratio})
+        print(f"{name:22s} ours {o:8.3f} ms  torch {t:8.3f} ms  {ratio:6.2f}x", flush=True)
     return {"size": size, "rounds": rounds, "reps": reps, "numpy": np.__version__, "torch": torch.__version__,
             "rows": rows}
 
@@ -177,7 +180,7 @@ def markdown(res: dict[str, Any], machine: str) -> str:
     over = [r for r in res["rows"] if r["ratio"] > GOAL]
     lines = ["# Elementwise ops vs PyTorch on the CPU", "",
              f"{res['size']:,} float32 elements (int32 for the bitwise ops), 1 thread, medians of {res['rounds']} "
-             f"interleaved rounds of {res['reps']} calls; NumPy {res['numpy']}, PyTorch {res['torch']}. "
+             f"interleaved rounds of {res['reps']} calls (ratio: the median of the per-round ratios); NumPy {res['numpy']}, PyTorch {res['torch']}. "
              f"Machine: {machine}. Ratio = ours / torch (lower is better); goal: none over {GOAL:.0f}x "
              f"({len(over)} over).", "",
              "| op | ours (ms) | torch (ms) | ratio |", "|---|---:|---:|---:|"]
@@ -198,13 +201,17 @@ def machine_description() -> str:
                     break
     except OSError:
         pass
-    return f"{cpu}, {os.cpu_count()} logical CPUs, Python {platform.python_version()}"
+    load = ""
+    if hasattr(os, "getloadavg"):
+        # a shared machine's other work shows in every timing: say how busy it was
+        load = f", load average {os.getloadavg()[0]:.1f} at the end of the run"
+    return f"{cpu}, {os.cpu_count()} logical CPUs, Python {platform.python_version()}{load}"
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--size", type=int, default=1 << 20)
-    p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--rounds", type=int, default=11)
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--ops", nargs="*", help="a subset of the rows")
     p.add_argument("--out", help=f"folder for elementwise_ops.md/json (the committed ones are in {RESULTS})")
@@ -215,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         print("benchmarks.elementwise_ops compares against PyTorch, which is not installed: nothing to measure")
         return 0
     res = run(args.size, args.rounds, args.reps, args.ops)
-    res["machine"] = machine_description()
+    res["machine"] = machine_description()  # after the run: its load average covers the run
     text = markdown(res, res["machine"])
     print()
     print(text)
