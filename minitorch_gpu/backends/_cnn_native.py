@@ -11,18 +11,27 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ._cpu_library import CpuLibrary, run_parallel
+from ._cpu_library import CpuLibrary, build, run_parallel
+from .cuda.loader import kernel_dir
 
 __all__ = ["library", "Cnn", "LIB"]
 
-# contraction on: the direct convolution's multiply-adds fuse (nothing here must match NumPy bit for bit but
-# im2col / col2im, which only copy and add)
-LIB = CpuLibrary("cnn_cpu.cpp", (), "1", "MINITORCH_GPU_NATIVE_NN", "the native CPU convolution loops",
-                 ("-ffp-contract=fast",))
+_PURPOSE = "the native CPU convolution loops"
+
+
+def _build() -> ctypes.CDLL:
+    # contraction on: the direct convolution's multiply-adds fuse (nothing here must match NumPy bit for bit but
+    # im2col / col2im, which only copy and add)
+    return build("cnn_cpu", [Path(kernel_dir()) / "cnn_cpu.cpp"], "1", _PURPOSE, extras=(("-ffp-contract=fast",),))[1]
+
+
+LIB: CpuLibrary[ctypes.CDLL] = CpuLibrary(_build, "MINITORCH_GPU_NATIVE_NN", _PURPOSE,
+                                          "the CPU uses the slower NumPy path")
 # output channels per block of the direct convolution's packed weights (cnn_cpu.cpp's kOutCh), and the bytes of
 # its vectors (Vec64): rows of its padded input are read in whole vectors
 DIRECT_BLOCK = 8
