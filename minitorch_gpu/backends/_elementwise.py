@@ -158,8 +158,10 @@ class ElementwiseMixin(PrimitiveHost):
     def clamp(self, x: Array, lo: Operand | None, hi: Operand | None) -> Array:
         """min(max(x, lo), hi): NaN propagates from x and from the bounds, and lo > hi gives hi (PyTorch)."""
         xp = self.xp
-        if lo is not None and hi is not None:
-            return xp.asarray(xp.clip(x, lo, hi))  # the same two selects, in one pass without a temporary
+        if lo is not None and hi is not None and x.dtype.kind in "fiu":
+            # the same two selects, in one pass without a temporary (ml_dtypes' bfloat16, kind "V", has no clip
+            # loop: NumPy would compute it in float32)
+            return xp.asarray(xp.clip(x, lo, hi))
         if lo is not None:
             x = xp.maximum(x, lo)
         if hi is not None:
