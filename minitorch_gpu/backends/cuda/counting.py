@@ -428,12 +428,12 @@ def _dims(d: Any) -> tuple[int, ...]:
 
 
 def _address(a: Any) -> int:
-    data = getattr(a, "data", None)
-    ptr = getattr(data, "ptr", None)
-    if ptr is not None:
-        return int(ptr)
+    # NumPy's interface first: ``.data`` of a NumPy array is a memoryview, which bfloat16 (ml_dtypes) refuses
     iface = getattr(a, "__array_interface__", None)
-    return int(iface["data"][0]) if iface else id(a)
+    if iface:
+        return int(iface["data"][0])
+    ptr = getattr(getattr(a, "data", None), "ptr", None)
+    return int(ptr) if ptr is not None else id(a)
 
 
 def _arrays(values: Any, be: Any) -> Iterator[Any]:

@@ -829,13 +829,14 @@ def tc_smem(ty: str, kern: TcKernel, a_k: bool, b_k: bool) -> int:
 
 def tc_plan(ty: str, nb: int, M: int, N: int, K: int, sms: int, tile: str | None = None) -> tuple[TcKernel, int]:
     """(tile, split-K count) of matmul_tc.cu for ``nb`` products (M x K) @ (K x N) on ``sms`` SMs: 128 x 128 tiles
-    when they fill the SMs, else 64 x 64 ones, and K split as gemm_plan splits it when even those leave SMs idle.
+    when they fill the SMs, else 64 x 64 ones; and when the tiles leave resident block slots empty (a block of
+    four warps hides little latency alone) and K is long, K split so that the blocks fill one wave at most.
     ``tile`` forces a TC_KERNELS entry (the benchmark and the tests)."""
     big = TC_KERNELS["128x128"]
     kern = TC_KERNELS[tile] if tile else big if nb * -(-M // big.bm) * -(-N // big.bn) >= sms else TC_KERNELS["64x64"]
     tiles = nb * -(-M // kern.bm) * -(-N // kern.bn)
     splits = 1
-    if tiles < sms and K >= 2 * _SPLIT_MIN_K:
+    if tiles < kern.per_sm * sms and K >= 2 * _SPLIT_MIN_K:
         splits = max(1, min(kern.per_sm * sms // tiles, K // _SPLIT_MIN_K, 64))
     return kern, splits
 
