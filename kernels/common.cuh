@@ -224,37 +224,26 @@ template <int N> __device__ __forceinline__ void mt_cp_async_wait_group() {
 // ------------------------------------------------------------------------------ 16-bit floats and tensor cores
 // float16 and bfloat16 travel as their bits (u16) through these helpers: the tensor cores take them packed two
 // to a 32-bit register, and the only arithmetic a GEMM does on them outside the mma is the conversion of a
-// bias and of the result. Conversions round to nearest even as the PTX cvt instructions do; the simulator's are
-// bit-exact software (cuda_sim.h), so a result computed there has the GPU's bits wherever the order of the sums
-// does not matter.
+// bias and of the result (so the tensor-core kernels need neither cuda_fp16.h nor cuda_bf16.h). Conversions
+// round to nearest even as the PTX cvt instructions do; the simulator's are bit-exact software, so a result
+// computed there has the GPU's bits wherever the order of the sums does not matter. Everything here exists
+// where MT_TENSOR_CORES is defined (sm_80+ and the simulator).
 // NOTE: inline PTX here, like cp.async above: mma.sync and ldmatrix reach NVRTC only through PTX or <mma.h>
 // (whose fragments hide the layout the copies below are written for).
 #if !defined(__CUDA_SIM__) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define MT_SM80_PTX 1
 #endif
-// mt_mma_* and mt_ldmatrix_* exist where MT_TENSOR_CORES is defined (sm_80+ and the simulator)
 #if defined(MT_SM80_PTX) || defined(__CUDA_SIM__)
 #define MT_TENSOR_CORES 1
 #endif
 
-__device__ __forceinline__ float mt_bf16_to_float(u16 h) { return __uint_as_float((u32)h << 16); }
-
-__device__ __forceinline__ u16 mt_float_to_bf16(float x) {
-#ifdef MT_SM80_PTX
-    u16 r;
-    asm("cvt.rn.bf16.f32 %0, %1;\n" : "=h"(r) : "f"(x));
-    return r;
-#else
-    u32 b = __float_as_uint(x);
-    if ((b & 0x7fffffffu) > 0x7f800000u) return 0x7fff;  // NaN: the canonical one, as cvt gives
-    return (u16)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
-#endif
-}
-
-#ifdef __CUDA_SIM__
-__device__ __forceinline__ float mt_f16_to_float(u16 h) { return cuda_sim::half_bits_to_float(h); }
-__device__ __forceinline__ u16 mt_float_to_f16(float x) { return cuda_sim::float_to_half_bits(x); }
-#else
+#if defined(__CUDA_SIM__)
+// the simulator's conversions are include/cuda_fp16.h's exact routines (cuda_sim::fp, see cuda_sim.h)
+__device__ __forceinline__ float mt_f16_to_float(u16 h) { return cuda_sim::fp::half_to_float(h); }
+__device__ __forceinline__ u16 mt_float_to_f16(float x) { return cuda_sim::fp::from_float<5, 10>(x, cuda_sim::fp::RN); }
+__device__ __forceinline__ float mt_bf16_to_float(u16 h) { return cuda_sim::fp::bf16_to_float(h); }
+__device__ __forceinline__ u16 mt_float_to_bf16(float x) { return cuda_sim::fp::from_float<8, 7>(x, cuda_sim::fp::RN); }
+#elif defined(MT_SM80_PTX)
 __device__ __forceinline__ float mt_f16_to_float(u16 h) {
     float f;
     asm("cvt.f32.f16 %0, %1;\n" : "=f"(f) : "h"(h));
@@ -263,6 +252,12 @@ __device__ __forceinline__ float mt_f16_to_float(u16 h) {
 __device__ __forceinline__ u16 mt_float_to_f16(float x) {
     u16 r;
     asm("cvt.rn.f16.f32 %0, %1;\n" : "=h"(r) : "f"(x));
+    return r;
+}
+__device__ __forceinline__ float mt_bf16_to_float(u16 h) { return __uint_as_float((u32)h << 16); }
+__device__ __forceinline__ u16 mt_float_to_bf16(float x) {
+    u16 r;
+    asm("cvt.rn.bf16.f32 %0, %1;\n" : "=h"(r) : "f"(x));
     return r;
 }
 #endif

@@ -5,6 +5,7 @@ Each maps to a NumPy dtype; CuPy uses the same NumPy dtypes, so the mapping serv
 """
 import builtins
 
+import ml_dtypes
 import numpy as np
 
 __all__ = [
@@ -25,10 +26,10 @@ class dtype:
 
     is_complex = False
 
-    def __init__(self, name, np_dtype, category, tensor_name, cpp_name, cpp_typeid_name, itemsize=None):
+    def __init__(self, name, np_dtype, category, tensor_name, cpp_name, cpp_typeid_name):
         self.name = name
         self.np_dtype = np_dtype
-        self.itemsize = np_dtype.itemsize if np_dtype is not None else itemsize
+        self.itemsize = np_dtype.itemsize
         self.is_floating_point = category == _FLOAT
         self.is_signed = name not in ("uint8", "bool")
         self._category = category
@@ -60,19 +61,11 @@ class dtype:
         raise TypeError(f"complex dtypes are not supported (from {self})")
 
 
-def _bfloat16_np():
-    try:
-        import ml_dtypes
-    except ImportError:
-        return None
-    return np.dtype(ml_dtypes.bfloat16)
-
-
 float32 = dtype("float32", np.dtype(np.float32), _FLOAT, "FloatTensor", "float", "float")
 float64 = dtype("float64", np.dtype(np.float64), _FLOAT, "DoubleTensor", "double", "double")
 float16 = dtype("float16", np.dtype(np.float16), _FLOAT, "HalfTensor", "c10::Half", "c10::Half")
-# bfloat16 exists on every install; arrays of it need ml_dtypes (backends raise a TypeError without it)
-bfloat16 = dtype("bfloat16", _bfloat16_np(), _FLOAT, "BFloat16Tensor", "c10::BFloat16", "c10::BFloat16", itemsize=2)
+# NumPy's bfloat16 is ml_dtypes' (a core dependency; CuPy 14 uses the same type)
+bfloat16 = dtype("bfloat16", np.dtype(ml_dtypes.bfloat16), _FLOAT, "BFloat16Tensor", "c10::BFloat16", "c10::BFloat16")
 int64 = dtype("int64", np.dtype(np.int64), _INT, "LongTensor", "int64_t", "long int")
 int32 = dtype("int32", np.dtype(np.int32), _INT, "IntTensor", "int", "int")
 int16 = dtype("int16", np.dtype(np.int16), _INT, "ShortTensor", "int16_t", "short int")
@@ -91,7 +84,7 @@ _ALL = (float32, float64, float16, bfloat16, int64, int32, int16, int8, uint8, b
 _BY_NAME = {d.name: d for d in _ALL}
 _BY_NAME.update({"float": float32, "double": float64, "half": float16, "long": int64, "int": int32,
                  "short": int16})
-_BY_NP = {d.np_dtype: d for d in _ALL if d.np_dtype is not None}
+_BY_NP = {d.np_dtype: d for d in _ALL}
 # legacy tensor-type names, as accepted by ``Tensor.type('torch.DoubleTensor')``
 _BY_TENSOR_NAME = {d._tensor_name: d for d in _ALL}
 

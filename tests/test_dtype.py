@@ -172,8 +172,7 @@ def test_from_numpy_dtype_rejects_unsupported():
         mt.zeros(2, dtype="not-a-dtype")
 
 
-def test_bfloat16_on_cpu_with_ml_dtypes(torch):
-    pytest.importorskip("ml_dtypes")
+def test_bfloat16_on_cpu(torch):
     x = mt.tensor([1.5, -2.25, 3.0], dtype=mt.bfloat16)
     assert x.dtype is mt.bfloat16 and x.element_size() == 2
     assert x.float().tolist() == torch.tensor([1.5, -2.25, 3.0], dtype=torch.bfloat16).float().tolist()
@@ -181,12 +180,3 @@ def test_bfloat16_on_cpu_with_ml_dtypes(torch):
     assert mt.tensor([1.0]).bfloat16().dtype is mt.bfloat16
     assert mt.promote_types(mt.bfloat16, mt.float16) is mt.float32
 
-
-def test_bfloat16_without_ml_dtypes_is_a_clear_type_error(monkeypatch):
-    monkeypatch.setattr(mt.bfloat16, "np_dtype", None)
-    with pytest.raises(TypeError, match="ml_dtypes"):
-        mt.zeros(2, dtype=mt.bfloat16)
-    with pytest.raises(TypeError, match="ml_dtypes"):
-        mt.tensor([1.0], dtype=mt.bfloat16)
-    with pytest.raises(TypeError, match="ml_dtypes"):
-        mt.ones(2).bfloat16()

@@ -353,7 +353,9 @@ def test_cli_bad_input_has_no_traceback(tmp_path):
 def test_cuda_graph_gives_the_losses_of_the_eager_run(corpus, tmp_path):
     # on the simulator; --cuda-graph captures the step after warm-up and replays it, resume included
     env = dict(ENV, MINITORCH_GPU_SIM="1")
-    args = ["--data", corpus, *TINY, "--steps", "8", "--eval-every", "4", "--dropout", "0", "--device", "cuda"]
+    # float32 on both sides: auto would give the eager run bfloat16, which the simulator cannot graph
+    args = ["--data", corpus, *TINY, "--steps", "8", "--eval-every", "4", "--dropout", "0", "--device", "cuda",
+            "--dtype", "float32"]
     eager, graphed = str(tmp_path / "eager"), str(tmp_path / "graphed")
     r = run_cli(*args, "--out", eager, env=env)
     assert r.returncode == 0, r.stderr
@@ -421,11 +423,18 @@ def test_dtype_auto_and_refusals(corpus, tmp_path, capsys, monkeypatch):
     assert e.value.code == 2 and "invalid choice: 'int8'" in capsys.readouterr().err
     prev = mt.cuda.use_simulator(True)
     try:
+        # a GPU without bfloat16 (the simulator has it, as sm_80+ GPUs do)
+        monkeypatch.setattr(mt.cuda, "is_bf16_supported", lambda including_emulation=True: False)
         code, err = _main(small + ["--device", "cuda", "--dtype", "bfloat16", "--out", str(tmp_path / "y")], capsys)
         assert code == 2 and "does not support bfloat16" in err and "Traceback" not in err
+        monkeypatch.undo()
+        assert train._resolve_dtype("auto", mt.device("cuda"), None) == "bfloat16"
         code, err = _main(small + ["--device", "cuda", "--dtype", "float16", "--cuda-graph", "--dropout", "0",
                                    "--out", str(tmp_path / "z")], capsys)
         assert code == 2 and "--cuda-graph cannot be used with --dtype float16" in err
+        code, err = _main(small + ["--device", "cuda", "--dtype", "bfloat16", "--cuda-graph", "--dropout", "0",
+                                   "--out", str(tmp_path / "w")], capsys)
+        assert code == 2 and "does not run on the CUDA simulator" in err
     finally:
         mt.cuda.use_simulator(prev)
     monkeypatch.setattr(mt.cuda, "is_bf16_supported", lambda including_emulation=True: True)

@@ -47,9 +47,7 @@ class Backend(ElementwiseMixin, SpecialMixin, ReduceMixin, ShapeMixin, IndexMixi
 
     # ---------------------------------------------------------------- arrays in and out
     def np_dtype(self, dtype: DType) -> NpDtype:
-        npd: NpDtype | None = dtype.np_dtype
-        if npd is None:
-            raise TypeError(f"{dtype} is not supported by the {self.name} backend (install ml_dtypes for bfloat16)")
+        npd: NpDtype = dtype.np_dtype
         return npd
 
     def asarray(self, obj: Any, np_dtype: NpDtype | None = None, copy: bool = False) -> Array:
@@ -239,4 +237,4 @@ class Backend(ElementwiseMixin, SpecialMixin, ReduceMixin, ShapeMixin, IndexMixi
         pass
 
     def supports(self, dtype: DType) -> bool:
-        return dtype.np_dtype is not None and (dtype is not bfloat16 or self.xp is np)
+        return dtype is not bfloat16 or self.xp is np

@@ -38,6 +38,7 @@ from .cuda import device as _probe
 from .cuda import memory as _memory
 from .cuda import matmul as _matmul_flags
 from .cuda import launch_rnn as _rnn
+from .cuda import loader as _loader
 from .cuda import sim
 from .cuda.fused_step import FusedStep
 from .cuda.launch import Launcher
@@ -516,13 +517,16 @@ class CudaBackend(Backend):
         self.defer_check(self.xp.stack([idx.min(), idx.max()]), check)
 
     def np_dtype(self, dtype: Any) -> Any:
-        if dtype is bfloat16:
-            raise TypeError("bfloat16 is not supported on CUDA devices by the CuPy backend; use float16 or "
-                            "float32 on the GPU (bfloat16 works on the CPU with ml_dtypes installed)")
+        if dtype is bfloat16 and not self.supports(dtype):
+            raise TypeError("bfloat16 arrays on the GPU need CuPy 14 or newer (the installed CuPy has none); use "
+                            "float16 or float32 on this GPU, or upgrade CuPy")
         return _builtin("np_dtype")(self, dtype)
 
     def supports(self, dtype: Any) -> bool:
-        return dtype.np_dtype is not None and dtype is not bfloat16
+        return dtype is not bfloat16 or self._bfloat16_arrays()
+
+    def _bfloat16_arrays(self) -> bool:
+        return True
 
     def _matmul_tf32(self, a: Array, b: Array) -> Array:
         """float32 ``a @ b`` with TF32 inputs where the array library offers it; the simulator's NumPy has no
@@ -561,12 +565,15 @@ class CupyBackend(CudaBackend):
         # enough resident blocks to fill every SM several times over; grid-stride loops cover the rest
         cc = int(cupy.cuda.Device(index).compute_capability)
         launcher = Launcher(cupy, cupy.RawModule, lambda a: a.data.ptr, max_blocks=32 * sms, sms=sms,
-                            tensor_cores=cc >= 80)
+                            options=_loader.nvrtc_options(), tensor_cores=cc >= 80)
         self._init_cuda(index, cupy, launcher)
         _memory.install_cupy_hook(cupy)
 
     def _to_host(self, arr: Array) -> Any:
         return self.xp.asnumpy(arr)
+
+    def _bfloat16_arrays(self) -> bool:
+        return _cupy_bfloat16(self.xp)
 
     def asarray(self, obj: Any, np_dtype: Any = None, copy: bool = False) -> Array:
         if copy:
@@ -592,6 +599,16 @@ class CupyBackend(CudaBackend):
             return _builtin("matmul")(self, a, b)
         finally:
             cublas.setMathMode(handle, cublas.CUBLAS_DEFAULT_MATH)
+
+
+@functools.cache
+def _cupy_bfloat16(cp: Any) -> bool:
+    """Whether this CuPy makes arrays of ml_dtypes' bfloat16 (CuPy 14 does; earlier versions refuse the dtype)."""
+    try:
+        cp.zeros(1, dtype=bfloat16.np_dtype)
+    except (TypeError, ValueError, NotImplementedError):
+        return False
+    return True
 
 
 # the methods that CuPy's own calls do not pin to a device

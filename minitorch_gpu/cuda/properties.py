@@ -4,7 +4,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .. import _device
+from .. import _device, _dtype
+from ..backends import get_backend
 from ..backends.cuda import device as _probe
 
 __all__ = ["get_device_properties", "get_device_name", "get_device_capability", "is_bf16_supported"]
@@ -85,6 +86,16 @@ def get_device_capability(device: Any = None) -> tuple[int, int]:
 
 
 def is_bf16_supported(including_emulation: bool = True) -> bool:
-    """Whether bfloat16 tensors work on CUDA here: not yet with this package's CUDA backend (it refuses
-    bfloat16 with a TypeError), so False, so that scripts choosing a dtype from it pick one that works."""
-    return False
+    """Whether bfloat16 works on the current GPU, as PyTorch answers it: True on compute capability 8.0 and
+    newer (bfloat16 in hardware), on older GPUs only ``including_emulation`` (the kernels convert to float in
+    software); False without a GPU, or where the installed CuPy has no bfloat16 arrays (before CuPy 14). The
+    simulator reports 8.0 and runs the bfloat16 kernels, so it says True.
+
+        >>> dtype = mt.bfloat16 if mt.cuda.is_bf16_supported() else mt.float16   # doctest: +SKIP
+    """
+    if not _probe.is_available():
+        return False
+    idx = _probe.current_device()
+    if not get_backend(_device.device("cuda", idx)).supports(_dtype.bfloat16):
+        return False
+    return get_device_properties(idx).major >= 8 or including_emulation

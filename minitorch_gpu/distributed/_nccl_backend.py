@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+import ml_dtypes
 import numpy as np
 
 from .. import cuda
@@ -68,12 +69,8 @@ def _dtype_table(nccl: ModuleType) -> dict[np.dtype, int]:
              np.dtype(np.uint8): nccl.NCCL_UINT8, np.dtype(np.int32): nccl.NCCL_INT32,
              np.dtype(np.uint32): nccl.NCCL_UINT32, np.dtype(np.int64): nccl.NCCL_INT64,
              np.dtype(np.uint64): nccl.NCCL_UINT64, np.dtype(np.bool_): nccl.NCCL_UINT8}
-    try:
-        import ml_dtypes  # optional: present when NumPy arrays of bfloat16 can exist at all
-        # ncclBfloat16 is 9 in every NCCL since 2.10; older CuPy builds do not name it
-        table[np.dtype(ml_dtypes.bfloat16)] = getattr(nccl, "NCCL_BFLOAT16", 9)
-    except ImportError:
-        pass
+    # ncclBfloat16 is 9 in every NCCL since 2.10; older CuPy builds do not name it
+    table[np.dtype(ml_dtypes.bfloat16)] = getattr(nccl, "NCCL_BFLOAT16", 9)
     return table
 
 

@@ -269,8 +269,6 @@ def _host_array(data, dtype=None):
         types.add(type(data))
     inferred = _infer_dtype(types, tensors)  # also rejects strings, None, ...
     dt = inferred if dtype is None else dtype
-    if dt.np_dtype is None:
-        raise TypeError(f"{dt} needs the ml_dtypes package (pip install ml_dtypes)")
     src = _unwrap(data) if tensors else data
     return _sequence_array(src, dt, inferred), dt, True
 

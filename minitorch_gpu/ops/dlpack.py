@@ -208,7 +208,7 @@ class _LegacyOwner:
 
 def _host_dtype(code, bits):
     kinds = {0: "int", 1: "uint", 2: "float"}
-    if code == _KDL_BFLOAT and bits == 16 and _dtype.bfloat16.np_dtype is not None:
+    if code == _KDL_BFLOAT and bits == 16:
         return _dtype.bfloat16.np_dtype
     if code == 6 and bits == 8:
         return np.dtype(np.bool_)
@@ -270,8 +270,8 @@ def _import_capsule(be, capsule, dev):
     bf16 = code == _KDL_BFLOAT and bits == 16
     if bf16:
         if not be.supports(_dtype.bfloat16):
-            raise TypeError(f"from_dlpack: bfloat16 tensors are not supported on {be.device} (install ml_dtypes "
-                            "for bfloat16 on the CPU)")
+            raise TypeError(f"from_dlpack: bfloat16 tensors are not supported on {be.device} by the installed "
+                            "CuPy (it needs CuPy 14 for bfloat16 arrays)")
         _u8(addr + _DT_CODE).value = _KDL_UINT
     holder = _CapsuleHolder(capsule, dev)
     if _is_cupy(be):

@@ -100,10 +100,12 @@ def _wrap_int(v, npd):
     return (v - lo) % span + lo
 
 
-def _prep_scalar(d, s):
+def _prep_scalar(d, s, keep=False):
     """``(array, scalar, round_to)`` for ``array op scalar``: the array cast to PyTorch's result dtype, the
     scalar as the backend should see it, and the dtype to round the result to when the op computes in
-    float32 for a 2-byte float (PyTorch's "opmath"), else None."""
+    float32 for a 2-byte float (PyTorch's "opmath"), else None. In that float32 computation the scalar is first
+    rounded to the 2-byte type, as PyTorch's CPU kernels read it, unless ``keep`` (its mul and div keep the
+    scalar's full value)."""
     cat, lo, hi, low = _INFO[d.dtype]
     ts = type(s)
     if ts is float:
@@ -133,16 +135,23 @@ def _prep_scalar(d, s):
                 return d, s, None
         else:
             return d, (int(s) if cat == _INT else s), None
+    if not keep:
+        with _np.errstate(over="ignore"):  # beyond the type's range: inf, as the cast gives it
+            s = float(_np.asarray(s, dtype=d.dtype))
     return d.astype(_F32), s, d.dtype
 
 
-def _prep_scalar_float(d, s):
+# the binary primitives whose PyTorch CPU kernels keep a Python scalar's full value with a 2-byte float tensor
+_FULL_SCALAR = frozenset({"mul", "div", "floor_divide", "trunc_divide"})
+
+
+def _prep_scalar_float(d, s, keep=False):
     """Like ``_prep_scalar`` for ops whose result is always floating (true division)."""
     if _INFO[d.dtype][0] != _FLOAT:
         d = d.astype(_default[0].np_dtype)
         if type(s) is not float:
             s = float(s)
-    return _prep_scalar(d, s)
+    return _prep_scalar(d, s, keep)
 
 
 def _pair(a, b):
@@ -299,7 +308,8 @@ class _BinaryOp(Op):
 
     def _scalar(self, a, s, reverse=False):
         """``a <prim> s`` (``s <prim> a`` when ``reverse``) for a Python scalar ``s``, as an array."""
-        d, s, rt = (_prep_scalar_float if self.true_division else _prep_scalar)(a._data, s)
+        d, s, rt = (_prep_scalar_float if self.true_division else _prep_scalar)(a._data, s,
+                                                                                 self.prim in _FULL_SCALAR)
         if self.bool_kernel is not None:
             _refuse_bool(d, self.bool_kernel)
         be = a._be
@@ -499,7 +509,7 @@ class PowBackward0(_BinaryOp):
         cat, lo, hi, _ = _INFO[a._data.dtype]
         if cat == _INT and type(exponent) is int and not lo <= exponent <= hi:
             raise RuntimeError(f"value cannot be converted to type {a.dtype._cpp_name} without overflow")
-        d, s, rt = _prep_scalar(a._data, exponent)
+        d, s, rt = _prep_scalar(a._data, exponent, True)
         self.save_for_backward(a)
         self.exponent = exponent
         be = a._be

@@ -185,8 +185,6 @@ def load_zip(fh: IO[bytes], restore: Restore, weights_only: bool, pickle_module:
             raise CheckpointError(f"record data/{key} holds {info.file_size} bytes, but the checkpoint declares "
                                   f"{numel} elements of {dtype} ({nbytes} bytes)")
         if mmap_path is not None and numel and not swap and info.compress_type == zipfile.ZIP_STORED:
-            if dtype.np_dtype is None:
-                raise RuntimeError(f"loading {dtype} tensors needs the ml_dtypes package")
             arr = np.memmap(mmap_path, dtype=dtype.np_dtype, mode="c", offset=arch.data_offset(info), shape=(numel,))
             return host_storage(arr, dtype)
         raw = bytearray(arch.read(f"data/{key}"))

@@ -101,8 +101,6 @@ class TypedStorage:
 def host_storage(data: bytearray | memoryview | np.ndarray, dtype: _dtype.dtype) -> TypedStorage:
     """A CPU storage over ``data`` (raw bytes in native order, or an array such as a memmap)."""
     npd = dtype.np_dtype
-    if npd is None:
-        raise RuntimeError(f"loading {dtype} tensors needs the ml_dtypes package")
     arr = data if isinstance(data, np.ndarray) else np.frombuffer(data, dtype=npd)
     if dtype is _dtype.bool and arr.size and arr.view(np.uint8).max() > 1:
         arr = arr.view(np.uint8) != 0  # bytes other than 0/1 are not valid NumPy bools

@@ -20,6 +20,11 @@ def _need_nvrtc():
         if os.environ.get("CI"):
             pytest.fail("NVRTC is missing in CI: the `test` extra installs nvidia-cuda-nvrtc-cu12")
         pytest.skip("NVRTC is not installed (pip install nvidia-cuda-nvrtc-cu12)")
+    # every file includes the toolkit's <cuda_fp16.h> and <cuda_bf16.h>, which NVRTC does not ship
+    if nvrtc.header_dir() is None:
+        if os.environ.get("CI"):
+            pytest.fail("the CUDA headers are missing in CI: the `test` extra installs nvidia-cuda-runtime-cu12")
+        pytest.skip("cuda_fp16.h / cuda_bf16.h not found (pip install nvidia-cuda-runtime-cu12)")
 
 
 def test_every_kernel_family_has_a_file():
@@ -33,7 +38,7 @@ def test_compiles_without_spills(fname, arch, record_property):
     text = loader.source(fname)
     names = loader.exports(fname, text)
     assert names, f"{fname} exports no kernel"
-    res = nvrtc.compile(text, fname, arch, loader.OPTIONS, names, verbose=True)
+    res = nvrtc.compile(text, fname, arch, loader.nvrtc_options(), names, verbose=True)
     assert res.cubin[:4] == b"\x7fELF"
     usage = res.resource_usage()
     readable = {mangled: expr for expr, mangled in res.lowered.items()}
@@ -53,6 +58,27 @@ def test_compiles_without_spills(fname, arch, record_property):
     if fname in WIDE_FLOAT_BLOCKS:
         wide = {n: u["registers"] for n, u in report.items() if n.endswith("<float>")}
         assert wide and all(r * 512 <= 65536 for r in wide.values()), f"512-thread blocks would not fit: {wide}"
+
+
+def test_half_headers_come_from_the_toolkit():
+    _need_nvrtc()
+    src = ('#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n'
+           'extern "C" __global__ void k(__half* h, __nv_bfloat16* b) {\n'
+           '    h[0] = __float2half_rn(__half2float(h[1]) + 1.0f);\n'
+           '    b[0] = __float2bfloat16_rn(__bfloat162float(b[1]) * 2.0f);\n}\n')
+    assert nvrtc.compile(src, "half.cu", "sm_80", loader.nvrtc_options()).cubin[:4] == b"\x7fELF"
+    # the simulator's host versions stay out of NVRTC's path, and the toolkit's out of the simulator's
+    assert "cuda/sim" not in nvrtc.header_dir().replace(os.sep, "/")
+
+
+def test_template_types_per_file_and_per_kernel():
+    text = ("// @template-types: float __half\n"
+            "template <typename T> __global__ void a(T* x) {}\n"
+            "// @types: double\n"
+            "template <typename T> __global__ void __launch_bounds__(256) b(T* x) {}\n"
+            'extern "C" __global__ void c(float* x) {}\n')
+    assert loader.exports("x.cu", text) == ["c", "a<float>", "a<__half>", "b<double>"]
+    assert loader.exports("x.cu", text.split("\n", 1)[1]) == ["c", "a<float>", "a<double>", "b<double>"]
 
 
 def test_compile_errors_carry_the_log():

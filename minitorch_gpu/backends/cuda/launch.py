@@ -164,13 +164,14 @@ class _MapKernels:
 
     def __init__(self, xp: Any, module_cls: Any, ptr: Callable[[Array], int], max_blocks: int,
                  upload: Callable[[np.ndarray[Any, Any]], Array] | None = None, sms: int = 1,
-                 aligned: Callable[[Array], bool] | None = None, tensor_cores: bool = False) -> None:
+                 aligned: Callable[[Array], bool] | None = None, options: tuple[str, ...] = _loader.OPTIONS,
+                 tensor_cores: bool = False) -> None:
         self.xp = xp
         self._sms = sms
         # mma.sync and ldmatrix (sm_80+; the simulator emulates them): matmul_tc.cu serves float16, bfloat16 and
         # TF32 products
         self.tensor_cores = tensor_cores
-        self.loader = _loader.KernelLoader(module_cls)
+        self.loader = _loader.KernelLoader(module_cls, options)
         self.ptr = ptr
         self._max_blocks = max_blocks
         # host int64 array -> device array (CuPy: an H2D copy; NumPy: the array itself)

@@ -23,17 +23,25 @@ import re
 import threading
 from typing import Any
 
-__all__ = ["kernel_dir", "kernel_files", "source", "exports", "enum_codes", "define_int", "KernelLoader", "OPTIONS"]
+from . import nvrtc
+
+__all__ = ["kernel_dir", "kernel_files", "source", "exports", "enum_codes", "define_int", "KernelLoader", "OPTIONS",
+           "nvrtc_options"]
 
 # compiler options for every file. Empty on purpose: NVRTC 12 defaults to C++17, which the kernels are
 # written in, and CuPy adds its own architecture flags (a second -std could clash with CuPy's own)
 OPTIONS: tuple[str, ...] = ()
+# template kernels are exported for these types unless their file says otherwise: a line
+# `// @template-types: float double __half __nv_bfloat16` sets a file's list, and `// @types: ...` on the line
+# above one kernel's `template <typename T>` sets that kernel's
 TEMPLATE_TYPES = ("float", "double")
+HALF_TYPES = ("__half", "__nv_bfloat16")
 
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"]+)"[ \t]*$', re.M)
 _BOUNDS = r"(?:__launch_bounds__\s*\([^)]*\)\s*)?"
-_TEMPLATE_KERNEL = re.compile(r"template\s*<\s*typename\s+T\s*>\s*__global__\s+" + _BOUNDS + r"void\s+" + _BOUNDS +
-                              r"(\w+)\s*\(")
+_TEMPLATE_KERNEL = re.compile(r"(?://[ \t]*@types:([^\n]*)\n[ \t]*)?template\s*<\s*typename\s+T\s*>\s*__global__\s+" +
+                              _BOUNDS + r"void\s+" + _BOUNDS + r"(\w+)\s*\(")
+_FILE_TYPES = re.compile(r"^//[ \t]*@template-types:([^\n]*)$", re.M)
 _C_KERNEL = re.compile(r'extern\s+"C"\s+__global__\s+' + _BOUNDS + r"void\s+" + _BOUNDS + r"(\w+)\s*\(")
 _text_cache: dict[tuple[str, int, int], str] = {}
 
@@ -93,12 +101,24 @@ def source(name: str) -> str:
     return f'#line 1 "{name}"\n' + expand(name)
 
 
+def nvrtc_options() -> tuple[str, ...]:
+    """OPTIONS plus the include folder of the toolkit's ``cuda_fp16.h`` / ``cuda_bf16.h`` (see
+    ``nvrtc.header_dir``) for NVRTC; the simulator reads its own host versions of both instead."""
+    d = nvrtc.header_dir()
+    return OPTIONS + ((f"--include-path={d}",) if d else ())
+
+
 def exports(name: str, text: str | None = None) -> list[str]:
-    """The entry points of ``kernels/<name>``: C names and ``kernel<float>`` / ``kernel<double>`` expressions."""
+    """The entry points of ``kernels/<name>``: C names and ``kernel<T>`` expressions for every TEMPLATE_TYPES."""
     text = source(name) if text is None else text
     names = list(dict.fromkeys(_C_KERNEL.findall(text)))
-    for k in dict.fromkeys(_TEMPLATE_KERNEL.findall(text)):
-        names.extend(f"{k}<{t}>" for t in TEMPLATE_TYPES)
+    m = _FILE_TYPES.search(text)
+    default = tuple(m.group(1).split()) if m else TEMPLATE_TYPES
+    seen: set[str] = set()
+    for types, k in _TEMPLATE_KERNEL.findall(text):
+        if k not in seen:
+            seen.add(k)
+            names.extend(f"{k}<{t}>" for t in (types.split() if types.strip() else default))
     return names
 
 

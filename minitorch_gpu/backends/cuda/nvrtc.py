@@ -21,7 +21,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-__all__ = ["NVRTCError", "CompileResult", "available", "version", "compile", "resource_usage"]
+__all__ = ["NVRTCError", "CompileResult", "available", "version", "compile", "resource_usage", "header_dir"]
 
 _lock = threading.Lock()
 # [(the loaded library or None, why each candidate failed)] once probed
@@ -51,6 +51,35 @@ def _candidates() -> Iterator[str]:
     for root in (os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
         if root:
             yield from sorted(glob.glob(os.path.join(root, "lib64", "libnvrtc.so*")))
+
+
+_HALF_HEADERS = ("cuda_fp16.h", "cuda_bf16.h")
+
+
+def _header_candidates() -> Iterator[str]:
+    env = os.environ.get("MINITORCH_GPU_CUDA_INCLUDE")
+    if env:
+        yield env
+    try:
+        # the CUDA runtime wheel (nvidia-cuda-runtime-cu12) ships the toolkit's headers; CuPy reads them there too
+        import nvidia.cuda_runtime as pkg
+        for base in pkg.__path__:
+            yield os.path.join(base, "include")
+    except ImportError:
+        pass
+    for root in (os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
+        if root:
+            yield os.path.join(root, "include")
+
+
+def header_dir() -> str | None:
+    """The folder with the CUDA toolkit's ``cuda_fp16.h`` and ``cuda_bf16.h`` (NVRTC ships neither, and the
+    kernels include both): ``$MINITORCH_GPU_CUDA_INCLUDE``, the ``nvidia-cuda-runtime-cu12`` wheel's include
+    folder, or ``$CUDA_PATH`` / ``$CUDA_HOME`` / ``/usr/local/cuda``'s; None when none has them."""
+    for d in _header_candidates():
+        if all(os.path.isfile(os.path.join(d, h)) for h in _HALF_HEADERS):
+            return d
+    return None
 
 
 def _load() -> tuple[Any, list[str]]:

@@ -76,7 +76,8 @@ class CausalSoftmaxBackward0(SoftmaxBackward0):
         be = x._be
         d = x._data
         L, S = d.shape[-2:]
-        if be.isfinite_all(d):
+        # on a device, reading the check back would wait for it (and cannot run inside a CUDA graph capture)
+        if not be.reads_wait and be.isfinite_all(d):
             # NOTE: adding a 0 / -inf mask is one vectorised pass; where() with a mask whose edge moves every
             # row is ~10x slower in NumPy. (An inf or NaN score would turn into NaN instead of -inf.)
             filled = be.binary("add", d, be.tri_mask(L, S, 0, float("-inf"), d.dtype))

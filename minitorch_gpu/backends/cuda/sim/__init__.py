@@ -30,9 +30,11 @@ exist / has exited / is outside the mask, masks that leave out the calling lane,
 and invalid launch configurations. Compile failures raise SimCompileError with g++'s output.
 
 What the kernels may use: see cuda_sim.h (built-ins, vector types, barriers, warp shuffles/votes/matches/
-reductions, atomics, fences, math and bit intrinsics, ``__shared__`` and ``extern __shared__``). Not modelled:
-inline PTX, wmma/mma, cp.async, cooperative groups, half/bfloat16 device types (``__CUDA_SIM__`` is defined:
-guard them and keep a float path), timing. ``__CUDA_ARCH__`` is undefined. ``__activemask()`` returns the warp's
+reductions, atomics, fences, math and bit intrinsics, ``__shared__`` and ``extern __shared__``) and the host
+``<cuda_fp16.h>`` / ``<cuda_bf16.h>`` in include/ (``__half``, ``__nv_bfloat16`` and their pairs, with the
+device's rounding; arrays of float16 and of ml_dtypes' bfloat16 pass for their pointers). Not modelled:
+inline PTX, wmma/mma, cp.async, cooperative groups (``__CUDA_SIM__`` is defined: guard them and keep a
+portable path), timing. ``__CUDA_ARCH__`` is undefined. ``__activemask()`` returns the warp's
 lanes that have not exited (the simulator has no notion of divergent-but-live lanes). Threads of a block only
 interleave at barriers and warp collectives, so a thread spinning on a flag that another thread of its block sets
 never finishes. Out-of-bounds memory accesses are not checked: they crash or corrupt the process as they would

@@ -16,8 +16,9 @@
 // place in its stack region, which is aligned to CUDA_SIM_STACK_SIZE, so the built-ins are computed from the
 // stack pointer and never have to be swapped on a context switch.
 //
-// Not modelled: inline PTX, wmma, cp.async, half/bfloat16 device types (guard them with
-// `#ifndef __CUDA_SIM__` and keep a float path), timing. `__CUDA_ARCH__` is left undefined on purpose, so
+// Half types: include/cuda_fp16.h and include/cuda_bf16.h (first on the include path) give __half, __half2,
+// __nv_bfloat16 and __nv_bfloat162 as host types with the device's rounding.
+// Not modelled: inline PTX, wmma, cp.async, timing. `__CUDA_ARCH__` is left undefined on purpose, so
 // architecture-specific branches take their portable fallback.
 // Emulated instead of inline PTX: the mma.sync and ldmatrix forms behind common.cuh's tensor-core helpers
 // (section 8), warp-wide, with the hardware's fragment layouts.
@@ -537,6 +538,13 @@ inline unsigned __urhadd(unsigned a, unsigned b) { return unsigned(((unsigned lo
 // 7. launch glue used by the module the builder generates
 namespace cuda_sim {
 
+// The parameter kind of a class type that stands for a device scalar type (cuda_fp16.h and cuda_bf16.h in
+// include/ specialise it for __half and __nv_bfloat16), so launches check their arrays like float arrays.
+template <class T>
+struct sim_kind {
+    static constexpr const char* value = nullptr;
+};
+
 struct LaunchCfg {
     unsigned grid[3];
     unsigned block[3];
@@ -573,10 +581,13 @@ void put_type_name(SigBuf& b) {
     b.put(p, e ? size_t(e - p) : std::strlen(p));
 }
 
-// Kinds: p>KIND (pointer to KIND; v for void), b1 (bool), iN / uN / fN (N bytes), s (other trivially copyable).
+// Kinds: p>KIND (pointer to KIND; v for void), b1 (bool), iN / uN / fN (N bytes), f2 (__half), bf2
+// (__nv_bfloat16), s (other trivially copyable).
 template <class T>
 void put_kind(SigBuf& b) {
-    if constexpr (std::is_pointer_v<T>) {
+    if constexpr (sim_kind<T>::value != nullptr) {
+        b.put(sim_kind<T>::value);
+    } else if constexpr (std::is_pointer_v<T>) {
         using U = std::remove_cv_t<std::remove_pointer_t<T>>;
         b.put("p>");
         if constexpr (std::is_void_v<U>) b.put("v");
@@ -663,7 +674,9 @@ struct Entry {
 // (CS_WARP_CALL) with a payload on its stack; once all 32 have arrived the scheduler runs the payload's function
 // once, with the 32 payloads in lane order, and it writes every lane's result registers before any lane goes
 // on. The fragment layouts are the PTX ISA's ("Matrix Fragments for mma.m16n8k16 / m16n8k8"): lane l is
-// (group g = l / 4, thread t = l % 4).
+// (group g = l / 4, thread t = l % 4). 16-bit values convert through include/'s exact routines (cuda_sim::fp).
+#include "include/cuda_bf16.h"
+
 namespace cuda_sim {
 
 struct WarpCall {
@@ -676,26 +689,6 @@ inline void warp_call(WarpCall* payload, int line, const char* file) {
     CS_COMPILER_FENCE();
 }
 
-inline float half_bits_to_float(unsigned short h) {
-    unsigned sign = unsigned(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
-    if (exp == 0) {  // zero or subnormal: man * 2^-24, exact in float
-        float v = float(man) * 5.9604644775390625e-08f;
-        return sign ? -v : v;
-    }
-    unsigned bits = exp == 31 ? (sign | 0x7f800000u | (man << 13)) : (sign | ((exp + 112u) << 23) | (man << 13));
-    return from_bits<float>(bits);
-}
-// round to nearest even, as cvt.rn.f16.f32: overflow to infinity, subnormals kept, NaN to the canonical 0x7fff
-inline unsigned short float_to_half_bits(float f) {
-    unsigned x = to_bits(f) & 0xffffffffu, sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
-    if (ax > 0x7f800000u) return 0x7fff;
-    if (ax >= 0x477ff000u) return (unsigned short)(sign | 0x7c00u);  // 65520 and up (and inf) round to inf
-    if (ax < 0x38800000u)  // below 2^-14: a multiple of 2^-24, rounded by the FPU (the scaling is exact)
-        return (unsigned short)(sign | unsigned(nearbyintf(from_bits<float>(ax) * 16777216.0f)));
-    unsigned r = ax - (112u << 23);  // exponent rebiased from 127 to 15
-    return (unsigned short)(sign | ((r + 0xfffu + ((r >> 13) & 1u)) >> 13));
-}
-inline float bf16_bits_to_float(unsigned short h) { return from_bits<float>(unsigned(h) << 16); }
 // cvt.rna.tf32.f32: keep 10 mantissa bits, ties away from zero (finite values may round up to infinity)
 inline unsigned float_to_tf32(float f) {
     unsigned x = unsigned(to_bits(f));
@@ -759,10 +752,10 @@ inline void mma_m16n8(void* const* lanes, Elem elem) {
 }
 
 inline void mma_f16_exec(void* const* lanes) {
-    mma_m16n8<16>(lanes, [](unsigned w, int h) { return half_bits_to_float((unsigned short)(w >> (16 * h))); });
+    mma_m16n8<16>(lanes, [](unsigned w, int h) { return fp::half_to_float((unsigned short)(w >> (16 * h))); });
 }
 inline void mma_bf16_exec(void* const* lanes) {
-    mma_m16n8<16>(lanes, [](unsigned w, int h) { return bf16_bits_to_float((unsigned short)(w >> (16 * h))); });
+    mma_m16n8<16>(lanes, [](unsigned w, int h) { return fp::bf16_to_float((unsigned short)(w >> (16 * h))); });
 }
 // the tensor cores read the 19 high bits of a tf32 operand (sign, exponent, 10 mantissa bits) and ignore the rest
 inline void mma_tf32_exec(void* const* lanes) {

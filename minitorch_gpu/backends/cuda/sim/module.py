@@ -8,6 +8,7 @@ import threading
 from pathlib import Path
 from typing import Any, NoReturn
 
+import ml_dtypes
 import numpy as np
 
 from . import builder
@@ -15,19 +16,23 @@ from .errors import SimArgumentError, SimError
 
 __all__ = ["SimModule", "SimFunction"]
 
+_BF16 = np.dtype(ml_dtypes.bfloat16)
 _DEFAULT_SHARED = 48 * 1024      # dynamic shared memory a launch may use without opting in (as on a GPU)
 _MAX_SHARED_OPT_IN = 227 * 1024  # the most a kernel can opt in to (sm_90)
 
+# a bfloat16 scalar travels as its 16 bits ("bf2" packs as "H" after a view as uint16)
 _PACK = {"b1": "?", "i1": "b", "u1": "B", "i2": "h", "u2": "H", "i4": "i", "u4": "I", "i8": "q", "u8": "Q",
-         "f4": "f", "f8": "d"}
-_NP_NAME = {"b1": "bool", "f2": "float16", "f4": "float32", "f8": "float64"}
+         "f2": "e", "bf2": "H", "f4": "f", "f8": "d"}
+_NP_NAME = {"b1": "bool", "f2": "float16", "bf2": "bfloat16 (ml_dtypes)", "f4": "float32", "f8": "float64"}
 for _k in ("i", "u"):
     for _n in (1, 2, 4, 8):
         _NP_NAME[f"{_k}{_n}"] = f"{'u' if _k == 'u' else ''}int{8 * _n}"
 
 
 def _code(dtype: np.dtype[Any]) -> str | None:
-    """'f4', 'i8', 'b1' ... for a NumPy dtype (kind and size), None for other kinds."""
+    """'f4', 'i8', 'b1', 'bf2' ... for a NumPy dtype (kind and size), None for other kinds."""
+    if dtype == _BF16:
+        return "bf2"
     if dtype.kind == "b":
         return "b1"
     if dtype.kind in "iuf":
@@ -35,7 +40,7 @@ def _code(dtype: np.dtype[Any]) -> str | None:
     return None
 
 
-_SCALAR_CODES: dict[type, str | None] = {}
+_SCALAR_CODES: dict[type, str | None] = {ml_dtypes.bfloat16: "bf2"}
 for _t in (np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64,
            np.longlong, np.ulonglong, np.intc, np.uintc, np.float16, np.float32, np.float64, np.longdouble):
     _SCALAR_CODES[_t] = _code(np.dtype(_t))
@@ -192,7 +197,7 @@ class SimFunction:
                     if isinstance(a, (bool, int, float)):
                         hint = (f"; launches are typed, so wrap it: np.{_NP_NAME.get(p.kind, p.kind)}({a!r})")
                     self._arg_error(p, a, hint)
-                values.append(a)
+                values.append(int(np.asarray(a).view(np.uint16)) if code == "bf2" else a)
         return self._struct.pack(*values)
 
     def _check_pointee(self, p: _Param, a: np.ndarray[Any, Any]) -> None:
@@ -202,7 +207,7 @@ class SimFunction:
         have = _code(a.dtype)
         if want.startswith("p>"):
             ok = have in ("u8", "i8")  # a table of device addresses
-        elif want.startswith("f"):
+        elif want.startswith("f") or want == "bf2":
             ok = have == want
         else:
             ok = have is not None and have[0] in "iub" and have[1:] == want[1:]
