@@ -3,6 +3,8 @@
 // The loader (minitorch_gpu/backends/cuda/loader.py) pastes this header in place of `#include "common.cuh"`, so a
 // change here changes every file's compile-cache key. Contents:
 //   - integer aliases and the grid-stride loop
+//   - storage and arithmetic types: __half and __nv_bfloat16 are stored in 2 bytes and computed in float
+//     (acc_t<T>, mt_acc, mt_cast<T>)
 //   - float/double math overloads (mt_exp, ...): one spelling for NVRTC and for the CPU simulator's g++
 //   - strided index math for up to MT_MAX_DIMS = 8 dims (broadcast operands have stride 0), with 32-bit
 //     magic-number division when the indices fit
@@ -13,6 +15,10 @@
 //     ldmatrix) on sm_80+ and on the simulator
 #ifndef MT_COMMON_CUH
 #define MT_COMMON_CUH
+
+// the toolkit's headers under NVRTC; the simulator's host versions (same rounding) under g++
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
 
 typedef long long i64;
 typedef unsigned long long u64;
@@ -28,6 +34,24 @@ typedef unsigned char u8;
 #define MT_GRID_STRIDE(i, n) MT_GRID_STRIDE_FROM(i, 0, n)
 #define MT_GRID_STRIDE_FROM(i, start, n) \
     for (i64 i = (start) + (i64)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (i64)gridDim.x * blockDim.x)
+
+// ------------------------------------------------------------------------------------------ storage and arithmetic types
+// A kernel templated on T reads and writes T and computes in acc_t<T>: float for the 16-bit types (PyTorch's
+// "opmath": one rounding per stored result, reductions accumulated in float), T itself for float and double.
+template <typename T> struct MtAcc { typedef T type; };
+template <> struct MtAcc<__half> { typedef float type; };
+template <> struct MtAcc<__nv_bfloat16> { typedef float type; };
+template <typename T> using acc_t = typename MtAcc<T>::type;
+
+// a stored value in its arithmetic type (exact)
+__device__ __forceinline__ float mt_acc(float x) { return x; }
+__device__ __forceinline__ double mt_acc(double x) { return x; }
+__device__ __forceinline__ float mt_acc(__half x) { return __half2float(x); }
+__device__ __forceinline__ float mt_acc(__nv_bfloat16 x) { return __bfloat162float(x); }
+// an arithmetic result rounded to the storage type (to nearest even, as PyTorch's casts)
+template <typename T> __device__ __forceinline__ T mt_cast(acc_t<T> v) { return v; }
+template <> __device__ __forceinline__ __half mt_cast<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 mt_cast<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 
 // ------------------------------------------------------------------------------------------ math
 // NOTE: neither NVRTC nor g++ resolve `exp(float)` to the float function in every setting; these overloads
@@ -224,7 +248,7 @@ template <int N> __device__ __forceinline__ void mt_cp_async_wait_group() {
 // ------------------------------------------------------------------------------ 16-bit floats and tensor cores
 // float16 and bfloat16 travel as their bits (u16) through these helpers: the tensor cores take them packed two
 // to a 32-bit register, and the only arithmetic a GEMM does on them outside the mma is the conversion of a
-// bias and of the result (so the tensor-core kernels need neither cuda_fp16.h nor cuda_bf16.h). Conversions
+// bias and of the result, so the tensor-core kernels never need __half / __nv_bfloat16 values. Conversions
 // round to nearest even as the PTX cvt instructions do; the simulator's are bit-exact software, so a result
 // computed there has the GPU's bits wherever the order of the sums does not matter. Everything here exists
 // where MT_TENSOR_CORES is defined (sm_80+ and the simulator).

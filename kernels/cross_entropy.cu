@@ -1,6 +1,7 @@
 // cross_entropy.cu: fused log_softmax + negative log-likelihood over rows of class logits.
 //
-// Kernels (T = float | double); `vec` = 1 selects 128-bit groups (rows.cuh):
+// Kernels (T = float | double | __half | __nv_bfloat16; the 16-bit types are computed in float, their lse and
+// wsum are float arrays, loss and dlogits are rounded once to T); `vec` = 1 selects 128-bit groups (rows.cuh):
 //   cross_entropy_forward_v1<T>  warp per row (small vocabularies), cross_entropy_forward_v2<T> block per row:
 //                              loss[i] = (1 - eps) * nll_i + eps * smooth_i, with
 //                                nll_i    = -w[t_i] * logp[i, t_i]
@@ -26,6 +27,7 @@
 // ignore_index give 0 everywhere. A target outside [0, C) gives a NaN loss (and NaN gradient row) instead of a
 // device-side error flag the host would have to read back (a synchronisation per call): the functional layer
 // checks the range before launching.
+// @template-types: float double __half __nv_bfloat16
 #include "common.cuh"
 #include "rows.cuh"
 
@@ -37,19 +39,20 @@ template <typename T> struct CeAcc {
 };
 
 template <typename T, int W>
-__device__ __forceinline__ void ce_push(CeAcc<T>& a, const Group<T, W>& x, const Group<T, W>& w, bool smooth) {
-    T gm = x.v[0];
+__device__ __forceinline__ void ce_push(CeAcc<acc_t<T>>& a, const Group<T, W>& x, const Group<T, W>& w, bool smooth) {
+    using A = acc_t<T>;
+    A gm = x.v[0];
     #pragma unroll
     for (int i = 1; i < W; ++i) gm = mt_max(gm, x.v[i]);
     if (!(gm <= a.m)) {  // a larger maximum (or a NaN, which then poisons the row as it should)
-        T shift = a.m == -mt_inf<T>() ? (T)0 : a.m - gm;
-        a.s = a.m == -mt_inf<T>() ? (T)0 : a.s * mt_exp(shift);
+        A shift = a.m == -mt_inf<A>() ? (A)0 : a.m - gm;
+        a.s = a.m == -mt_inf<A>() ? (A)0 : a.s * mt_exp(shift);
         a.wx += shift * a.ws;
         a.m = gm;
     }
     #pragma unroll
     for (int i = 0; i < W; ++i) {
-        T d = x.v[i] - a.m;
+        A d = x.v[i] - a.m;
         a.s += mt_exp(d);
         if (smooth) {
             a.wx += w.v[i] * d;
@@ -59,14 +62,16 @@ __device__ __forceinline__ void ce_push(CeAcc<T>& a, const Group<T, W>& x, const
 }
 
 template <typename T, int W>
-__device__ __forceinline__ Group<T, W> ce_grad(const Group<T, W>& x, const Group<T, W>& w, int j0, i64 t, T m, T l,
-                                               T a, T b, T wall, bool dead) {
+__device__ __forceinline__ Group<T, W> ce_grad(const Group<T, W>& x, const Group<T, W>& w, int j0, i64 t,
+                                               acc_t<T> m, acc_t<T> l, acc_t<T> a, acc_t<T> b, acc_t<T> wall,
+                                               bool dead) {
+    using A = acc_t<T>;
     Group<T, W> d;
     #pragma unroll
     for (int i = 0; i < W; ++i) {
-        T p = mt_exp((x.v[i] - m) - l);
-        T v = a * (p - (j0 + i == t ? (T)1 : (T)0)) + b * (p * wall - w.v[i]);
-        d.v[i] = dead ? (T)0 : v;
+        A p = mt_exp((x.v[i] - m) - l);
+        A v = a * (p - (j0 + i == t ? (A)1 : (A)0)) + b * (p * wall - w.v[i]);
+        d.v[i] = dead ? (A)0 : v;
     }
     return d;
 }
@@ -74,22 +79,24 @@ __device__ __forceinline__ Group<T, W> ce_grad(const Group<T, W>& x, const Group
 // FIT: the launcher guarantees that the row fits the registers (v1), so the reread loops are not compiled
 template <typename T, int W, bool FIT, typename Team>
 __device__ __forceinline__ void ce_rows(const Team& team, const T* __restrict__ logits, const i64* __restrict__ target,
-                                        const T* __restrict__ weight, T* __restrict__ loss, T* __restrict__ wsum,
-                                        T* __restrict__ lse, T* __restrict__ dlogits, i64 rows, i64 C,
-                                        i64 ignore_index, T smoothing, int has_weight, int write_grad) {
+                                        const T* __restrict__ weight, T* __restrict__ loss,
+                                        acc_t<T>* __restrict__ wsum, acc_t<T>* __restrict__ lse,
+                                        T* __restrict__ dlogits, i64 rows, i64 C, i64 ignore_index,
+                                        acc_t<T> smoothing, int has_weight, int write_grad) {
+    using A = acc_t<T>;
     constexpr int K = RowCfg<T, W, Team::CACHE_DIV>::K;
     const int r = team.rank();
     const int P = team.size();
     const int G = (int)(C / W);
-    const bool smooth = smoothing != (T)0;
-    const T nan = mt_inf<T>() - mt_inf<T>();
+    const bool smooth = smoothing != (A)0;
+    const A nan = mt_inf<A>() - mt_inf<A>();
     for (i64 row = team.first(); row < rows; row += team.stride()) {
         const T* xr = logits + row * C;
         i64 t = target[row];
         bool ignored = t == ignore_index;
         bool bad = !ignored && (t < 0 || t >= C);
         Group<T, W> c[K];
-        CeAcc<T> acc{-mt_inf<T>(), (T)0, (T)0, (T)0};
+        CeAcc<A> acc{-mt_inf<A>(), (A)0, (A)0, (A)0};
         #pragma unroll
         for (int k = 0; k < K; ++k) {
             int g = r + P * k;
@@ -104,13 +111,13 @@ __device__ __forceinline__ void ce_rows(const Team& team, const T* __restrict__ 
                 ce_push<T, W>(acc, gload<T, W>(xr + (i64)g * W), gload_or_one<T, W>(weight + g * W,
                                                                                   has_weight && smooth), smooth);
         }
-        T m = team.max(acc.m);
+        A m = team.max(acc.m);
         // bring every thread's sums to the row maximum; a thread that saw nothing (or only -inf) adds nothing
-        bool empty = acc.m == -mt_inf<T>();
-        T sh = empty ? (T)0 : acc.m - m;
-        T s = team.sum(empty ? (T)0 : acc.s * mt_exp(sh));
-        T l = mt_log(s);
-        T wx = 0, wall = (T)C;
+        bool empty = acc.m == -mt_inf<A>();
+        A sh = empty ? (A)0 : acc.m - m;
+        A s = team.sum(empty ? (A)0 : acc.s * mt_exp(sh));
+        A l = mt_log(s);
+        A wx = 0, wall = (A)C;
         if (smooth) {
             wx = team.sum(acc.wx + sh * acc.ws);
             wall = team.sum(acc.ws);
@@ -118,21 +125,21 @@ __device__ __forceinline__ void ce_rows(const Team& team, const T* __restrict__ 
         if (r == 0) {
             lse[row] = l;
             if (ignored || bad) {
-                loss[row] = bad ? nan : (T)0;
+                loss[row] = mt_cast<T>(bad ? nan : (A)0);
                 wsum[row] = 0;
             } else {
-                T wt = has_weight ? weight[t] : (T)1;
-                T out = ((T)1 - smoothing) * (wt * ((m - xr[t]) + l));
-                if (smooth) out += smoothing * (-(wx - l * wall) / (T)C);
-                loss[row] = out;
+                A wt = has_weight ? mt_acc(weight[t]) : (A)1;
+                A out = ((A)1 - smoothing) * (wt * ((m - mt_acc(xr[t])) + l));
+                if (smooth) out += smoothing * (-(wx - l * wall) / (A)C);
+                loss[row] = mt_cast<T>(out);
                 wsum[row] = wt;
             }
         }
         if (!write_grad) continue;
         T* dr = dlogits + row * C;
-        T wt = (ignored || bad || !has_weight) ? (T)1 : weight[t];
-        T a = bad ? nan : ((T)1 - smoothing) * wt;
-        T b = smoothing / (T)C;
+        A wt = (ignored || bad || !has_weight) ? (A)1 : mt_acc(weight[t]);
+        A a = bad ? nan : ((A)1 - smoothing) * wt;
+        A b = smoothing / (A)C;
         #pragma unroll
         for (int k = 0; k < K; ++k) {
             int g = r + P * k;
@@ -151,14 +158,16 @@ __device__ __forceinline__ void ce_rows(const Team& team, const T* __restrict__ 
 }
 
 // small vocabularies give each lane only a group or two of a row, so the loads in flight come from the warps
-// resident per SM: float is held to 64 registers (4 blocks of 256 threads per SM)
-template <typename T> constexpr int CE_V1_MIN_BLOCKS = sizeof(T) == 4 ? 4 : 2;
+// resident per SM: float (and the 16-bit types, computed in float) is held to 64 registers (4 blocks of 256
+// threads per SM)
+template <typename T> constexpr int CE_V1_MIN_BLOCKS = sizeof(T) <= 4 ? 4 : 2;
 
 template <typename T>
 __global__ void __launch_bounds__(256, CE_V1_MIN_BLOCKS<T>) cross_entropy_forward_v1(const T* __restrict__ logits, const i64* __restrict__ target,
-                                         const T* __restrict__ weight, T* __restrict__ loss, T* __restrict__ wsum,
-                                         T* __restrict__ lse, T* __restrict__ dlogits, i64 rows, i64 C,
-                                         i64 ignore_index, T smoothing, int has_weight, int write_grad, int vec) {
+                                         const T* __restrict__ weight, T* __restrict__ loss,
+                                         acc_t<T>* __restrict__ wsum, acc_t<T>* __restrict__ lse,
+                                         T* __restrict__ dlogits, i64 rows, i64 C, i64 ignore_index,
+                                         acc_t<T> smoothing, int has_weight, int write_grad, int vec) {
     constexpr int V = 16 / sizeof(T);
     if (vec)
         ce_rows<T, V, true>(WarpTeam(), logits, target, weight, loss, wsum, lse, dlogits, rows, C, ignore_index, smoothing,
@@ -172,11 +181,12 @@ __global__ void __launch_bounds__(256, CE_V1_MIN_BLOCKS<T>) cross_entropy_forwar
 // flight per SM that the second read of the rest (for the gradient) still finds them in L2
 template <typename T>
 __global__ void __launch_bounds__(512, 1) cross_entropy_forward_v2(const T* __restrict__ logits, const i64* __restrict__ target,
-                                         const T* __restrict__ weight, T* __restrict__ loss, T* __restrict__ wsum,
-                                         T* __restrict__ lse, T* __restrict__ dlogits, i64 rows, i64 C,
-                                         i64 ignore_index, T smoothing, int has_weight, int write_grad, int vec) {
-    __shared__ T scratch[MT_WARP];
-    BlockTeam<T> team{scratch};
+                                         const T* __restrict__ weight, T* __restrict__ loss,
+                                         acc_t<T>* __restrict__ wsum, acc_t<T>* __restrict__ lse,
+                                         T* __restrict__ dlogits, i64 rows, i64 C, i64 ignore_index,
+                                         acc_t<T> smoothing, int has_weight, int write_grad, int vec) {
+    __shared__ acc_t<T> scratch[MT_WARP];
+    BlockTeam<acc_t<T>> team{scratch};
     constexpr int V = 16 / sizeof(T);
     if (vec)
         ce_rows<T, V, false>(team, logits, target, weight, loss, wsum, lse, dlogits, rows, C, ignore_index, smoothing,
@@ -186,60 +196,65 @@ __global__ void __launch_bounds__(512, 1) cross_entropy_forward_v2(const T* __re
                       has_weight, write_grad);
 }
 
+// NOTE: for the 16-bit types the fused gradient was rounded once already, so this second rounding can move a
+// value by one more unit in the last place than PyTorch's single one (its gradient is computed from the output)
 template <typename T>
-__global__ void cross_entropy_scale(T* __restrict__ d, const T* __restrict__ gout, i64 gstride, T scale, i64 rows,
-                                    i64 C, int vec) {
+__global__ void cross_entropy_scale(T* __restrict__ d, const T* __restrict__ gout, i64 gstride, acc_t<T> scale,
+                                    i64 rows, i64 C, int vec) {
+    using A = acc_t<T>;
     constexpr int V = 16 / sizeof(T);
     if (vec) {
         // C % V == 0 here, so a group never straddles two rows
         MT_GRID_STRIDE(q, rows * C / V) {
             i64 i = q * V;
-            T f = gout[(i / C) * gstride] * scale;
+            A f = mt_acc(gout[(i / C) * gstride]) * scale;
             Packed128<T> p = load128(d + i);
             #pragma unroll
-            for (int k = 0; k < V; ++k) p.v[k] *= f;
+            for (int k = 0; k < V; ++k) p.v[k] = mt_cast<T>(mt_acc(p.v[k]) * f);
             store128(d + i, p);
         }
     } else {
-        MT_GRID_STRIDE(i, rows * C) d[i] *= gout[(i / C) * gstride] * scale;
+        MT_GRID_STRIDE(i, rows * C) d[i] = mt_cast<T>(mt_acc(d[i]) * (mt_acc(gout[(i / C) * gstride]) * scale));
     }
 }
 
 // ------------------------------------------------------------------------------------------ backward from lse
 template <typename T>
 __global__ void cross_entropy_backward(const T* __restrict__ logits, const i64* __restrict__ target,
-                                       const T* __restrict__ weight, const T* __restrict__ lse,
-                                       const T* __restrict__ gout, i64 gstride, T scale, T* __restrict__ dlogits,
-                                       i64 rows, i64 C, i64 ignore_index, T smoothing, int has_weight) {
-    __shared__ T scratch[MT_WARP];
+                                       const T* __restrict__ weight, const acc_t<T>* __restrict__ lse,
+                                       const T* __restrict__ gout, i64 gstride, acc_t<T> scale,
+                                       T* __restrict__ dlogits, i64 rows, i64 C, i64 ignore_index,
+                                       acc_t<T> smoothing, int has_weight) {
+    using A = acc_t<T>;
+    __shared__ A scratch[MT_WARP];
     for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {
         const T* xr = logits + row * C;
         T* dr = dlogits + row * C;
         i64 t = target[row];
         if (t == ignore_index || t < 0 || t >= C) {
-            for (i64 j = threadIdx.x; j < C; j += blockDim.x) dr[j] = 0;
+            for (i64 j = threadIdx.x; j < C; j += blockDim.x) dr[j] = mt_cast<T>(0);
             continue;
         }
-        T wsum_all = (T)C;
-        if (has_weight && smoothing != (T)0) {
-            T acc = 0;
-            for (i64 j = threadIdx.x; j < C; j += blockDim.x) acc += weight[j];
-            wsum_all = block_reduce(acc, SumOp(), (T)0, scratch);
+        A wsum_all = (A)C;
+        if (has_weight && smoothing != (A)0) {
+            A acc = 0;
+            for (i64 j = threadIdx.x; j < C; j += blockDim.x) acc += mt_acc(weight[j]);
+            wsum_all = block_reduce(acc, SumOp(), (A)0, scratch);
         }
-        T m = -mt_inf<T>();
-        for (i64 j = threadIdx.x; j < C; j += blockDim.x) m = mt_max(m, xr[j]);
-        m = block_reduce(m, MaxOp(), -mt_inf<T>(), scratch);
-        T go = gout[row * gstride] * scale;
-        T wt = has_weight ? weight[t] : (T)1;
-        T l = lse[row];
-        T a = ((T)1 - smoothing) * wt;
-        T b = smoothing / (T)C;
+        A m = -mt_inf<A>();
+        for (i64 j = threadIdx.x; j < C; j += blockDim.x) m = mt_max(m, mt_acc(xr[j]));
+        m = block_reduce(m, MaxOp(), -mt_inf<A>(), scratch);
+        A go = mt_acc(gout[row * gstride]) * scale;
+        A wt = has_weight ? mt_acc(weight[t]) : (A)1;
+        A l = lse[row];
+        A a = ((A)1 - smoothing) * wt;
+        A b = smoothing / (A)C;
         for (i64 j = threadIdx.x; j < C; j += blockDim.x) {
-            T p = mt_exp((xr[j] - m) - l);
-            T w = has_weight ? weight[j] : (T)1;
-            T d = a * (p - (j == t ? (T)1 : (T)0));
-            if (smoothing != (T)0) d += b * (p * wsum_all - w);
-            dr[j] = go * d;
+            A p = mt_exp((mt_acc(xr[j]) - m) - l);
+            A w = has_weight ? mt_acc(weight[j]) : (A)1;
+            A d = a * (p - (j == t ? (A)1 : (A)0));
+            if (smoothing != (A)0) d += b * (p * wsum_all - w);
+            dr[j] = mt_cast<T>(go * d);
         }
     }
 }

@@ -1,7 +1,9 @@
-// elementwise.cu: unary, binary and ternary maps for float and double.
+// elementwise.cu: unary, binary and ternary maps for float, double, half and bfloat16.
 //
-// Kernels (templates over T = float | double, exported through name expressions such as
-// "unary_forward<float>"):
+// Kernels (templates over the storage type T = float | double | __half | __nv_bfloat16, exported through name
+// expressions such as "unary_forward<__half>"; the 16-bit types load into float, compute there and round once
+// on the store, and their 128-bit packs carry 8 elements; scalar arguments come in the arithmetic type
+// acc_t<T>, so a Python scalar keeps its float32 value as in PyTorch):
 //   unary_forward            y = f(x), contiguous; 128-bit packs when every pointer is 16-byte aligned
 //   unary_strided_forward    y = f(x) over strided / broadcast operands (up to 8 dims)
 //   unary_rows_forward       y = f(x) over rows whose last dim is contiguous (sliced or permuted views), as
@@ -22,8 +24,7 @@
 // the grid (every thread takes the same branch), so it costs no divergence. The Python launcher
 // (minitorch_gpu/backends/cuda/launch.py) reads the enums from this file, so the names here are the primitive names.
 //
-// float16 never reaches these kernels: the backend routes it to the array library's built-ins (the CPU
-// simulator that runs this file in CI has no half types).
+// @template-types: float double __half __nv_bfloat16
 #include "common.cuh"
 
 // @enum unary: the backend's unary primitive names (softplus takes p0 = beta, p1 = threshold)
@@ -286,8 +287,8 @@ template <typename T> struct TernaryF {
 
 // ------------------------------------------------------------------------------------------ unary
 template <typename T>
-__global__ void unary_forward(i64 n, const T* x, T* y, int op, T p0, T p1, int vec) {
-    UnaryF<T> f{op, p0, p1};
+__global__ void unary_forward(i64 n, const T* x, T* y, int op, acc_t<T> p0, acc_t<T> p1, int vec) {
+    UnaryF<acc_t<T>> f{op, p0, p1};
     i64 done = 0;
     if (vec) {
         constexpr int S = Packed128<T>::size;
@@ -296,32 +297,33 @@ __global__ void unary_forward(i64 n, const T* x, T* y, int op, T p0, T p1, int v
             Packed128<T> a = load128(x + p * S);
             Packed128<T> r;
             #pragma unroll
-            for (int k = 0; k < S; ++k) r.v[k] = f(a.v[k]);
+            for (int k = 0; k < S; ++k) r.v[k] = mt_cast<T>(f(mt_acc(a.v[k])));
             store128(y + p * S, r);
         }
         done = packs * S;
     }
-    MT_GRID_STRIDE_FROM(i, done, n) y[i] = f(x[i]);
+    MT_GRID_STRIDE_FROM(i, done, n) y[i] = mt_cast<T>(f(mt_acc(x[i])));
 }
 
 template <typename T>
-__global__ void unary_strided_forward(i64 n, int nd, const i64* __restrict__ meta, const T* x, T* y, int op, T p0,
-                                      T p1, int mode) {
-    UnaryF<T> f{op, p0, p1};
+__global__ void unary_strided_forward(i64 n, int nd, const i64* __restrict__ meta, const T* x, T* y, int op,
+                                      acc_t<T> p0, acc_t<T> p1, int mode) {
+    UnaryF<acc_t<T>> f{op, p0, p1};
     MT_GRID_STRIDE(i, n) {
         i64 off[2];
         mt_offsets<2>(i, n, nd, meta, off);
-        y[off[0]] = f(x[off[1]]);
+        y[off[0]] = mt_cast<T>(f(mt_acc(x[off[1]])));
     }
 }
 
 // the row walk of binary_rows_forward (see there) for one operand
 template <typename T>
 __global__ void __launch_bounds__(256, 5) unary_rows_forward(i64 rows, i64 cols, int nd, const i64* __restrict__ meta,
-                                                             const T* x, T* y, int op, T p0, T p1, int mode,
-                                                             u32 cpr_magic, u32 cpr_shift) {
+                                                             const T* x, T* y, int op, acc_t<T> p0, acc_t<T> p1,
+                                                             int mode, u32 cpr_magic, u32 cpr_shift) {
     constexpr int S = Packed128<T>::size;
-    UnaryF<T> f{op, p0, p1};
+    using A = acc_t<T>;
+    UnaryF<A> f{op, p0, p1};
     bool vec = mode & MODE_VEC;
     bool x_row = meta[3 * nd - 1] == 0;  // an expanded operand: one value per row
     int w = vec ? S : 1;
@@ -336,37 +338,37 @@ __global__ void __launch_bounds__(256, 5) unary_rows_forward(i64 rows, i64 cols,
         const T* xr = x + off[1] + (x_row ? 0 : c);
         if (vec && c + S <= cols) {
             Packed128<T> px, r;
-            T x0 = x_row ? *xr : (T)0;
+            A x0 = x_row ? mt_acc(*xr) : (A)0;
             if (!x_row) px = load128(xr);
             #pragma unroll
-            for (int k = 0; k < S; ++k) r.v[k] = f(x_row ? x0 : px.v[k]);
+            for (int k = 0; k < S; ++k) r.v[k] = mt_cast<T>(f(x_row ? x0 : mt_acc(px.v[k])));
             store128(yr, r);
         } else {
             int m = cols - c < w ? (int)(cols - c) : w;
-            for (int k = 0; k < m; ++k) yr[k] = f(xr[x_row ? 0 : k]);
+            for (int k = 0; k < m; ++k) yr[k] = mt_cast<T>(f(mt_acc(xr[x_row ? 0 : k])));
         }
     }
 }
 
 template <typename T>
 __global__ void predicate_forward(i64 n, int nd, const i64* __restrict__ meta, const T* x, u8* y, int op) {
-    PredicateF<T> f{op};
+    PredicateF<acc_t<T>> f{op};
     if (nd == 0) {
-        MT_GRID_STRIDE(i, n) y[i] = f(x[i]);
+        MT_GRID_STRIDE(i, n) y[i] = f(mt_acc(x[i]));
         return;
     }
     MT_GRID_STRIDE(i, n) {
         i64 off[2];
         mt_offsets<2>(i, n, nd, meta, off);
-        y[off[0]] = f(x[off[1]]);
+        y[off[0]] = f(mt_acc(x[off[1]]));
     }
 }
 
 // ------------------------------------------------------------------------------------------ binary
 template <typename T>
 __global__ void binary_forward(i64 n, const T* a, const T* b, T* y, int op,
-                               T sa, T sb, int mode) {
-    BinaryF<T> f{op};
+                               acc_t<T> sa, acc_t<T> sb, int mode) {
+    BinaryF<acc_t<T>> f{op};
     bool a_s = mode & MODE_SCALAR(0), b_s = mode & MODE_SCALAR(1);
     i64 done = 0;
     if (mode & MODE_VEC) {
@@ -377,23 +379,23 @@ __global__ void binary_forward(i64 n, const T* a, const T* b, T* y, int op,
             if (!a_s) pa = load128(a + p * S);
             if (!b_s) pb = load128(b + p * S);
             #pragma unroll
-            for (int k = 0; k < S; ++k) r.v[k] = f(a_s ? sa : pa.v[k], b_s ? sb : pb.v[k]);
+            for (int k = 0; k < S; ++k) r.v[k] = mt_cast<T>(f(a_s ? sa : mt_acc(pa.v[k]), b_s ? sb : mt_acc(pb.v[k])));
             store128(y + p * S, r);
         }
         done = packs * S;
     }
-    MT_GRID_STRIDE_FROM(i, done, n) y[i] = f(a_s ? sa : a[i], b_s ? sb : b[i]);
+    MT_GRID_STRIDE_FROM(i, done, n) y[i] = mt_cast<T>(f(a_s ? sa : mt_acc(a[i]), b_s ? sb : mt_acc(b[i])));
 }
 
 template <typename T>
 __global__ void binary_strided_forward(i64 n, int nd, const i64* __restrict__ meta, const T* a, const T* b, T* y,
-                                       int op, T sa, T sb, int mode) {
-    BinaryF<T> f{op};
+                                       int op, acc_t<T> sa, acc_t<T> sb, int mode) {
+    BinaryF<acc_t<T>> f{op};
     bool a_s = mode & MODE_SCALAR(0), b_s = mode & MODE_SCALAR(1);
     MT_GRID_STRIDE(i, n) {
         i64 off[3];
         mt_offsets<3>(i, n, nd, meta, off);
-        y[off[0]] = f(a_s ? sa : a[off[1]], b_s ? sb : b[off[2]]);
+        y[off[0]] = mt_cast<T>(f(a_s ? sa : mt_acc(a[off[1]]), b_s ? sb : mt_acc(b[off[2]])));
     }
 }
 
@@ -406,9 +408,11 @@ __global__ void binary_strided_forward(i64 n, int nd, const i64* __restrict__ me
 // 16-byte loads in flight as it can get, and 5 blocks fit without spilling (6 spill).
 template <typename T>
 __global__ void __launch_bounds__(256, 5) binary_rows_forward(i64 rows, i64 cols, int nd, const i64* __restrict__ meta, const T* a,
-                                    const T* b, T* y, int op, T sa, T sb, int mode, u32 cpr_magic, u32 cpr_shift) {
+                                    const T* b, T* y, int op, acc_t<T> sa, acc_t<T> sb, int mode, u32 cpr_magic,
+                                    u32 cpr_shift) {
     constexpr int S = Packed128<T>::size;
-    BinaryF<T> f{op};
+    using A = acc_t<T>;
+    BinaryF<A> f{op};
     bool a_s = mode & MODE_SCALAR(0), b_s = mode & MODE_SCALAR(1);
     bool vec = mode & MODE_VEC;
     // along the row an operand is contiguous (its last stride is 1) or one value per row (0)
@@ -425,61 +429,64 @@ __global__ void __launch_bounds__(256, 5) binary_rows_forward(i64 rows, i64 cols
         const T* ar = a + off[1] + (a_row ? 0 : c);
         const T* br = b + off[2] + (b_row ? 0 : c);
         // a row-constant operand is read once per pack, a contiguous one only as the pack (no extra load)
-        T a0 = a_s ? sa : (a_row ? *ar : (T)0), b0 = b_s ? sb : (b_row ? *br : (T)0);
+        A a0 = a_s ? sa : (a_row ? mt_acc(*ar) : (A)0), b0 = b_s ? sb : (b_row ? mt_acc(*br) : (A)0);
         if (vec && c + S <= cols) {
             Packed128<T> pa, pb, r;
             if (!a_s && !a_row) pa = load128(ar);
             if (!b_s && !b_row) pb = load128(br);
             #pragma unroll
             for (int k = 0; k < S; ++k)
-                r.v[k] = f(a_s || a_row ? a0 : pa.v[k], b_s || b_row ? b0 : pb.v[k]);
+                r.v[k] = mt_cast<T>(f(a_s || a_row ? a0 : mt_acc(pa.v[k]), b_s || b_row ? b0 : mt_acc(pb.v[k])));
             store128(yr, r);
         } else {
             int m = cols - c < w ? (int)(cols - c) : w;
             for (int k = 0; k < m; ++k)
-                yr[k] = f(a_s || a_row ? a0 : ar[k], b_s || b_row ? b0 : br[k]);
+                yr[k] = mt_cast<T>(f(a_s || a_row ? a0 : mt_acc(ar[k]), b_s || b_row ? b0 : mt_acc(br[k])));
         }
     }
 }
 
 template <typename T>
 __global__ void compare_forward(i64 n, int nd, const i64* __restrict__ meta, const T* a, const T* b, u8* y, int op,
-                                T sa, T sb, int mode) {
-    CompareF<T> f{op};
+                                acc_t<T> sa, acc_t<T> sb, int mode) {
+    CompareF<acc_t<T>> f{op};
     bool a_s = mode & MODE_SCALAR(0), b_s = mode & MODE_SCALAR(1);
     if (nd == 0) {
-        MT_GRID_STRIDE(i, n) y[i] = f(a_s ? sa : a[i], b_s ? sb : b[i]);
+        MT_GRID_STRIDE(i, n) y[i] = f(a_s ? sa : mt_acc(a[i]), b_s ? sb : mt_acc(b[i]));
         return;
     }
     MT_GRID_STRIDE(i, n) {
         i64 off[3];
         mt_offsets<3>(i, n, nd, meta, off);
-        y[off[0]] = f(a_s ? sa : a[off[1]], b_s ? sb : b[off[2]]);
+        y[off[0]] = f(a_s ? sa : mt_acc(a[off[1]]), b_s ? sb : mt_acc(b[off[2]]));
     }
 }
 
 // ------------------------------------------------------------------------------------------ ternary
 template <typename T>
 __global__ void ternary_forward(i64 n, int nd, const i64* __restrict__ meta, const T* a, const T* b, const T* c,
-                                T* y, int op, T sa, T sb, T sc, T alpha, int mode) {
-    TernaryF<T> f{op, alpha};
+                                T* y, int op, acc_t<T> sa, acc_t<T> sb, acc_t<T> sc, acc_t<T> alpha, int mode) {
+    TernaryF<acc_t<T>> f{op, alpha};
     bool a_s = mode & MODE_SCALAR(0), b_s = mode & MODE_SCALAR(1), c_s = mode & MODE_SCALAR(2);
     if (nd == 0) {
-        MT_GRID_STRIDE(i, n) y[i] = f(a_s ? sa : a[i], b_s ? sb : b[i], c_s ? sc : c[i]);
+        MT_GRID_STRIDE(i, n)
+            y[i] = mt_cast<T>(f(a_s ? sa : mt_acc(a[i]), b_s ? sb : mt_acc(b[i]), c_s ? sc : mt_acc(c[i])));
         return;
     }
     MT_GRID_STRIDE(i, n) {
         i64 off[4];
         mt_offsets<4>(i, n, nd, meta, off);
-        y[off[0]] = f(a_s ? sa : a[off[1]], b_s ? sb : b[off[2]], c_s ? sc : c[off[3]]);
+        y[off[0]] = mt_cast<T>(f(a_s ? sa : mt_acc(a[off[1]]), b_s ? sb : mt_acc(b[off[2]]),
+                                 c_s ? sc : mt_acc(c[off[3]])));
     }
 }
 
 template <typename T>
 __global__ void where_forward(i64 n, int nd, const i64* __restrict__ meta, const u8* cond, const T* a, const T* b,
-                              T* y, T sa, T sb, int mode) {
+                              T* y, acc_t<T> sa_acc, acc_t<T> sb_acc, int mode) {
     // mode bit 1: a is the scalar, bit 2: b is (bit 0 would be the condition, which is always an array)
     bool a_s = mode & MODE_SCALAR(1), b_s = mode & MODE_SCALAR(2);
+    T sa = mt_cast<T>(sa_acc), sb = mt_cast<T>(sb_acc);  // a selected scalar is stored in the result's type
     if (nd == 0) {
         MT_GRID_STRIDE(i, n) y[i] = cond[i] ? (a_s ? sa : a[i]) : (b_s ? sb : b[i]);
         return;

@@ -1,6 +1,7 @@
 // layernorm.cu: layer normalisation over the last dim (rows of N contiguous elements).
 //
-// Kernels (T = float | double); `vec` = 1 selects 128-bit groups (the launcher checks every pointer's alignment
+// Kernels (T = float | double | __half | __nv_bfloat16: the 16-bit types are computed in float, and their mean,
+// rstd and dw/db partials are float arrays, as PyTorch saves them); `vec` = 1 selects 128-bit groups (the launcher checks every pointer's alignment
 // and N % (16 / sizeof(T)) == 0), else scalar groups (rows.cuh):
 //   layernorm_forward_v1<T>       warp per row, the row held in registers (8 groups per lane: N <= 1024 float,
 //                                 512 double on the 128-bit path, 256 on the scalar one): mean, then
@@ -21,13 +22,14 @@
 //   layernorm_backward_params<T>  dw[j] = sum_p partial[p, 0, j], db[j] = sum_p partial[p, 1, j]: a few hundred
 //                                 partial rows; a block per 32 columns, its warps splitting the partials
 //                                 (deterministic: a fixed order of additions, no atomics anywhere)
+// @template-types: float double __half __nv_bfloat16
 #include "common.cuh"
 #include "rows.cuh"
 
 // ------------------------------------------------------------------------------------------ forward
 template <typename T, int W>
 __device__ __forceinline__ Group<T, W> ln_out(const Group<T, W>& xg, const T* __restrict__ w,
-                                              const T* __restrict__ b, i64 j, T mean, T rstd, int has_weight,
+                                              const T* __restrict__ b, i64 j, acc_t<T> mean, acc_t<T> rstd, int has_weight,
                                               int has_bias) {
     Group<T, W> wg = gload_or_one<T, W>(w + j, has_weight);
     Group<T, W> o;
@@ -44,9 +46,10 @@ __device__ __forceinline__ Group<T, W> ln_out(const Group<T, W>& xg, const T* __
 // FIT: the launcher guarantees that the row fits the registers (v1), so the reread loops are not compiled
 template <typename T, int W, bool FIT, typename Team>
 __device__ __forceinline__ void ln_forward_rows(const Team& team, const T* __restrict__ x, const T* __restrict__ w,
-                                                const T* __restrict__ b, T* __restrict__ y, T* __restrict__ mean_out,
-                                                T* __restrict__ rstd_out, i64 rows, i64 N, T eps, int has_weight,
-                                                int has_bias) {
+                                                const T* __restrict__ b, T* __restrict__ y,
+                                                acc_t<T>* __restrict__ mean_out, acc_t<T>* __restrict__ rstd_out,
+                                                i64 rows, i64 N, acc_t<T> eps, int has_weight, int has_bias) {
+    using A = acc_t<T>;
     constexpr int K = RowCfg<T, W, Team::CACHE_DIV>::K;
     const int r = team.rank();
     const int P = team.size();
@@ -55,7 +58,7 @@ __device__ __forceinline__ void ln_forward_rows(const Team& team, const T* __res
         const T* xr = x + row * N;
         T* yr = y + row * N;
         Group<T, W> c[K];
-        T s = 0;
+        A s = 0;
         #pragma unroll
         for (int k = 0; k < K; ++k) {
             int g = r + P * k;
@@ -72,15 +75,15 @@ __device__ __forceinline__ void ln_forward_rows(const Team& team, const T* __res
                 for (int i = 0; i < W; ++i) s += v.v[i];
             }
         }
-        T mean = team.sum(s) / (T)N;
+        A mean = team.sum(s) / (A)N;
         // the variance from centred values: E[x^2] - mean^2 would cancel for rows far from zero
-        T q = 0;
+        A q = 0;
         #pragma unroll
         for (int k = 0; k < K; ++k) {
             if (r + P * k < G) {
                 #pragma unroll
                 for (int i = 0; i < W; ++i) {
-                    T d = c[k].v[i] - mean;
+                    A d = c[k].v[i] - mean;
                     q += d * d;
                 }
             }
@@ -90,12 +93,12 @@ __device__ __forceinline__ void ln_forward_rows(const Team& team, const T* __res
                 Group<T, W> v = gload<T, W>(xr + g * W);
                 #pragma unroll
                 for (int i = 0; i < W; ++i) {
-                    T d = v.v[i] - mean;
+                    A d = v.v[i] - mean;
                     q += d * d;
                 }
             }
         }
-        T rstd = (T)1 / mt_sqrt(team.sum(q) / (T)N + eps);
+        A rstd = (A)1 / mt_sqrt(team.sum(q) / (A)N + eps);
         #pragma unroll
         for (int k = 0; k < K; ++k) {
             int g = r + P * k;
@@ -117,8 +120,9 @@ __device__ __forceinline__ void ln_forward_rows(const Team& team, const T* __res
 // 256 threads per SM (64 registers)
 template <typename T>
 __global__ void __launch_bounds__(256, 4) layernorm_forward_v1(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
-                                     T* __restrict__ y, T* __restrict__ mean_out, T* __restrict__ rstd_out, i64 rows,
-                                     i64 N, T eps, int has_weight, int has_bias, int vec) {
+                                     T* __restrict__ y, acc_t<T>* __restrict__ mean_out,
+                                     acc_t<T>* __restrict__ rstd_out, i64 rows, i64 N, acc_t<T> eps, int has_weight,
+                                     int has_bias, int vec) {
     constexpr int V = 16 / sizeof(T);
     if (vec)
         ln_forward_rows<T, V, true>(WarpTeam(), x, w, b, y, mean_out, rstd_out, rows, N, eps, has_weight, has_bias);
@@ -128,11 +132,12 @@ __global__ void __launch_bounds__(256, 4) layernorm_forward_v1(const T* __restri
 
 template <typename T>
 __global__ void layernorm_forward_v2(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
-                                     T* __restrict__ y, T* __restrict__ mean_out, T* __restrict__ rstd_out, i64 rows,
-                                     i64 N, T eps, int has_weight, int has_bias, int vec) {
-    __shared__ T scratch[MT_WARP];
+                                     T* __restrict__ y, acc_t<T>* __restrict__ mean_out,
+                                     acc_t<T>* __restrict__ rstd_out, i64 rows, i64 N, acc_t<T> eps, int has_weight,
+                                     int has_bias, int vec) {
+    __shared__ acc_t<T> scratch[MT_WARP];
     constexpr int V = 16 / sizeof(T);
-    BlockTeam<T> team{scratch};
+    BlockTeam<acc_t<T>> team{scratch};
     if (vec)
         ln_forward_rows<T, V, false>(team, x, w, b, y, mean_out, rstd_out, rows, N, eps, has_weight, has_bias);
     else
@@ -140,13 +145,14 @@ __global__ void layernorm_forward_v2(const T* __restrict__ x, const T* __restric
 }
 
 // ------------------------------------------------------------------------------------------ backward
-// blocks of 256 threads per SM that backward_v1 is compiled for: 2 caps float at 128 registers without spills
-// (one block of 8 warps per SM left too few loads in flight); double spills below 2 x 128, so it keeps one
-// block per SM, as it had without the bound
-template <typename T> constexpr int LN_BWD_MIN_BLOCKS = sizeof(T) == 4 ? 2 : 1;
+// blocks of 256 threads per SM that backward_v1 is compiled for: 2 caps float (and the 16-bit types, computed
+// in float) at 128 registers without spills (one block of 8 warps per SM left too few loads in flight); double
+// spills below 2 x 128, so it keeps one block per SM, as it had without the bound
+template <typename T> constexpr int LN_BWD_MIN_BLOCKS = sizeof(T) <= 4 ? 2 : 1;
 
 template <typename T, int W>
-__device__ __forceinline__ Group<T, W> ln_dx(const Group<T, W>& xhat, const Group<T, W>& dxhat, T rs, T s1, T s2) {
+__device__ __forceinline__ Group<T, W> ln_dx(const Group<T, W>& xhat, const Group<T, W>& dxhat, acc_t<T> rs,
+                                             acc_t<T> s1, acc_t<T> s2) {
     Group<T, W> o;
     #pragma unroll
     for (int i = 0; i < W; ++i) o.v[i] = rs * (dxhat.v[i] - s1 - xhat.v[i] * s2);
@@ -156,8 +162,9 @@ __device__ __forceinline__ Group<T, W> ln_dx(const Group<T, W>& xhat, const Grou
 // One row's (xhat, dxhat) group from memory, and its contribution to the two row sums.
 template <typename T, int W>
 __device__ __forceinline__ void ln_grad_group(const T* __restrict__ xr, const T* __restrict__ gr,
-                                              const T* __restrict__ w, i64 j, T mu, T rs, int has_weight,
-                                              Group<T, W>& dy, Group<T, W>& xhat, Group<T, W>& dxhat, T& s1, T& s2) {
+                                              const T* __restrict__ w, i64 j, acc_t<T> mu, acc_t<T> rs, int has_weight,
+                                              Group<T, W>& dy, Group<T, W>& xhat, Group<T, W>& dxhat, acc_t<T>& s1,
+                                              acc_t<T>& s2) {
     Group<T, W> xg = gload<T, W>(xr + j);
     dy = gload<T, W>(gr + j);
     Group<T, W> wg = gload_or_one<T, W>(w + j, has_weight);
@@ -178,10 +185,11 @@ template <typename T, int W, typename Team> struct LnBwdCfg {
 // ACC: also sum dy xhat and dy per column into aw / ab (the caller guarantees the row fits the registers)
 template <typename T, int W, bool ACC, typename Team>
 __device__ __forceinline__ void ln_backward_rows(const Team& team, const T* __restrict__ dy, const T* __restrict__ x,
-                                                 const T* __restrict__ w, const T* __restrict__ mean,
-                                                 const T* __restrict__ rstd, T* __restrict__ dx, i64 rows, i64 N,
-                                                 int has_weight, Group<T, W> (&aw)[LnBwdCfg<T, W, Team>::K],
+                                                 const T* __restrict__ w, const acc_t<T>* __restrict__ mean,
+                                                 const acc_t<T>* __restrict__ rstd, T* __restrict__ dx, i64 rows,
+                                                 i64 N, int has_weight, Group<T, W> (&aw)[LnBwdCfg<T, W, Team>::K],
                                                  Group<T, W> (&ab)[LnBwdCfg<T, W, Team>::K]) {
+    using A = acc_t<T>;
     constexpr int K = LnBwdCfg<T, W, Team>::K;
     const int r = team.rank();
     const int P = team.size();
@@ -190,9 +198,9 @@ __device__ __forceinline__ void ln_backward_rows(const Team& team, const T* __re
         const T* xr = x + row * N;
         const T* gr = dy + row * N;
         T* dr = dx + row * N;
-        T mu = mean[row], rs = rstd[row];
+        A mu = mean[row], rs = rstd[row];
         Group<T, W> xh[K], dh[K];
-        T s1 = 0, s2 = 0;
+        A s1 = 0, s2 = 0;
         #pragma unroll
         for (int k = 0; k < K; ++k) {
             int g = r + P * k;
@@ -215,8 +223,8 @@ __device__ __forceinline__ void ln_backward_rows(const Team& team, const T* __re
                 ln_grad_group<T, W>(xr, gr, w, g * W, mu, rs, has_weight, gy, a, d, s1, s2);
             }
         }
-        s1 = team.sum(s1) / (T)N;
-        s2 = team.sum(s2) / (T)N;
+        s1 = team.sum(s1) / (A)N;
+        s2 = team.sum(s2) / (A)N;
         #pragma unroll
         for (int k = 0; k < K; ++k) {
             int g = r + P * k;
@@ -226,7 +234,7 @@ __device__ __forceinline__ void ln_backward_rows(const Team& team, const T* __re
             #pragma unroll 4
             for (int g = r + P * K; g < G; g += P) {
                 Group<T, W> gy, a, d;
-                T u1 = 0, u2 = 0;
+                A u1 = 0, u2 = 0;
                 ln_grad_group<T, W>(xr, gr, w, g * W, mu, rs, has_weight, gy, a, d, u1, u2);
                 gstore<T, W>(dr + g * W, ln_dx<T, W>(a, d, rs, s1, s2));
             }
@@ -237,10 +245,11 @@ __device__ __forceinline__ void ln_backward_rows(const Team& team, const T* __re
 // dx of every row the team visits, and (want_params) the block's dw/db column sums as partial[blockIdx.x]
 template <typename T, int W, typename Team>
 __device__ __forceinline__ void ln_backward_team(const Team& team, const T* __restrict__ dy, const T* __restrict__ x,
-                                                 const T* __restrict__ w, const T* __restrict__ mean,
-                                                 const T* __restrict__ rstd, T* __restrict__ dx,
-                                                 T* __restrict__ partial, i64 rows, i64 N, int has_weight,
-                                                 int want_params, T* sh) {
+                                                 const T* __restrict__ w, const acc_t<T>* __restrict__ mean,
+                                                 const acc_t<T>* __restrict__ rstd, T* __restrict__ dx,
+                                                 acc_t<T>* __restrict__ partial, i64 rows, i64 N, int has_weight,
+                                                 int want_params, acc_t<T>* sh) {
+    using A = acc_t<T>;
     constexpr int K = LnBwdCfg<T, W, Team>::K;
     Group<T, W> aw[K], ab[K];
     #pragma unroll
@@ -256,15 +265,15 @@ __device__ __forceinline__ void ln_backward_team(const Team& team, const T* __re
     const int r = team.rank();
     const int P = team.size();
     const int G = (int)(N / W);
-    T* out = partial + (i64)blockIdx.x * 2 * N;
+    A* out = partial + (i64)blockIdx.x * 2 * N;
     if constexpr (Team::WHOLE_BLOCK) {
-        // every column belongs to one thread of the block
+        // every column belongs to one thread of the block (the partials stay in the arithmetic type)
         #pragma unroll
         for (int k = 0; k < K; ++k) {
             int g = r + P * k;
             if (g < G) {
-                gstore<T, W>(out + g * W, aw[k]);
-                gstore<T, W>(out + N + g * W, ab[k]);
+                gstore_acc<T, W>(out + g * W, aw[k]);
+                gstore_acc<T, W>(out + N + g * W, ab[k]);
             }
         }
         return;
@@ -280,8 +289,8 @@ __device__ __forceinline__ void ln_backward_team(const Team& team, const T* __re
                     #pragma unroll
                     for (int i = 0; i < W; ++i) {
                         int j = g * W + i;
-                        sh[j] = (p ? sh[j] : (T)0) + aw[k].v[i];
-                        sh[N + j] = (p ? sh[N + j] : (T)0) + ab[k].v[i];
+                        sh[j] = (p ? sh[j] : (A)0) + aw[k].v[i];
+                        sh[N + j] = (p ? sh[N + j] : (A)0) + ab[k].v[i];
                     }
                 }
             }
@@ -293,11 +302,11 @@ __device__ __forceinline__ void ln_backward_team(const Team& team, const T* __re
 
 template <typename T>
 __global__ void __launch_bounds__(256, LN_BWD_MIN_BLOCKS<T>) layernorm_backward_v1(
-        const T* __restrict__ dy, const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ mean,
-        const T* __restrict__ rstd, T* __restrict__ dx, T* __restrict__ partial, i64 rows, i64 N, int has_weight,
-        int want_params, int vec) {
+        const T* __restrict__ dy, const T* __restrict__ x, const T* __restrict__ w,
+        const acc_t<T>* __restrict__ mean, const acc_t<T>* __restrict__ rstd, T* __restrict__ dx,
+        acc_t<T>* __restrict__ partial, i64 rows, i64 N, int has_weight, int want_params, int vec) {
     // column sums of the widest row v1 takes with want_params, dw then db
-    __shared__ T sh[2 * MT_WARP * LnBwdCfg<T, 16 / sizeof(T), WarpTeam>::K * (16 / sizeof(T))];
+    __shared__ acc_t<T> sh[2 * MT_WARP * LnBwdCfg<T, 16 / sizeof(T), WarpTeam>::K * (16 / sizeof(T))];
     constexpr int V = 16 / sizeof(T);
     if (vec)
         ln_backward_team<T, V>(WarpTeam(), dy, x, w, mean, rstd, dx, partial, rows, N, has_weight, want_params, sh);
@@ -307,11 +316,11 @@ __global__ void __launch_bounds__(256, LN_BWD_MIN_BLOCKS<T>) layernorm_backward_
 
 template <typename T>
 __global__ void layernorm_backward_v2(const T* __restrict__ dy, const T* __restrict__ x, const T* __restrict__ w,
-                                      const T* __restrict__ mean, const T* __restrict__ rstd, T* __restrict__ dx,
-                                      T* __restrict__ partial, i64 rows, i64 N, int has_weight, int want_params,
-                                      int vec) {
-    __shared__ T scratch[MT_WARP];
-    BlockTeam<T> team{scratch};
+                                      const acc_t<T>* __restrict__ mean, const acc_t<T>* __restrict__ rstd,
+                                      T* __restrict__ dx, acc_t<T>* __restrict__ partial, i64 rows, i64 N,
+                                      int has_weight, int want_params, int vec) {
+    __shared__ acc_t<T> scratch[MT_WARP];
+    BlockTeam<acc_t<T>> team{scratch};
     constexpr int V = 16 / sizeof(T);
     if (vec)
         ln_backward_team<T, V>(team, dy, x, w, mean, rstd, dx, partial, rows, N, has_weight, want_params, scratch);
@@ -321,16 +330,17 @@ __global__ void layernorm_backward_v2(const T* __restrict__ dy, const T* __restr
 
 template <typename T>
 __global__ void layernorm_backward_partial(const T* __restrict__ dy, const T* __restrict__ x,
-                                           const T* __restrict__ mean, const T* __restrict__ rstd,
-                                           T* __restrict__ partial, i64 rows, i64 N, i64 chunk) {
+                                           const acc_t<T>* __restrict__ mean, const acc_t<T>* __restrict__ rstd,
+                                           acc_t<T>* __restrict__ partial, i64 rows, i64 N, i64 chunk) {
+    using A = acc_t<T>;
     i64 r0 = (i64)blockIdx.y * chunk;
     i64 r1 = r0 + chunk < rows ? r0 + chunk : rows;
-    T* out = partial + (i64)blockIdx.y * 2 * N;
+    A* out = partial + (i64)blockIdx.y * 2 * N;
     for (i64 j = (i64)blockIdx.x * blockDim.x + threadIdx.x; j < N; j += (i64)gridDim.x * blockDim.x) {
-        T aw = 0, ab = 0;
+        A aw = 0, ab = 0;
         for (i64 i = r0; i < r1; ++i) {
-            T g = dy[i * N + j];
-            aw += g * (x[i * N + j] - mean[i]) * rstd[i];
+            A g = mt_acc(dy[i * N + j]);
+            aw += g * (mt_acc(x[i * N + j]) - mean[i]) * rstd[i];
             ab += g;
         }
         out[j] = aw;
@@ -341,14 +351,15 @@ __global__ void layernorm_backward_partial(const T* __restrict__ dy, const T* __
 // a block takes 32 columns; its warps split the partial rows and add their sums in shared memory (a thread per
 // column looping over all partials alone would be a chain of a few hundred dependent L2 loads)
 template <typename T>
-__global__ void layernorm_backward_params(const T* __restrict__ partial, i64 nparts, i64 N, T* __restrict__ dw,
-                                          T* __restrict__ db, int want_w, int want_b) {
-    __shared__ T sw[32][MT_WARP + 1];
-    __shared__ T sb[32][MT_WARP + 1];
+__global__ void layernorm_backward_params(const acc_t<T>* __restrict__ partial, i64 nparts, i64 N,
+                                          T* __restrict__ dw, T* __restrict__ db, int want_w, int want_b) {
+    using A = acc_t<T>;
+    __shared__ A sw[32][MT_WARP + 1];
+    __shared__ A sb[32][MT_WARP + 1];
     const int lane = threadIdx.x % MT_WARP, warp = threadIdx.x / MT_WARP, nwarps = blockDim.x / MT_WARP;
     for (i64 j0 = (i64)blockIdx.x * MT_WARP; j0 < N; j0 += (i64)gridDim.x * MT_WARP) {
         i64 j = j0 + lane;
-        T aw = 0, ab = 0;
+        A aw = 0, ab = 0;
         if (j < N) {
             #pragma unroll 4
             for (i64 p = warp; p < nparts; p += nwarps) {
@@ -364,8 +375,8 @@ __global__ void layernorm_backward_params(const T* __restrict__ partial, i64 npa
                 aw += sw[q][lane];
                 ab += sb[q][lane];
             }
-            if (want_w) dw[j] = aw;
-            if (want_b) db[j] = ab;
+            if (want_w) dw[j] = mt_cast<T>(aw);
+            if (want_b) db[j] = mt_cast<T>(ab);
         }
         __syncthreads();
     }

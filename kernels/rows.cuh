@@ -8,6 +8,8 @@
 // (P K W elements) is read from memory once however many passes the kernel makes over it; groups beyond that
 // are read again (from L1/L2, as the team just read them). Counting groups rather than bytes keeps the scalar
 // path (misaligned rows) as light in registers as the 128-bit one: it caches 8 elements where that caches 32.
+// A group holds its values in the arithmetic type acc_t<T> (float for the 16-bit types, converted on load and
+// rounded on store), so a 16-bit group of 8 takes as many registers as two float groups: K is halved for them.
 #ifndef MT_ROWS_CUH
 #define MT_ROWS_CUH
 #include "common.cuh"
@@ -15,12 +17,15 @@
 // groups of one row a warp team's thread keeps in registers: 8 x 128-bit (32 float or 16 double registers)
 #define MT_ROW_CACHE_GROUPS 8
 
+// W elements of storage type T, held in its arithmetic type
 template <typename T, int W> struct Group {
-    T v[W];
+    acc_t<T> v[W];
 };
 
+// groups a thread keeps in registers: the budget of MT_ROW_CACHE_GROUPS float-or-double groups, in registers
 template <typename T, int W, int DIV = 1> struct RowCfg {
-    static constexpr int K = MT_ROW_CACHE_GROUPS / DIV > 0 ? MT_ROW_CACHE_GROUPS / DIV : 1;
+    static constexpr int GROUPS = MT_ROW_CACHE_GROUPS * (int)sizeof(T) / (int)sizeof(acc_t<T>);
+    static constexpr int K = GROUPS / DIV > 0 ? GROUPS / DIV : 1;
 };
 
 template <typename T, int W> __device__ __forceinline__ Group<T, W> gload(const T* p) {
@@ -28,10 +33,10 @@ template <typename T, int W> __device__ __forceinline__ Group<T, W> gload(const 
     if constexpr (W * sizeof(T) == 16) {
         Packed128<T> q = load128(p);
         #pragma unroll
-        for (int i = 0; i < W; ++i) g.v[i] = q.v[i];
+        for (int i = 0; i < W; ++i) g.v[i] = mt_acc(q.v[i]);
     } else {
         #pragma unroll
-        for (int i = 0; i < W; ++i) g.v[i] = p[i];
+        for (int i = 0; i < W; ++i) g.v[i] = mt_acc(p[i]);
     }
     return g;
 }
@@ -40,8 +45,18 @@ template <typename T, int W> __device__ __forceinline__ void gstore(T* p, const 
     if constexpr (W * sizeof(T) == 16) {
         Packed128<T> q;
         #pragma unroll
-        for (int i = 0; i < W; ++i) q.v[i] = g.v[i];
+        for (int i = 0; i < W; ++i) q.v[i] = mt_cast<T>(g.v[i]);
         store128(p, q);
+    } else {
+        #pragma unroll
+        for (int i = 0; i < W; ++i) p[i] = mt_cast<T>(g.v[i]);
+    }
+}
+
+// a group stored in its arithmetic type (float partial sums of a 16-bit row): 128-bit stores where T is that type
+template <typename T, int W> __device__ __forceinline__ void gstore_acc(acc_t<T>* p, const Group<T, W>& g) {
+    if constexpr (sizeof(T) == sizeof(acc_t<T>)) {
+        gstore<T, W>(reinterpret_cast<T*>(p), g);
     } else {
         #pragma unroll
         for (int i = 0; i < W; ++i) p[i] = g.v[i];
@@ -53,7 +68,7 @@ template <typename T, int W> __device__ __forceinline__ Group<T, W> gload_or_one
     if (present) return gload<T, W>(p);
     Group<T, W> g;
     #pragma unroll
-    for (int i = 0; i < W; ++i) g.v[i] = (T)1;
+    for (int i = 0; i < W; ++i) g.v[i] = 1;
     return g;
 }
 

@@ -170,5 +170,6 @@ def empty_cache() -> None:
 
 
 def empty_host_cache() -> None:
-    """Release cached pinned host memory: there is none here (tensors are never pinned)."""
+    """Release the cached, unused pinned host memory that ``Tensor.pin_memory`` drew from."""
     _check_available()
+    _cuda.memory._empty_host_cache()

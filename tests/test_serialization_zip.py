@@ -365,6 +365,58 @@ def test_whole_torch_module_loads_as_ours(torch):
     assert_close(mod(mt.tensor(x)), tmod(torch.tensor(x)).detach().numpy(), rtol=1e-6)
 
 
+def _reexported_torch_model(torch):
+    """A PyTorch model whose classes PyTorch pickles by module paths we do not mirror (ours live elsewhere):
+    ``torch.nn.modules.instancenorm.InstanceNorm1d``, ``torch.nn.modules.upsampling.Upsample``, plus
+    ``TransformerEncoderLayer`` and the function ``torch.nn.functional.relu`` it holds."""
+    torch.manual_seed(0)
+    nn = torch.nn
+    return nn.Sequential(nn.Linear(8, 8), nn.InstanceNorm1d(8), nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0,
+                                                                                           batch_first=True),
+                         nn.GELU(), nn.Upsample(scale_factor=2))
+
+
+def _allowlist(lib):
+    nn = lib.nn
+    return [nn.Sequential, nn.Linear, nn.InstanceNorm1d, nn.TransformerEncoderLayer, nn.GELU, nn.Upsample,
+            nn.LayerNorm, nn.Dropout, nn.MultiheadAttention, nn.modules.linear.NonDynamicallyQuantizableLinear,
+            nn.functional.relu, set]
+
+
+def test_torch_module_paths_resolve_to_our_classes_wherever_they_live(torch):
+    """PyTorch writes each class by the module that defines it there; our class of that name may be defined
+    in another module. Both loads find it: the full one, and the restricted one when the user allowlisted our
+    class (``add_safe_globals([nn.InstanceNorm1d])``, as the PyTorch user would with PyTorch's)."""
+    tmod = _reexported_torch_model(torch)
+    buf = io.BytesIO()
+    torch.save(tmod, buf)
+    with torch.serialization.safe_globals(_allowlist(torch)):  # the same allowlist works in PyTorch
+        torch.load(io.BytesIO(buf.getvalue()))
+    assert mt.nn.InstanceNorm1d.__module__ != "minitorch_gpu.nn.modules.instancenorm"  # the case under test
+    x = np.random.default_rng(0).standard_normal((2, 8, 8)).astype(np.float32)
+    want = tmod(torch.tensor(x)).detach().numpy()
+    full = mt.load(io.BytesIO(buf.getvalue()), weights_only=False)
+    with pytest.raises(pickle.UnpicklingError, match="GLOBAL torch.nn.modules.instancenorm.InstanceNorm1d was not"):
+        with mt.serialization.safe_globals([g for g in _allowlist(mt) if g is not mt.nn.InstanceNorm1d]):
+            mt.load(io.BytesIO(buf.getvalue()))
+    with mt.serialization.safe_globals(_allowlist(mt)):
+        restricted = mt.load(io.BytesIO(buf.getvalue()))
+    for mod in (full, restricted):
+        assert [type(m) for m in mod] == [mt.nn.Linear, mt.nn.InstanceNorm1d, mt.nn.TransformerEncoderLayer,
+                                          mt.nn.GELU, mt.nn.Upsample]
+        assert_close(mod(mt.tensor(x)), want, rtol=1e-5, atol=1e-6)
+
+
+def test_allowlisting_never_lets_a_torch_path_reach_another_object(torch):
+    """The PyTorch path resolves to exactly the allowlisted object or nothing: allowlisting our ``nn.GELU``
+    does not admit a file's ``torch.nn.modules.activation.ReLU`` or a ``torch.os.system``."""
+    for module, name in (("torch.nn.modules.activation", "ReLU"), ("torch.os", "system"), ("torch", "os")):
+        data = b"\x80\x02c" + f"{module}\n{name}\n".encode() + b"q\x00."
+        with mt.serialization.safe_globals([mt.nn.GELU]):
+            with pytest.raises(pickle.UnpicklingError, match=f"GLOBAL {module}.{name} was not an allowed global"):
+                mt.serialization._unpickler.restricted_load(io.BytesIO(data), lambda pid: None)
+
+
 # ----------------------------------------------------------------------------------------- map_location
 
 def test_map_location_forms(device):

@@ -125,6 +125,10 @@ class ReduceMixin(PrimitiveHost):
         return r
 
     def prod(self, x: Array, axis: AxisArg = None, keepdims: bool = False, dtype: NpDtype | None = None) -> Array:
+        if dtype is None and _is_half(x.dtype):
+            # a float32 product rounded once (NumPy would round every partial product to the 2-byte type)
+            with np.errstate(over="ignore"):
+                return _nd(x.prod(axis=axis, keepdims=keepdims, dtype=np.float32)).astype(x.dtype)
         return _nd(x.prod(axis=axis, keepdims=keepdims, dtype=dtype))
 
     def count_nonzero_dims(self, x: Array, axis: AxisArg = None) -> Array:

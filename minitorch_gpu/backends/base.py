@@ -192,12 +192,13 @@ class Backend(ElementwiseMixin, SpecialMixin, ReduceMixin, ShapeMixin, IndexMixi
     def astype(self, arr: Array, np_dtype: NpDtype, copy: bool = False) -> Array:
         if not copy and arr.dtype == np_dtype:
             return arr
-        if arr.dtype.kind == "f" and np_dtype.kind in "iu" and np_dtype.itemsize < 8:
+        floating = arr.dtype.kind == "f" or arr.dtype == bfloat16.np_dtype  # ml_dtypes' bfloat16 is kind "V"
+        if floating and np_dtype.kind in "iu" and np_dtype.itemsize < 8:
             # PyTorch converts floats to narrow integers through int64 (so -1.5 -> uint8 gives 255);
             # casting directly is undefined in C and platform-dependent in NumPy
             with self._quiet():
                 return arr.astype(self.xp.int64).astype(np_dtype)
-        if arr.dtype.kind == "f" and np_dtype.kind in "iuf":
+        if floating and np_dtype.kind in "iuf":
             # float->float downcasts overflow to inf silently in PyTorch; NumPy would warn
             with self._quiet():
                 return arr.astype(np_dtype)

@@ -9,7 +9,7 @@ the same code, so CI runs on the simulator what a GPU runs.
 
 Kernel first, built-in second: ``ROUTES`` below is the one table that says, per primitive, which launcher call
 serves it and when that applies. A route's launch returns the result, or None when the kernels decline the
-call (another dtype, float16 included; an unsupported layout); the primitive then runs the array library's
+call (an integer dtype, an unsupported layout); the primitive then runs the array library's
 built-in body of ``Backend``. ``MINITORCH_GPU_KERNELS=0`` (read when the backend is created) leaves the backend
 without kernels, so every primitive takes the built-in, for A/B comparisons and bisecting.
 
@@ -18,6 +18,7 @@ On a GPU every primitive runs with the backend's GPU current, so tensors on ``cu
 """
 from __future__ import annotations
 
+from abc import ABCMeta, abstractmethod
 import functools
 import inspect
 import math
@@ -54,7 +55,7 @@ def kernels_enabled() -> bool:
 _device_cls: Callable[..., Any] = _device.device  # a typed handle on the untyped device class
 _INF = float("inf")
 # the dtypes the row kernels (cross_entropy.cu, layernorm.cu) are instantiated for
-_KERNEL_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_KERNEL_FLOATS = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.float16), bfloat16.np_dtype)
 
 Primitive = Literal[
     "unary", "binary", "where", "clamp", "gelu", "gelu_backward", "softplus",
@@ -252,10 +253,10 @@ def _softmax_backward(log: bool) -> Launch:
     return launch
 
 
-# cross_entropy.cu: 2-D (rows, C) float32/float64 logits. When the backward will run, the forward writes the
+# cross_entropy.cu: 2-D (rows, C) float logits (float32, float64, float16, bfloat16). When the backward will run, the forward writes the
 # gradient of the summed losses in the same pass over the logits ("dlogits"), and the backward scales it in place
 # by the loss gradient; the per-row log-sum-exp is saved as well, for a second backward (retained graph) after the
-# first one handed "dlogits" out. Spatial inputs, 2-byte floats and mismatched weights use the built-in bodies.
+# first one handed "dlogits" out. Spatial inputs and mismatched weights use the built-in bodies.
 def _cross_entropy_applies(x: Array, target: Array, weight: Array | None = None, *args: Any, **kwargs: Any) -> bool:
     return x.ndim == 2 and x.dtype in _KERNEL_FLOATS and (weight is None or weight.dtype == x.dtype)
 
@@ -307,8 +308,8 @@ def _cross_entropy_backward_builtin(be: CudaBackend, gout: Array, x: Array, targ
                                               denom, tidx=tidx, mask=mask)
 
 
-# layernorm.cu: rows of a 2-D float32/float64 array with mean and 1/std saved per row; RMS norm (center=False)
-# and 2-byte floats use the built-in bodies
+# layernorm.cu: rows of a 2-D float array with mean and 1/std saved per row (float32 for the 2-byte floats); RMS
+# norm (center=False) uses the built-in bodies
 def _layer_norm_applies(x: Array, weight: Array | None = None, bias: Array | None = None, eps: float = 1e-5,
                         center: bool = True, keep: bool = True) -> bool:
     return center and x.ndim == 2 and x.dtype in _KERNEL_FLOATS and \
@@ -470,7 +471,7 @@ ROUTES: dict[Primitive, Route] = {
 """Per primitive, how the kernels serve it (see ``Route``)."""
 
 
-class CudaBackend(Backend):
+class CudaBackend(Backend, metaclass=ABCMeta):
     """The primitives of ``ROUTES`` ask ``self.kernels`` (a Launcher, or None with kernels off) first and run
     the built-in body of ``Backend`` when it declines."""
 
@@ -489,8 +490,9 @@ class CudaBackend(Backend):
         if launcher is not None:
             launcher.checks = self.checks
 
+    @abstractmethod
     def _to_host(self, arr: Array) -> Any:
-        raise NotImplementedError
+        """A host (NumPy) copy of ``arr``: CuPy copies from the device, the simulator from its own buffers."""
 
     def to_numpy(self, arr: Array) -> Any:
         # the host waits for the device here: the natural point to read the checks queued since the last wait
@@ -528,6 +530,21 @@ class CudaBackend(Backend):
     def _bfloat16_arrays(self) -> bool:
         return True
 
+    # ---------------------------------------------------------------- page-locked host memory
+    def pin(self, arr: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        """A copy of the host array ``arr`` in page-locked host memory of this device's runtime (what
+        ``Tensor.pin_memory`` holds): a NumPy array, so CPU ops use it as any other."""
+        out = self._pinned_empty(arr.shape, arr.dtype)
+        np.copyto(out, arr)
+        return out
+
+    def _pinned_empty(self, shape: tuple[int, ...], np_dtype: Any) -> np.ndarray[Any, Any]:
+        raise NotImplementedError
+
+    def is_pinned(self, arr: np.ndarray[Any, Any]) -> bool:
+        """Whether the host array ``arr`` (or the array it views) lies in page-locked memory."""
+        raise NotImplementedError
+
     def _matmul_tf32(self, a: Array, b: Array) -> Array:
         """float32 ``a @ b`` with TF32 inputs where the array library offers it; the simulator's NumPy has no
         TF32 math and computes it in full float32."""
@@ -551,6 +568,9 @@ def _on_device(fn: _F) -> _F:
         with cp.cuda.Device(self.index):
             return fn(self, *args, **kwargs)
     return wrapper  # type: ignore[return-value]
+
+
+_CUDA_MEMORY_TYPE_HOST = 1  # cudaMemoryTypeHost: page-locked host memory
 
 
 class CupyBackend(CudaBackend):
@@ -590,6 +610,22 @@ class CupyBackend(CudaBackend):
             src = src.copy()
         _builtin("copy_into")(self, dst, xp.asarray(src) if hasattr(src, "__array__") else src)
 
+    def _pinned_empty(self, shape: tuple[int, ...], np_dtype: Any) -> np.ndarray[Any, Any]:
+        import cupyx
+        out: np.ndarray[Any, Any] = cupyx.empty_pinned(shape, dtype=np_dtype)
+        return out
+
+    def is_pinned(self, arr: np.ndarray[Any, Any]) -> bool:
+        # the runtime's own answer for the address, as PyTorch asks cudaPointerGetAttributes: memory pinned by
+        # CuPy's allocator or registered by another library counts alike
+        if arr.size == 0:  # an empty array has no address to ask about
+            return False
+        try:
+            attrs = self.xp.cuda.runtime.pointerGetAttributes(arr.ctypes.data)
+        except self.xp.cuda.runtime.CUDARuntimeError:
+            return False
+        return bool(attrs.type == _CUDA_MEMORY_TYPE_HOST)
+
     def _matmul_tf32(self, a: Array, b: Array) -> Array:
         """float32 matmul on cuBLAS with TF32 tensor-core math (``mt.backends.cuda.matmul.allow_tf32``)."""
         from cupy_backends.cuda.libs import cublas
@@ -618,6 +654,11 @@ for _name in dir(CupyBackend):
         setattr(CupyBackend, _name, _on_device(getattr(CupyBackend, _name)))
 
 
+class _SimPinnedHost(bytearray):
+    """The simulated GPU's page-locked host memory: ordinary host memory (the simulator's copies are synchronous
+    anyway) whose type marks it as pinned, so ``is_pinned`` answers as on a GPU for the arrays built on it."""
+
+
 class SimBackend(CudaBackend):
     """Device "cuda:0" on the CPU simulator: NumPy arrays standing for device memory, kernels through
     ``sim.SimModule``.
@@ -644,6 +685,21 @@ class SimBackend(CudaBackend):
 
     def _to_host(self, arr: Array) -> Any:
         return np.array(arr, copy=True)
+
+    def _pinned_empty(self, shape: tuple[int, ...], np_dtype: Any) -> np.ndarray[Any, Any]:
+        dt = np.dtype(np_dtype)
+        n = int(np.prod(shape, dtype=np.int64))
+        return np.frombuffer(_SimPinnedHost(max(n, 1) * dt.itemsize), dtype=dt)[:n].reshape(shape)
+
+    def is_pinned(self, arr: np.ndarray[Any, Any]) -> bool:
+        if arr.size == 0:  # no address to ask about, as on a GPU
+            return False
+        base: Any = arr
+        while isinstance(base, np.ndarray):
+            base = base.base
+        if isinstance(base, memoryview):  # np.frombuffer holds its buffer through a memoryview
+            base = base.obj
+        return isinstance(base, _SimPinnedHost)
 
     counts_memory = True
 

@@ -94,6 +94,13 @@ def empty_cache() -> None:
                 s.reserved = int(pool.total_bytes())
 
 
+def _empty_host_cache() -> None:
+    """Give the cached, unused page-locked host blocks (``Tensor.pin_memory``) back to the system: CuPy keeps
+    them in its pinned pool; the simulator's pinned memory is ordinary memory, freed when unused."""
+    if not _probe.is_simulated():
+        _probe.runtime().get_default_pinned_memory_pool().free_all_blocks()
+
+
 def memory_stats(device: Any = None) -> dict[str, Any]:
     """PyTorch's flat statistics dict (the keys programs read; pools are not split into large/small)."""
     s = _stats(device)

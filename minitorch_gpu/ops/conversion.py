@@ -1,12 +1,14 @@
 """Copies and conversions that autograd tracks: clone, to(device/dtype/other), the dtype shorthands
 (float(), long(), ...), type(), type_as(), contiguous, copy_, cpu/cuda, and the memory formats."""
 import builtins
+import warnings
 
 from .. import _dtype
 from .._device import device as _device_cls
 from ..autograd.node import Op, bump_version
 from ..autograd.grad_mode import _state
 from ..backends import get_backend
+from ..backends.cuda import device as _cuda_probe
 from ..tensor import Tensor
 from ..autograd._inplace import apply_inplace
 from ._util import check_tensor, sum_to
@@ -313,6 +315,52 @@ def copy_(self, src, non_blocking=False):
     return apply_inplace(self, _copy, src, keeps_self=False)
 
 
+class PinMemoryBackward0(Op):
+    def forward(self, x, cuda_be):
+        return cuda_be.pin(x._be.to_numpy(x._data))
+
+    def backward(self, g):
+        return (g,)
+
+
+def _pinning_backend(device, method):
+    """The CUDA backend whose page-locked memory ``pin_memory`` / ``is_pinned`` use, or None with no GPU."""
+    if device is not None:
+        warnings.warn(f"The argument 'device' of Tensor.{method}() is deprecated. Please do not pass this "
+                      "argument.", DeprecationWarning, stacklevel=3)
+        if _device_cls(device).type != "cuda":
+            raise RuntimeError(f"{_device_cls(device).type.upper()} device type not an accelerator.")
+    if not _cuda_probe.is_available():
+        return None
+    return get_backend("cuda" if device is None else device)
+
+
+def pin_memory(self, device=None):
+    """This CPU tensor copied into page-locked host memory (itself if it already is there), from which a copy
+    to the GPU can run asynchronously. RuntimeError without a GPU, as in PyTorch.
+
+        >>> x = mt.arange(4.).pin_memory()  # doctest: +SKIP (needs a GPU or the simulator)
+        >>> x.is_pinned(), x.to("cuda", non_blocking=True).device
+        (True, device(type='cuda', index=0))
+    """
+    if self._be.device.type != "cpu":
+        raise RuntimeError(f"cannot pin '{type_(self)}' only dense CPU "
+                           "tensors can be pinned")
+    be = _pinning_backend(device, "pin_memory")
+    if be is None:
+        raise RuntimeError("Cannot access accelerator device when none is available.")
+    if be.is_pinned(self._data):
+        return self
+    return PinMemoryBackward0.apply(self, cuda_be=be)
+
+
+def is_pinned(self, device=None):
+    """Whether this tensor lies in page-locked host memory (``pin_memory``); False for GPU tensors and
+    whenever there is no GPU."""
+    be = _pinning_backend(device, "is_pinned")
+    return be is not None and self._be.device.type == "cpu" and be.is_pinned(self._data)
+
+
 def is_contiguous(self, memory_format=None):
     """Whether the elements are laid out densely in row-major order (or in ``memory_format``'s order)."""
     if memory_format is channels_last:
@@ -323,7 +371,7 @@ def is_contiguous(self, memory_format=None):
 METHODS = {
     "is_contiguous": is_contiguous,
     "clone": clone, "to": to, "type": type_, "type_as": type_as, "cpu": cpu, "cuda": cuda,
-    "contiguous": contiguous, "copy_": copy_,
+    "contiguous": contiguous, "copy_": copy_, "pin_memory": pin_memory, "is_pinned": is_pinned,
     "float": _caster(_dtype.float32), "double": _caster(_dtype.float64), "half": _caster(_dtype.float16),
     "bfloat16": _caster(_dtype.bfloat16), "long": _caster(_dtype.int64), "int": _caster(_dtype.int32),
     "short": _caster(_dtype.int16), "char": _caster(_dtype.int8), "byte": _caster(_dtype.uint8),

@@ -4,6 +4,7 @@ fills ``zero_`` / ``fill_``."""
 import builtins
 import math
 import warnings
+from collections.abc import Mapping
 
 import numpy as np  # host-side only: parsing Python data into an array before it reaches a backend
 
@@ -12,6 +13,7 @@ from .._device import _default_device
 from ..autograd.node import Op, bump_version
 from ..autograd.grad_mode import _state
 from ..backends import get_backend
+from ..backends.cuda import device as _cuda_probe
 from ..tensor import Size, Tensor
 from ..autograd._inplace import apply_inplace
 from ._util import check_out, write_out
@@ -42,7 +44,17 @@ def _resolve(dtype, device):
     return be, dt
 
 
-def _finish(t, requires_grad):
+def pinned_new(t):
+    """A factory's ``pin_memory=True``: the new tensor ``t`` in page-locked host memory."""
+    if not _cuda_probe.is_available():
+        raise RuntimeError("pin_memory=True requires a CUDA or other accelerator backend; no pinned memory "
+                           "allocator is available on this system.")
+    return t.pin_memory()
+
+
+def _finish(t, requires_grad, pin_memory=False):
+    if pin_memory:
+        t = pinned_new(t)
     if requires_grad:
         if not t.dtype.is_floating_point:
             raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
@@ -124,19 +136,56 @@ def checked_scalar(value, dt):
     return v
 
 
+def is_sequence(x):
+    """CPython's ``PySequence_Check``, which PyTorch's constructors use: any object whose type has
+    ``__getitem__`` (range, bytearray, array.array, a user class) except mappings; not sets or generators."""
+    # NumPy scalars can be subscripted (``x[()]``) but are not sequences
+    return hasattr(type(x), "__getitem__") and not isinstance(x, (dict, Mapping, np.generic))
+
+
+def _type_name(t):
+    """``tp_name`` as CPython prints it: qualified with the module for C types (``numpy.float32``), bare for
+    classes written in Python and builtins."""
+    if t.__module__ == "builtins" or t.__flags__ & _HEAPTYPE:
+        return t.__name__
+    return f"{t.__module__}.{t.__qualname__}"
+
+
+_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: the type was created by a class statement
+_LEAVES = (list, tuple, builtins.bool, builtins.int, builtins.float, str, bytes)
+
+
 def _leaf_types(data, types, tensors):
-    """Collect the types of the leaves of nested lists/tuples (and the tensor leaves themselves)."""
+    """Collect the types of the leaves of nested lists/tuples (and the tensor leaves themselves; a NumPy array
+    counts by its element type). True when some level holds another kind of sequence (a range, a bytearray,
+    a user class), which ``_as_lists`` must turn into lists first."""
     ts = set(map(type, data))
+    other = False
     for t in ts:
         if t is list or t is tuple:
             for x in data:
                 if type(x) is list or type(x) is tuple:
-                    _leaf_types(x, types, tensors)
+                    other = _leaf_types(x, types, tensors) or other
         elif issubclass(t, Tensor):
             tensors.extend(x for x in data if isinstance(x, Tensor))
             types.add(Tensor)
+        elif issubclass(t, np.ndarray):
+            types.update(x.dtype.type for x in data if isinstance(x, np.ndarray))
+        elif not issubclass(t, _LEAVES) and not issubclass(t, np.generic) and hasattr(t, "__getitem__") \
+                and not issubclass(t, (dict, Mapping)):
+            other = True
         else:
             types.add(t)
+    return other
+
+
+def _as_lists(data):
+    """Nested data with every sequence that is not a list, tuple, string, tensor or NumPy array (a range, a
+    bytearray, an array.array, a user class with ``__getitem__``) read into a list, as PyTorch reads any
+    sequence element by element."""
+    if isinstance(data, (str, bytes, Tensor, np.ndarray, np.generic)) or not is_sequence(data):
+        return data
+    return [_as_lists(x) for x in data]
 
 
 def _first_elements_are_not_strings(data):
@@ -168,14 +217,24 @@ def _infer_dtype(types, tensors):
             d = _dtype.get_default_dtype()
         elif issubclass(t, builtins.int):
             d = _dtype.int64
-        elif t is type(None):
-            raise RuntimeError("Could not infer dtype of NoneType")
-        else:
+        elif issubclass(t, (str, bytes)):
             raise TypeError(f"new(): invalid data type '{t.__name__}'")
+        else:  # None, a set, a generator, any other object
+            raise RuntimeError(f"Could not infer dtype of {t.__name__}")
         out = d if out is None else _dtype.promote_types(out, d)
     for x in tensors:
         out = x.dtype if out is None else _dtype.promote_types(out, x.dtype)
     return _dtype.get_default_dtype() if out is None else out
+
+
+def _check_integral_leaves(types, tensors):
+    """PyTorch reads each element of integer (or bool) data as an index: a Python float is truncated (so is
+    NumPy's float64, a float subclass), but another NumPy float or a floating tensor is a TypeError."""
+    for t in types:
+        if issubclass(t, np.floating) and not issubclass(t, builtins.float):
+            raise TypeError(f"'{_type_name(t)}' object cannot be interpreted as an integer")
+    if any(x.dtype.is_floating_point for x in tensors):
+        raise TypeError("only integer tensors of a single element can be converted to an index")
 
 
 def _ragged_error(data):
@@ -262,13 +321,20 @@ def _host_array(data, dtype=None):
             arr = np.asarray(data)
             return arr, _dtype.from_numpy_dtype(arr.dtype), False
     types, tensors = set(), []
+    if not isinstance(data, (list, tuple, str, bytes)) and is_sequence(data):
+        data = _as_lists(data)
     if isinstance(data, (list, tuple)):
         _first_elements_are_not_strings(data)
-        _leaf_types(data, types, tensors)
+        if _leaf_types(data, types, tensors):
+            data = _as_lists(data)
+            types, tensors = set(), []
+            _leaf_types(data, types, tensors)
     else:
         types.add(type(data))
     inferred = _infer_dtype(types, tensors)  # also rejects strings, None, ...
     dt = inferred if dtype is None else dtype
+    if not dt.is_floating_point:
+        _check_integral_leaves(types, tensors)
     src = _unwrap(data) if tensors else data
     return _sequence_array(src, dt, inferred), dt, True
 
@@ -286,7 +352,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         if be is not data._be:
             src = be.asarray(data._be.to_numpy(src))
         t = Tensor._make(be.astype(src, be.np_dtype(dt), copy=True), be)
-        return _finish(t, requires_grad)
+        return _finish(t, requires_grad, pin_memory)
     dt = None if dtype is None else _dtype.to_dtype(dtype)
     arr, inferred, fresh = _host_array(data, dt)
     dt = inferred if dt is None else dt
@@ -297,14 +363,14 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     else:
         arr = be.asarray(arr)
         arr = be.astype(arr, npd, copy=True) if not fresh or arr.dtype != npd else arr
-    return _finish(Tensor._make(arr, be), requires_grad)
+    return _finish(Tensor._make(arr, be), requires_grad, pin_memory)
 
 
 def scalar_tensor(s, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     """A 0-dim tensor holding ``s`` (of the default float dtype unless ``dtype`` is given)."""
     be, dt = _resolve(dtype, device)
     arr = be.full((), checked_scalar(s, dt), be.np_dtype(dt))
-    return _finish(Tensor._make(arr, be), requires_grad)
+    return _finish(Tensor._make(arr, be), requires_grad, pin_memory)
 
 
 def as_tensor(data, dtype=None, device=None):
@@ -392,7 +458,7 @@ def size_arg(size, kwargs=None, name="factory"):
     return tuple(out)
 
 
-def _factory(kind, shape, dtype, device, requires_grad, out=None, fill=None):
+def _factory(kind, shape, dtype, device, requires_grad, out=None, fill=None, pin_memory=False):
     dtype, device = _out_defaults(out, dtype, device, kind)
     be, dt = _resolve(dtype, device)
     npd = be.np_dtype(dt)
@@ -407,23 +473,26 @@ def _factory(kind, shape, dtype, device, requires_grad, out=None, fill=None):
     t = Tensor._make(arr, be)
     if out is not None:
         return write_factory_out(t, out, kind)
-    return _finish(t, requires_grad)
+    return _finish(t, requires_grad, pin_memory)
 
 
 def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False, **kwargs):
     """A tensor of zeros of the given shape."""
-    return _factory("zeros", size_arg(size, kwargs, "zeros"), dtype, device, requires_grad, out)
+    return _factory("zeros", size_arg(size, kwargs, "zeros"), dtype, device, requires_grad, out,
+                    pin_memory=pin_memory)
 
 
 def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False, **kwargs):
     """A tensor of ones of the given shape."""
-    return _factory("ones", size_arg(size, kwargs, "ones"), dtype, device, requires_grad, out)
+    return _factory("ones", size_arg(size, kwargs, "ones"), dtype, device, requires_grad, out,
+                    pin_memory=pin_memory)
 
 
 def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
           memory_format=None, **kwargs):
     """An uninitialised tensor of the given shape."""
-    return _factory("empty", size_arg(size, kwargs, "empty"), dtype, device, requires_grad, out)
+    return _factory("empty", size_arg(size, kwargs, "empty"), dtype, device, requires_grad, out,
+                    pin_memory=pin_memory)
 
 
 def _fill_dtype(fill_value):
@@ -443,7 +512,8 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, re
         dtype = _fill_dtype(fill_value)
     dtype, device = _out_defaults(out, dtype, device, "full")
     dt = _dtype.get_default_dtype() if dtype is None else _dtype.to_dtype(dtype)
-    return _factory("full", shape, dt, device, requires_grad, out, fill=checked_scalar(fill_value, dt))
+    return _factory("full", shape, dt, device, requires_grad, out, fill=checked_scalar(fill_value, dt),
+                    pin_memory=pin_memory)
 
 
 def _like(kind, input, dtype, device, requires_grad, fill=None):
@@ -601,7 +671,7 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
     t = Tensor._make(be.eye(n, m, be.np_dtype(dt)), be)
     if out is not None:
         return write_factory_out(t, out, "eye")
-    return _finish(t, requires_grad)
+    return _finish(t, requires_grad, pin_memory)
 
 
 def _tri_indices(row, col, offset, upper, dtype, device, fn):
@@ -652,9 +722,9 @@ def legacy_new(dtype, device, args):
         return empty(*args[0], dtype=dtype, device=device)
     if len(args) == 1 and isinstance(args[0], (list, tuple, np.ndarray)):
         return tensor(args[0], dtype=dtype, device=device)
-    if len(args) == 1 and isinstance(args[0], (builtins.float, builtins.bool, np.floating)):
-        raise TypeError(f"new(): data must be a sequence (got {type(args[0]).__name__})")
-    if len(args) == 1 and not hasattr(args[0], "__index__"):
+    if len(args) == 1 and (isinstance(args[0], builtins.bool) or not hasattr(args[0], "__index__")):
+        if not is_sequence(args[0]):
+            raise TypeError(f"new(): data must be a sequence (got {_type_name(type(args[0]))})")
         return tensor(args[0], dtype=dtype, device=device)
     return empty(*args, dtype=dtype, device=device)
 
@@ -677,7 +747,7 @@ def _new_factory(kind):
     def new(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False, **kwargs):
         shape = size_arg(size, kwargs, "new_" + kind)
         return _factory(kind, shape, self.dtype if dtype is None else dtype,
-                        self._be.device if device is None else device, requires_grad)
+                        self._be.device if device is None else device, requires_grad, pin_memory=pin_memory)
     new.__name__ = "new_" + kind
     new.__doc__ = f"A tensor of {kind} of the given shape with this tensor's dtype and device unless given."
     return new
@@ -689,7 +759,7 @@ def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=F
     dt = self.dtype if dtype is None else _dtype.to_dtype(dtype)
     shape = size_arg((size,), None, "new_full")
     return _factory("full", shape, dt, self._be.device if device is None else device, requires_grad,
-                    fill=checked_scalar(fill_value, dt))
+                    fill=checked_scalar(fill_value, dt), pin_memory=pin_memory)
 
 
 # ---------------------------------------------------------------------- in-place fills

@@ -23,7 +23,7 @@ from ..backends.cuda import device as _cuda
 from ..tensor import Tensor
 from ..autograd._inplace import apply_inplace
 from ._util import broadcast_shapes, check_same_device, is_expandable_to, write_out
-from .creation import _out_defaults, _resolve, size_arg, tensor, write_factory_out
+from .creation import _out_defaults, _resolve, pinned_new, size_arg, tensor, write_factory_out
 
 __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed", "get_rng_state",
            "set_rng_state", "fork_rng", "rand", "randn", "randint", "randperm", "normal", "bernoulli",
@@ -263,9 +263,11 @@ def _check_grad_dtype(dt, requires_grad):
         raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
 
 
-def _finish(t, out, fn, requires_grad):
+def _finish(t, out, fn, requires_grad, pin_memory=False):
     if out is not None:
         return write_factory_out(t, out, fn)
+    if pin_memory:
+        t = pinned_new(t)
     if requires_grad:
         t._requires_grad = True
     return t
@@ -375,7 +377,8 @@ def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, 
     _require_float(dt, "check_uniform_bounds")
     npd = be.np_dtype(dt)
     gen = _generator(generator, be)
-    return _finish(Tensor._make(gen._draw(be.rand_uniform, shape, npd), be), out, "rand", requires_grad)
+    t = Tensor._make(gen._draw(be.rand_uniform, shape, npd), be)
+    return _finish(t, out, "rand", requires_grad, pin_memory)
 
 
 def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
@@ -387,7 +390,8 @@ def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
     _require_float(dt, "normal_kernel")
     npd = be.np_dtype(dt)
     gen = _generator(generator, be)
-    return _finish(Tensor._make(gen._draw(be.rand_normal, shape, npd), be), out, "randn", requires_grad)
+    t = Tensor._make(gen._draw(be.rand_normal, shape, npd), be)
+    return _finish(t, out, "randn", requires_grad, pin_memory)
 
 
 def _randint_bounds(low, high, fn):
@@ -432,7 +436,8 @@ def randint(*args, size=None, generator=None, out=None, dtype=None, layout=None,
     _check_grad_dtype(dt, requires_grad)
     npd = be.np_dtype(dt)
     gen = _generator(generator, be)
-    return _finish(Tensor._make(gen._draw(be.rand_int, shape, low, high, npd), be), out, "randint", requires_grad)
+    t = Tensor._make(gen._draw(be.rand_int, shape, low, high, npd), be)
+    return _finish(t, out, "randint", requires_grad, pin_memory)
 
 
 def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
@@ -450,7 +455,8 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
     _check_grad_dtype(dt, requires_grad)
     npd = be.np_dtype(dt)
     gen = _generator(generator, be)
-    return _finish(Tensor._make(gen._draw(be.rand_perm, n, npd), be), out, "randperm", requires_grad)
+    t = Tensor._make(gen._draw(be.rand_perm, n, npd), be)
+    return _finish(t, out, "randperm", requires_grad, pin_memory)
 
 
 def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None,
@@ -473,7 +479,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
         npd = be.np_dtype(dt)
         gen = _generator(generator, be)
         t = Tensor._make(gen._draw(be.rand_normal, shape, npd, mean, std), be)
-        return _finish(t, out, "normal", requires_grad)
+        return _finish(t, out, "normal", requires_grad, pin_memory)
     if size is not None:
         raise TypeError("normal(): 'size' is only accepted when mean and std are numbers")
     ref = mean if m_t else std

@@ -216,10 +216,9 @@ def test_cross_entropy_kernel_keeps_the_digits_of_large_logits(sim_be, dt, offse
 
 def test_cross_entropy_kernel_falls_back(np_be, sim_be, monkeypatch):
     calls = _spy(monkeypatch, sim_be.kernels, "cross_entropy", "cross_entropy_backward")
-    # spatial logits, 2-byte floats, weights of another dtype: the base body, on the same arrays
+    # spatial logits, weights of another dtype: the base body, on the same arrays (2-byte floats take the kernels)
     x, t, w = _ce_case((5, 6), np.float32, True, -100, 2)
-    cases = [_ce_case((3, 4, 5), np.float32, True, -100, 1), (x.astype(np.float16), t, w.astype(np.float16)),
-             (x, t, w.astype(np.float64))]
+    cases = [_ce_case((3, 4, 5), np.float32, True, -100, 1), (x, t, w.astype(np.float64))]
     for x, t, w in cases:
         loss, saved = sim_be.cross_entropy_forward(x, t, w, -100, 0.1)
         want, saved_np = np_be.cross_entropy_forward(x, t, w, -100, 0.1)

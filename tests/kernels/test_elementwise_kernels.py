@@ -1,9 +1,11 @@
-"""elementwise.cu on the CPU simulator against NumPy: every op code, float32 and float64, awkward sizes (0, 1,
+"""elementwise.cu on the CPU simulator against NumPy: every op code, float32, float64, float16 and bfloat16 (the
+16-bit types against the float32 result rounded once, within a rounding), awkward sizes (0, 1,
 primes, pack and block boundaries +- 1, more elements than the grid covers), non-contiguous, broadcast and
 0-d operands, scalar operands, in-place outputs and misaligned pointers (the scalar path next to the 128-bit
 one)."""
 import math
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -12,11 +14,16 @@ from minitorch_gpu.backends._elementwise_table import kernel_members
 from minitorch_gpu.backends.cuda import loader
 
 SIZES = [0, 1, 3, 4, 5, 31, 255, 257, 1031]
-DTYPES = [np.float32, np.float64]
+BF16 = ml_dtypes.bfloat16
+DTYPES = [np.float32, np.float64, np.float16, BF16]
+HALVES = (np.dtype(np.float16), np.dtype(BF16))
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
 
 def _tol(dt):
+    if np.dtype(dt) in HALVES:  # the float32 result rounded once: two roundings of the low type at most
+        eps = 2.0 ** -10 if dt == np.float16 else 2.0 ** -7
+        return dict(rtol=2 * eps, atol=eps)
     return dict(rtol=3e-6, atol=3e-7) if dt == np.float32 else dict(rtol=1e-12, atol=1e-13)
 
 
@@ -83,9 +90,14 @@ def _check(got, want, dt, name=""):
         np.testing.assert_array_equal(got, want)
         return
     tol = _tol(dt)
-    if name in _SMOOTH:  # references computed differently (float64 erf, another formula): looser
+    if name in _SMOOTH and np.dtype(dt) not in HALVES:  # references computed differently: looser
         tol = dict(rtol=1e-5, atol=1e-6) if dt == np.float32 else dict(rtol=1e-12, atol=1e-14)
-    np.testing.assert_allclose(got, want.astype(dt), equal_nan=True, **tol)
+    if np.dtype(dt) in HALVES:
+        assert got.dtype == np.dtype(dt)
+        got, want = got.astype(np.float64), want.astype(np.float32).astype(dt).astype(np.float64)
+    else:
+        want = want.astype(dt)
+    np.testing.assert_allclose(got, want, equal_nan=True, **tol)
 
 
 def _table(enum):

@@ -58,9 +58,15 @@ def test_host_and_device_copies_do_not_share_memory(sim):
     assert t[0].item() == 0.0
 
 
-def test_bfloat16_is_refused_like_on_a_gpu(sim):
-    with pytest.raises(TypeError, match="bfloat16 is not supported on CUDA"):
+def test_bfloat16_works_and_is_refused_only_without_arrays(sim, monkeypatch):
+    from minitorch_gpu.backends import get_backend
+    x = mt.tensor([1.5, -2.0], dtype=mt.bfloat16, device="cuda")
+    assert (x * 2).tolist() == [3.0, -4.0] and x.dtype is mt.bfloat16
+    # a GPU whose CuPy has no bfloat16 arrays (before CuPy 14) refuses with a TypeError saying why
+    monkeypatch.setattr(type(get_backend("cuda")), "_bfloat16_arrays", lambda self: False)
+    with pytest.raises(TypeError, match="need CuPy 14"):
         mt.zeros(2, dtype=mt.bfloat16, device="cuda")
+    assert mt.cuda.is_bf16_supported() is False
 
 
 def test_dlpack_exports_host_memory(sim):

@@ -1,5 +1,7 @@
 """Conversions against PyTorch: to(), the dtype shorthands, type(), clone/contiguous and memory formats,
 copy_, cpu()/cuda(), and how autograd sees them."""
+import re
+
 import numpy as np
 import pytest
 
@@ -289,3 +291,62 @@ def test_cuda_roundtrip_with_gpu():
     (y * 2).sum().backward()
     assert x.grad.tolist() == [2.0, 2.0] and x.grad.device.type == "cpu"
     assert y.cuda() is y
+
+
+# ---------------------------------------------------------------------- pinned host memory
+
+def test_pin_memory_without_a_gpu_like_torch(torch):
+    """PyTorch's CPU build (the oracle here) cannot pin: the same error, and nothing is pinned."""
+    if mt.cuda.is_available():
+        pytest.skip("a GPU or the simulator is available")
+    for lib in (torch, mt):
+        x = lib.arange(4.0)
+        with pytest.raises(RuntimeError, match="^Cannot access accelerator device when none is available.$"):
+            x.pin_memory()
+        assert x.is_pinned() is False
+
+
+def test_pin_memory_for_copies_to_the_device(device):
+    """``x.pin_memory().to(device, non_blocking=True)``, as training scripts write it: a pinned copy on the
+    host (views of it are pinned, results computed from it are not), then the same values on the device."""
+    x = mt.arange(6.0).reshape(2, 3).requires_grad_()
+    if not mt.cuda.is_available():
+        with pytest.raises(RuntimeError, match="Cannot access accelerator device"):
+            x.pin_memory()
+        return
+    p = x.pin_memory()
+    assert p.device.type == "cpu" and p.is_pinned() and not x.is_pinned()
+    assert p.data_ptr() != x.data_ptr() and p.pin_memory() is p
+    assert p[1].is_pinned() and p.t().is_pinned() and not (p + 1).is_pinned()
+    assert type(p.grad_fn).__name__ == "PinMemoryBackward0"
+    y = p.to(device, non_blocking=True)
+    assert y.device.type == device and y.is_pinned() == (device == "cpu")  # to("cpu") returns p itself
+    (y * 2).sum().backward()
+    np.testing.assert_array_equal(to_np(x.grad), np.full((2, 3), 2.0))
+    np.testing.assert_array_equal(to_np(y.detach()), np.arange(6.0).reshape(2, 3))
+    with pytest.warns(DeprecationWarning, match="argument 'device' of Tensor.is_pinned"):
+        assert p.is_pinned("cuda")
+    if device == "cuda":
+        with pytest.raises(RuntimeError, match="only dense CPU tensors can be pinned"):
+            y.pin_memory()
+    i = mt.tensor([1, 2, 3]).pin_memory()  # any dtype
+    assert i.is_pinned() and i.dtype is mt.int64 and i.tolist() == [1, 2, 3]
+
+
+FACTORIES = [lambda L: L.zeros(2, 3, pin_memory=True), lambda L: L.empty(4, pin_memory=True),
+             lambda L: L.full((2,), 7, pin_memory=True), lambda L: L.tensor([1, 2], pin_memory=True),
+             lambda L: L.randn(3, pin_memory=True), lambda L: L.eye(2, pin_memory=True),
+             lambda L: L.ones(1).new_ones(3, pin_memory=True), lambda L: L.scalar_tensor(1, pin_memory=True)]
+
+
+@pytest.mark.parametrize("make", FACTORIES)
+def test_factories_pin_memory(torch, make):
+    """``pin_memory=True`` on a factory gives a pinned CPU tensor with a GPU, PyTorch's error without one."""
+    if not mt.cuda.is_available():
+        with pytest.raises(RuntimeError) as theirs:
+            make(torch)
+        with pytest.raises(RuntimeError, match="^" + re.escape(str(theirs.value)) + "$"):
+            make(mt)
+        return
+    t = make(mt)
+    assert t.device.type == "cpu" and t.is_pinned()

@@ -1,5 +1,7 @@
 """Factories (tensor, zeros, arange, linspace, eye, ...), ``Tensor.new_*``, the legacy constructor, and the
 in-place fills, checked against PyTorch."""
+import array
+import re
 import warnings
 
 import numpy as np
@@ -61,6 +63,71 @@ def test_tensor_bad_data_error_types_like_torch(torch, bad, exc):
         torch.tensor(bad)
     with pytest.raises(exc):
         mt.tensor(bad)
+
+
+class _Seq:
+    """A user sequence: ``__getitem__`` and ``__len__`` only, as PyTorch's constructors accept."""
+
+    def __init__(self, *items):
+        self.items = items
+
+    def __getitem__(self, i):
+        return self.items[i]
+
+    def __len__(self):
+        return len(self.items)
+
+
+# any sequence, not only lists and tuples: PyTorch reads each element by index (CPython's PySequence_Check)
+SEQUENCES = [lambda L: range(5), lambda L: range(0), lambda L: [range(2), range(2)], lambda L: bytearray(b"ab"),
+             lambda L: memoryview(b"ab"), lambda L: array.array("d", [1.5, 2.0]), lambda L: _Seq(1, 2),
+             lambda L: [_Seq(1.5, 2), _Seq(3, 4)], lambda L: (range(3), [1, 2, 3]),
+             lambda L: [np.array([1.0, 2.0]), np.array([3.0, 4.0])], lambda L: [np.array([1, 2], dtype=np.int16)],
+             lambda L: [L.tensor(1), L.tensor(2)], lambda L: np.arange(4)]
+
+
+@pytest.mark.parametrize("make", SEQUENCES, ids=range(len(SEQUENCES)))
+@pytest.mark.parametrize("ctor", ["tensor", "as_tensor", "LongTensor", "FloatTensor"])
+def test_tensor_from_any_sequence_like_torch(torch, device, make, ctor):
+    kw = {} if ctor.endswith("Tensor") and device == "cpu" else {"device": device}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # PyTorch's "a list of numpy.ndarrays is extremely slow"
+        want = getattr(torch, ctor)(make(torch))
+    same(getattr(mt, ctor)(make(mt), **kw), want)
+
+
+@pytest.mark.parametrize("make", [lambda: (x for x in [1, 2]), lambda: {1, 2}, lambda: {1: 2}, lambda: {1: 2}.keys(),
+                                  lambda: object(), lambda: [1, (x for x in [1])], lambda: [None]])
+def test_tensor_from_non_sequence_is_runtime_error_like_torch(torch, make):
+    with pytest.raises(RuntimeError) as theirs:
+        torch.tensor(make())
+    with pytest.raises(RuntimeError, match="^" + re.escape(str(theirs.value)) + "$"):
+        mt.tensor(make())
+
+
+@pytest.mark.parametrize("make", [lambda L: [1, L.tensor(2.5)], lambda L: [np.int64(3), np.float32(2)],
+                                  lambda L: [np.float64(2.5)], lambda L: [2.5, L.tensor(1)]])
+@pytest.mark.parametrize("dtype", ["int64", "uint8", "bool", "float32"])
+def test_integer_data_reads_each_element_as_an_index_like_torch(torch, make, dtype):
+    """Into an integer or bool tensor a Python float (or NumPy float64) is truncated, while another NumPy
+    float or a floating tensor is refused: PyTorch reads such elements as indices."""
+    try:
+        want = torch.tensor(make(torch), dtype=getattr(torch, dtype))
+    except TypeError as e:
+        with pytest.raises(TypeError, match="^" + re.escape(str(e)) + "$"):
+            mt.tensor(make(mt), dtype=getattr(mt, dtype))
+        return
+    same(mt.tensor(make(mt), dtype=getattr(mt, dtype)), want)
+
+
+@pytest.mark.parametrize("make", [lambda: (x for x in [1, 2]), lambda: {1, 2}, lambda: {1: 2}, lambda: object(),
+                                  lambda: 2.5, lambda: True, lambda: None, lambda: np.float32(2)])
+def test_legacy_constructor_refuses_non_sequences_like_torch(torch, make):
+    with pytest.raises(TypeError) as theirs:
+        torch.LongTensor(make())
+    assert "data must be a sequence" in str(theirs.value)
+    with pytest.raises(TypeError, match="^" + re.escape(str(theirs.value)) + "$"):
+        mt.LongTensor(make())
 
 
 def test_tensor_ragged_message_names_the_dim():

@@ -6,6 +6,7 @@ the program resolves to ``minitorch_gpu`` / ``minitorch_gpu.x.y`` — the only c
 import importlib
 import importlib.abc
 import importlib.util
+import os
 import runpy
 import sys
 
@@ -32,6 +33,8 @@ def main():
     elif lib != "torch":
         raise SystemExit(f"unknown library {lib!r}: torch or minitorch_gpu")
     sys.argv = [program, *args]
+    # as ``python program.py`` does: the program's folder comes first on the path, so its own modules import
+    sys.path[0] = os.path.dirname(os.path.abspath(program))
     runpy.run_path(program, run_name="__main__")
 
 

@@ -416,12 +416,47 @@ def test_attributes_frozen_after_init():
     dl.num_workers = 0  # other attributes stay writable
 
 
-def test_pin_memory_warns_without_gpu():
+def test_pin_memory_warns_without_gpu(torch):
+    """As PyTorch: the loader is built silently; iterating it warns once and gives unpinned batches."""
     if mt.cuda.is_available():
         pytest.skip("a GPU is present")
-    with pytest.warns(UserWarning, match="no accelerator is found"):
-        dl = DataLoader(Squares(2), pin_memory=True)
-    assert [b[1].tolist() for b in dl] == [[0], [1]]
+    for lib in (torch, mt):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            dl = lib.utils.data.DataLoader(lib.arange(2), pin_memory=True)
+        with pytest.warns(UserWarning, match="no accelerator is found"):
+            batches = list(dl)
+        assert [b.tolist() for b in batches] == [[0], [1]] and not batches[0].is_pinned()
+
+
+Point = collections.namedtuple("Point", "x y")
+
+
+class _Batch:
+    """A user's batch type with its own ``pin_memory``, which the loader calls."""
+
+    def __init__(self, samples):
+        self.x = mt.stack([s[0] for s in samples])
+
+    def pin_memory(self):
+        self.x = self.x.pin_memory()
+        return self
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_pin_memory_pins_every_tensor_of_a_batch(device, num_workers):
+    """With a GPU (or the simulator), ``pin_memory=True`` pins each tensor inside the batch's containers, in
+    single-process and worker loading, and the batches go to the device as in a training loop."""
+    if not mt.cuda.is_available():
+        pytest.skip("pinning needs a GPU or the simulator")
+    data = [{"a": mt.tensor([float(i)]), "p": Point(mt.tensor(i), i), "pair": (mt.tensor(i), "s")} for i in range(4)]
+    dl = DataLoader(data, batch_size=2, pin_memory=True, num_workers=num_workers)
+    for k, b in enumerate(dl):
+        assert b["a"].is_pinned() and b["p"].x.is_pinned() and b["pair"][0].is_pinned()
+        assert isinstance(b["p"], Point) and isinstance(b["pair"], list) and b["pair"][1] == ("s", "s")
+        assert b["a"].to(device, non_blocking=True).flatten().tolist() == [2.0 * k, 2.0 * k + 1]
+    custom = DataLoader([(mt.ones(2),)] * 2, batch_size=2, collate_fn=_Batch, pin_memory=True)
+    assert all(b.x.is_pinned() for b in custom)
 
 
 def test_single_process_errors_propagate_unchanged():

@@ -19,6 +19,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, NamedTuple, cast
 
+import ml_dtypes
 import numpy as np
 
 from .checks import DeferredChecks
@@ -36,8 +37,11 @@ THREADS = 256
 F32 = np.dtype(np.float32)
 F64 = np.dtype(np.float64)
 F16 = np.dtype(np.float16)
-_FLOATS = (F32, F64)
-_TNAME = {F32: "float", F64: "double"}
+BF16 = np.dtype(ml_dtypes.bfloat16)
+_FLOATS = (F32, F64)  # what every float kernel takes
+_HALVES = (F16, BF16)  # stored in 2 bytes, computed in float32 (the kernels' acc_t)
+_ALL_FLOATS = _FLOATS + _HALVES  # the kernels instantiated for the 16-bit types too (see kernels/README.md)
+_TNAME = {F32: "float", F64: "double", F16: "__half", BF16: "__nv_bfloat16"}
 _PY_SCALARS = (int, float, bool)
 _META_CACHE_MAX = 512
 _PLAN_CACHE_MAX = 4096
@@ -71,6 +75,12 @@ def _kernel_ops() -> dict[str, tuple[str, int]]:
 @functools.cache
 def _row_cache_groups() -> int:
     return _loader.define_int("rows.cuh", "MT_ROW_CACHE_GROUPS")
+
+
+def acc_dtype(dt: NpDtype) -> NpDtype:
+    """The dtype a kernel computes a ``dt`` array in, and takes its scalar arguments in: float32 for the
+    16-bit types (common.cuh's acc_t), else ``dt`` itself."""
+    return F32 if dt in _HALVES else dt
 
 
 def kernel_op(name: str) -> tuple[str, int] | None:
@@ -292,7 +302,7 @@ class _MapKernels:
         (arrays with None for scalars, scalars with 0 for arrays, mode bits) or None when an item does not fit
         (an array of another dtype or library, a NumPy scalar, which NumPy would not treat as weak)."""
         xp = self.xp
-        t = dt.type
+        t = acc_dtype(dt).type
         arrays, scalars, mode = [], [], 0
         for k, v in enumerate(items):
             if isinstance(v, xp.ndarray):
@@ -404,10 +414,10 @@ class _MapKernels:
                 key.append(v.strides)
             elif type(v) in _PY_SCALARS:
                 if -_F32_MAX <= v <= _F32_MAX:
-                    scalars.append(dt.type(v))
+                    scalars.append(op.scalar(v))
                 else:  # out of float32's range: inf as the cast gives it, without NumPy's overflow warning
                     with np.errstate(over="ignore"):
-                        scalars.append(dt.type(v))
+                        scalars.append(op.scalar(v))
                 arrays.append(None)
                 mode |= 1 << k
                 key.append(None)
@@ -542,7 +552,7 @@ class _MapKernels:
             return op
 
     def unary(self, name: str, x: Array, out: Array | None = None, p0: float = 0.0, p1: float = 0.0) -> Array | None:
-        """``name`` (an UnaryOp or PredicateOp of elementwise.cu) of a float32/float64 array."""
+        """``name`` (an UnaryOp or PredicateOp of elementwise.cu) of a float array (float32, float64, float16, bfloat16)."""
         dt = x.dtype
         op = self._map_op(("unary", name, dt, p0, p1), lambda: _unary_op(name, dt, p0, p1))
         return None if op is None else self._map(op, (x,), out)
@@ -573,7 +583,7 @@ class _MapKernels:
         if not isinstance(cond, xp.ndarray) or cond.dtype != _BOOL:
             return None
         arr = a if isinstance(a, xp.ndarray) else b
-        if not isinstance(arr, xp.ndarray) or arr.dtype not in _FLOATS:
+        if not isinstance(arr, xp.ndarray) or arr.dtype not in _ALL_FLOATS:
             return None
         dt = arr.dtype
         got = self._operands((a, b), dt)
@@ -613,13 +623,15 @@ class _MapOp:
     NOTE: a plain class, hashed by identity: it leads every plan key, and a tuple would hash all its fields on
     every call."""
 
-    __slots__ = ("contig", "strided", "rows", "dt", "out_dt", "vec_ok", "tail", "zero")
+    __slots__ = ("contig", "strided", "rows", "dt", "out_dt", "vec_ok", "tail", "zero", "scalar")
 
     def __init__(self, contig: str | None, strided: str, rows: str | None, dt: NpDtype, out_dt: NpDtype,
                  vec_ok: bool, tail: TailArgs) -> None:
         self.contig, self.strided, self.rows = contig, strided, rows
         self.dt, self.out_dt, self.vec_ok, self.tail = dt, out_dt, vec_ok, tail
-        self.zero = dt.type(0)  # the typed placeholder standing for an array operand among the scalars
+        # scalar arguments are typed as the kernel computes (float32 for the 16-bit types)
+        self.scalar: Callable[[Any], Any] = acc_dtype(dt).type
+        self.zero = self.scalar(0)  # the typed placeholder standing for an array operand among the scalars
 
 
 # typed int32 for the small codes passed on every launch (op codes and mode bits): no NumPy scalar per call
@@ -629,7 +641,7 @@ _I32 = tuple(np.int32(i) for i in range(256))
 def _elementwise_code(name: str, dt: NpDtype, enums: tuple[str, ...]) -> tuple[str, np.int32] | None:
     """(enum, typed op code) of ``name`` when elementwise.cu has it in one of ``enums`` for dtype ``dt``."""
     kop = kernel_op(name)
-    if dt not in _FLOATS or kop is None or kop[0] not in enums:
+    if dt not in _ALL_FLOATS or kop is None or kop[0] not in enums:
         return None
     return kop[0], _I32[kop[1]]
 
@@ -642,7 +654,7 @@ def _unary_op(name: str, dt: NpDtype, p0: float, p1: float) -> _MapOp | None:
     t = _TNAME[dt]
     if enum == "PredicateOp":
         return _MapOp(None, f"predicate_forward<{t}>", None, dt, _BOOL, False, lambda s, m: (code,))
-    s0, s1 = dt.type(p0), dt.type(p1)
+    s0, s1 = acc_dtype(dt).type(p0), acc_dtype(dt).type(p1)
     one, zero = _I32[1], _I32[0]
     return _MapOp(f"unary_forward<{t}>", f"unary_strided_forward<{t}>", f"unary_rows_forward<{t}>", dt, dt, True,
                   lambda s, m: (code, s0, s1, one if m & MODE_VEC else zero))
@@ -669,7 +681,7 @@ def _ternary_op(name: str, dt: NpDtype, alpha: float) -> _MapOp | None:
         return None
     code = got[1]
     with np.errstate(over="ignore"):
-        al = dt.type(alpha)
+        al = acc_dtype(dt).type(alpha)
     return _MapOp(None, f"ternary_forward<{_TNAME[dt]}>", None, dt, dt, False,
                   lambda s, m: (code, s[0], s[1], s[2], al, _I32[m]))
 
@@ -810,11 +822,7 @@ def tc_type(dt: NpDtype, tf32: bool) -> str | None:
     allowed), or None when it has no kernel for them."""
     if dt == F32:
         return "tf32" if tf32 else None
-    if dt == F16:
-        return "f16"
-    if dt.itemsize == 2 and dt.name == "bfloat16":
-        return "bf16"
-    return None
+    return {F16: "f16", BF16: "bf16"}.get(dt)
 
 
 def tc_smem(ty: str, kern: TcKernel, a_k: bool, b_k: bool) -> int:
@@ -846,8 +854,9 @@ class _RowKernels(_MapKernels):
     """softmax / log_softmax, cross-entropy, layer norm: kernels over rows of a contiguous last dim."""
 
     def softmax(self, x: Array, log: bool, axis: int) -> Array | None:
-        """softmax (or log_softmax) of float32/float64 ``x`` along ``axis`` (the last dim only)."""
-        if x.dtype not in _FLOATS or x.ndim == 0 or axis != x.ndim - 1 or x.shape[-1] >= 1 << 31:
+        """softmax (or log_softmax) of float ``x`` (float32, float64, float16, bfloat16) along ``axis`` (the last
+        dim only)."""
+        if x.dtype not in _ALL_FLOATS or x.ndim == 0 or axis != x.ndim - 1 or x.shape[-1] >= 1 << 31:
             return None
         if not x.flags.c_contiguous:
             x = self.xp.ascontiguousarray(x)
@@ -863,7 +872,7 @@ class _RowKernels(_MapKernels):
 
     def softmax_backward(self, y: Array, g: Array, log: bool, axis: int) -> Array | None:
         """The gradient of softmax (or log_softmax) from its output ``y`` and the output gradient ``g``."""
-        if y.dtype not in _FLOATS or g.dtype != y.dtype or y.ndim == 0 or axis != y.ndim - 1 or g.shape != y.shape \
+        if y.dtype not in _ALL_FLOATS or g.dtype != y.dtype or y.ndim == 0 or axis != y.ndim - 1 or g.shape != y.shape \
                 or y.shape[-1] >= 1 << 31:
             return None
         xp = self.xp
@@ -908,7 +917,7 @@ class _RowKernels(_MapKernels):
                        label_smoothing: float, grad: bool) -> tuple[Array, Array, Array, Array] | None:
         xp = self.xp
         dt = logits.dtype
-        if dt not in _FLOATS or logits.ndim != 2 or target.dtype != np.int64 or target.shape != logits.shape[:1]:
+        if dt not in _ALL_FLOATS or logits.ndim != 2 or target.dtype != np.int64 or target.shape != logits.shape[:1]:
             return None
         if weight is not None and (weight.dtype != dt or weight.shape != logits.shape[1:]):
             return None
@@ -917,9 +926,10 @@ class _RowKernels(_MapKernels):
         logits = xp.ascontiguousarray(logits)
         target = xp.ascontiguousarray(target)
         rows, C = logits.shape
+        acc = acc_dtype(dt)
         loss = xp.empty(rows, dtype=dt)
-        wsum = xp.empty(rows, dtype=dt)
-        lse = xp.empty(rows, dtype=dt)
+        wsum = xp.empty(rows, dtype=acc)
+        lse = xp.empty(rows, dtype=acc)
         d = xp.empty((rows, C), dtype=dt) if grad else loss
         if rows == 0:
             return loss, wsum, lse, d
@@ -929,7 +939,7 @@ class _RowKernels(_MapKernels):
         self.fn("cross_entropy.cu", f"cross_entropy_forward_{'v1' if v1 else 'v2'}<{_TNAME[dt]}>")(
             self._row_grid(rows, v1), (THREADS if v1 else CE_LONG_THREADS,),
             (logits, target, w, loss, wsum, lse, d, _i64(rows), _i64(C), _i64(ignore_index),
-             dt.type(label_smoothing), _i32(weight is not None), _i32(grad), _i32(vec)))
+             acc.type(label_smoothing), _i32(weight is not None), _i32(grad), _i32(vec)))
         return loss, wsum, lse, d
 
     def cross_entropy_scale(self, d: Array, gout: Array, scale: float) -> Array | None:
@@ -937,7 +947,7 @@ class _RowKernels(_MapKernels):
         place: ``gout`` is 0-d (one gradient for every row) or one per row, times ``scale``."""
         xp = self.xp
         dt = d.dtype
-        if dt not in _FLOATS or d.ndim != 2 or not d.flags.c_contiguous:
+        if dt not in _ALL_FLOATS or d.ndim != 2 or not d.flags.c_contiguous:
             return None
         rows, C = d.shape
         if rows == 0 or C == 0:
@@ -949,7 +959,7 @@ class _RowKernels(_MapKernels):
         per = 16 // dt.itemsize if vec else 1
         self.fn("cross_entropy.cu", f"cross_entropy_scale<{_TNAME[dt]}>")(
             self.grid(rows * C, per), (THREADS,),
-            (d, gout, _i64(0 if gout.size == 1 else 1), dt.type(scale), _i64(rows), _i64(C), _i32(vec)))
+            (d, gout, _i64(0 if gout.size == 1 else 1), acc_dtype(dt).type(scale), _i64(rows), _i64(C), _i32(vec)))
         return d
 
     def cross_entropy_backward(self, logits: Array, target: Array, weight: Array | None, lse: Array, gout: Array,
@@ -957,7 +967,8 @@ class _RowKernels(_MapKernels):
         """dlogits of the per-row losses; ``gout`` is a 0-d gradient (broadcast to every row) or one per row."""
         xp = self.xp
         dt = logits.dtype
-        if dt not in _FLOATS or logits.ndim != 2:
+        acc = acc_dtype(dt)
+        if dt not in _ALL_FLOATS or logits.ndim != 2 or lse.dtype != acc:
             return None
         logits = xp.ascontiguousarray(logits)
         rows, C = logits.shape
@@ -969,16 +980,17 @@ class _RowKernels(_MapKernels):
         w = xp.ascontiguousarray(weight) if weight is not None else logits
         self.fn("cross_entropy.cu", f"cross_entropy_backward<{_TNAME[dt]}>")(
             (max(1, min(rows, self.max_blocks)),), (THREADS,),
-            (logits, xp.ascontiguousarray(target), w, lse, gout.reshape(-1), _i64(gstride), dt.type(scale), d,
-             _i64(rows), _i64(C), _i64(ignore_index), dt.type(label_smoothing), _i32(weight is not None)))
+            (logits, xp.ascontiguousarray(target), w, lse, gout.reshape(-1), _i64(gstride), acc.type(scale), d,
+             _i64(rows), _i64(C), _i64(ignore_index), acc.type(label_smoothing), _i32(weight is not None)))
         return d
 
     def layer_norm(self, x: Array, weight: Array | None, bias: Array | None,
                    eps: float) -> tuple[Array, Array, Array] | None:
-        """(y, mean, rstd) of layer norm over the last dim of float ``x`` (weight / bias of shape (N,) or None)."""
+        """(y, mean, rstd) of layer norm over the last dim of float ``x`` (weight / bias of shape (N,) or None);
+        mean and rstd are float32 for the 16-bit types, as PyTorch keeps them."""
         xp = self.xp
         dt = x.dtype
-        if dt not in _FLOATS or x.ndim == 0:
+        if dt not in _ALL_FLOATS or x.ndim == 0:
             return None
         N = x.shape[-1]
         for p in (weight, bias):
@@ -989,8 +1001,9 @@ class _RowKernels(_MapKernels):
         x = xp.ascontiguousarray(x)
         rows = x.size // N if N else 0
         y = xp.empty(x.shape, dtype=dt)
-        mean = xp.empty(x.shape[:-1], dtype=dt)
-        rstd = xp.empty(x.shape[:-1], dtype=dt)
+        acc = acc_dtype(dt)
+        mean = xp.empty(x.shape[:-1], dtype=acc)
+        rstd = xp.empty(x.shape[:-1], dtype=acc)
         if rows == 0 or N == 0:
             return y, mean, rstd
         w = xp.ascontiguousarray(weight) if weight is not None else x
@@ -1000,7 +1013,7 @@ class _RowKernels(_MapKernels):
         threads = THREADS if v1 else self._block_threads(N, dt, vec, 2)
         self.fn("layernorm.cu", f"layernorm_forward_{'v1' if v1 else 'v2'}<{_TNAME[dt]}>")(
             self._row_grid(rows, v1), (threads,),
-            (x, w, b, y, mean, rstd, _i64(rows), _i64(N), dt.type(eps), _i32(weight is not None),
+            (x, w, b, y, mean, rstd, _i64(rows), _i64(N), acc.type(eps), _i32(weight is not None),
              _i32(bias is not None), _i32(vec)))
         return y, mean, rstd
 
@@ -1009,7 +1022,9 @@ class _RowKernels(_MapKernels):
         """(dx, dweight or None, dbias or None) of layer norm."""
         xp = self.xp
         dt = x.dtype
-        if dt not in _FLOATS or dy.dtype != dt or dy.shape != x.shape or x.shape[-1] >= 1 << 31:
+        acc = acc_dtype(dt)
+        if dt not in _ALL_FLOATS or dy.dtype != dt or dy.shape != x.shape or x.shape[-1] >= 1 << 31 or \
+                mean.dtype != acc or rstd.dtype != acc:
             return None
         x = xp.ascontiguousarray(x)
         dy = xp.ascontiguousarray(dy)
@@ -1039,11 +1054,11 @@ class _RowKernels(_MapKernels):
             # (max_blocks is 32 per SM on a GPU) keep loads in flight without many partial rows to add up
             rows_per_block = THREADS // 32 if v1 else 1
             grid = (max(1, min((rows + rows_per_block - 1) // rows_per_block, self.max_blocks * 16 // threads)),)
-            partial = xp.empty((grid[0], 2, N), dtype=dt)
+            partial = xp.empty((grid[0], 2, N), dtype=acc)
             nparts = grid[0]
         else:
             grid = self._row_grid(rows, v1)
-            partial = dx
+            partial = mean  # never written without want_params (a pointer of the partials' type)
         self.fn("layernorm.cu", f"layernorm_backward_{'v1' if v1 else 'v2'}<{t}>")(
             grid, (threads,),
             (dy, x, w, mean, rstd, dx, partial, _i64(rows), _i64(N), _i32(weight is not None), _i32(fused),
@@ -1053,7 +1068,7 @@ class _RowKernels(_MapKernels):
             nparts = max(1, min(rows, self.max_blocks // tiles if self.max_blocks >= tiles else 1, 1024))
             chunk = (rows + nparts - 1) // nparts
             nparts = (rows + chunk - 1) // chunk
-            partial = xp.empty((nparts, 2, N), dtype=dt)
+            partial = xp.empty((nparts, 2, N), dtype=acc)
             self.fn("layernorm.cu", f"layernorm_backward_partial<{t}>")(
                 (min(tiles, self.max_blocks), nparts), (THREADS,),
                 (dy, x, mean, rstd, partial, _i64(rows), _i64(N), _i64(chunk)))
@@ -1066,19 +1081,25 @@ class _RowKernels(_MapKernels):
         return dx, dw, db
 
     @staticmethod
+    def _row_groups(dt: NpDtype, div: int) -> int:
+        """Groups a thread of a row kernel keeps in registers: rows.cuh's RowCfg<T, W, div>::K (the 16-bit types
+        hold float values, so half as many of their groups fit)."""
+        return max(1, _row_cache_groups() * dt.itemsize // acc_dtype(dt).itemsize // div)
+
+    @staticmethod
     def _row_fits(N: int, dt: NpDtype, vec: bool, threads: int, div: int) -> bool:
         """Whether a row of ``N`` elements fits the registers of a team of ``threads`` threads that each keep
-        rows.cuh's MT_ROW_CACHE_GROUPS / ``div`` groups (16 bytes each with ``vec``, else one element)."""
+        ``_row_groups(dt, div)`` groups (16 bytes each with ``vec``, else one element)."""
         groups = N // (16 // dt.itemsize) if vec else N
-        return groups <= threads * max(1, _row_cache_groups() // div)
+        return groups <= threads * _RowKernels._row_groups(dt, div)
 
     @staticmethod
     def _block_threads(N: int, dt: NpDtype, vec: bool, div: int) -> int:
         """Threads of a block-per-row team for rows of ``N``: enough for the row to fit the registers (each
-        thread keeping MT_ROW_CACHE_GROUPS / ``div`` groups), at least 64 and at most ``THREADS`` (longer
+        thread keeping ``_row_groups(dt, div)`` groups), at least 64 and at most ``THREADS`` (longer
         rows are partly read again). Fewer threads per row mean more rows, and more loads, in flight per SM."""
         groups = N // (16 // dt.itemsize) if vec else N
-        per = max(1, _row_cache_groups() // div)
+        per = _RowKernels._row_groups(dt, div)
         need = (groups + per - 1) // per
         return max(64, min(THREADS, (need + 31) // 32 * 32))
 

@@ -16,9 +16,11 @@ import warnings
 import weakref
 
 from ... import _dtype
+from ...backends.cuda import device as _cuda_probe
 from ...ops.creation import empty
 from . import _worker
 from ._collate import default_collate, default_convert
+from ._pin_memory import pin_memory
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
@@ -88,7 +90,7 @@ class DataLoader:
         self.timeout = timeout
         self.worker_init_fn = worker_init_fn
         self.in_order = in_order
-        self.pin_memory = self._check_pin_memory(pin_memory)
+        self.pin_memory = pin_memory
         self.pin_memory_device = pin_memory_device
 
         if isinstance(dataset, IterableDataset):
@@ -142,18 +144,6 @@ class DataLoader:
         self._IterableDataset_len_called = None
         self._initialized = True
         self._check_worker_number()
-
-    def _check_pin_memory(self, pin_memory):
-        if not pin_memory:
-            return False
-        from ... import cuda
-        if not cuda.is_available():
-            warnings.warn("'pin_memory' argument is set as true but no accelerator is found, then device pinned "
-                          "memory won't be used.", stacklevel=3)
-        else:
-            warnings.warn("'pin_memory' is accepted for compatibility, but minitorch_gpu has no page-locked host "
-                          "tensors: batches stay in ordinary memory.", stacklevel=3)
-        return False
 
     def _check_worker_number(self):
         if self.num_workers <= 1:
@@ -241,6 +231,14 @@ class _BaseIter:
         self._timeout = loader.timeout
         self._collate_fn = loader.collate_fn
         self._persistent_workers = loader.persistent_workers
+        # batches are pinned here, in the main process, when there is a GPU to copy them to
+        self._pin_memory = bool(loader.pin_memory) and _cuda_probe.is_available()
+        if loader.pin_memory and not self._pin_memory:
+            warnings.warn("'pin_memory' argument is set as true but no accelerator is found, then device pinned "
+                          "memory won't be used.", stacklevel=4)
+        if self._pin_memory and loader.pin_memory_device:
+            warnings.warn("pin_memory_device is deprecated, the current accelerator will be used as the device,"
+                          f"ignore pin_memory_device='{loader.pin_memory_device}'.", stacklevel=4)
         self._sampler_iter = None
         self._base_seed = _draw_base_seed(loader.generator)
         self._num_yielded = 0
@@ -262,6 +260,8 @@ class _BaseIter:
 
     def __next__(self):
         data = self._next_data()
+        if self._pin_memory:
+            data = pin_memory(data)
         self._num_yielded += 1
         if self._iterable and self._len_called is not None and self._num_yielded > self._len_called:
             warnings.warn(f"Length of IterableDataset {self._dataset} was reported to be {self._len_called} (when "
