@@ -4,8 +4,8 @@ workload ``compute-sanitizer`` (memcheck, racecheck) runs over in ``python -m be
 The test suite is too slow for the sanitizer (about 50x slower under it) and has few ``cuda``-parametrised
 kernel tests; this script is seconds long on a GPU and covers each kernel file's entry points: odd sizes (tails
 of the 128-bit paths), a 4-byte offset that breaks 16-byte alignment, transposed and broadcast operands, rows
-below and above the warp-per-row limit, batched GEMM with misaligned batch offsets, all five fused optimizers,
-the LSTM and GRU cells forward and backward.
+below and above the warp-per-row limit, batched GEMM with misaligned batch offsets, the tensor-core GEMMs of every
+type and layout, all five fused optimizers, the LSTM and GRU cells forward and backward.
 
 ``python -m benchmarks.sanitize_kernels`` runs on the GPU (says so and exits 0 without one); ``--sim`` runs the
 same launches on the CPU simulator (the test suite checks the script that way). Exit 1 if a check fails.
@@ -195,6 +195,49 @@ def checks(be: Any) -> list[tuple[str, Callable[[], None]]]:
         b3 = rng.standard_normal((8, 5)).astype(F32)
         close(k.matmul(a3, dev(b3)), big[:, :32].reshape(3, 4, 8) @ b3, 1e-3)
 
+    def matmul_tc() -> None:
+        # every tensor-core entry point: three types x two tiles x four shared layouts (each operand k- or
+        # m/n-contiguous), odd sizes, the bias epilogue, a misaligned view (element-wise copies), and split-K with
+        # its reduction (the plan as on an H100)
+        if not k.tensor_cores:
+            return  # a GPU before sm_80: the built-ins serve these products
+        from minitorch_gpu.backends.cuda.launch import TC_KERNELS
+        types: list[Any] = [np.float16, F32]
+        try:
+            import ml_dtypes
+            be.asarray(np.zeros(1, ml_dtypes.bfloat16))
+            types.append(ml_dtypes.bfloat16)
+        except (ImportError, TypeError, ValueError):
+            pass  # an array library without bfloat16 (CuPy before 14)
+
+        def product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+            return a.astype(F64) @ b.astype(F64)
+
+        for dt in types:
+            tol = 1e-2 if dt == F32 else 3e-2  # tf32 inputs; 16-bit outputs
+            M, K, N = 67, 40, 130
+            a = rng.standard_normal((M, K)).astype(dt)
+            b = rng.standard_normal((K, N)).astype(dt)
+            bias = rng.standard_normal(N).astype(dt)
+            want = product(a, b)
+            for tile in TC_KERNELS:
+                for da in (dev(a), dev(a.T.copy()).T):
+                    for db in (dev(b), dev(b.T.copy()).T):
+                        close(k.matmul(da, db, tf32=True, tc_tile=tile).astype(F64), want, tol)
+                close(k.matmul(dev(a), dev(b), dev(bias), tf32=True, tc_tile=tile).astype(F64),
+                      want + bias.astype(F64), tol)
+            x, hx = misaligned(M * K, dt)
+            close(k.matmul(x.reshape(M, K), dev(b), tf32=True).astype(F64), product(hx.reshape(M, K), b), tol)
+            sms = k.sms
+            try:
+                k.sms = 132
+                g = rng.standard_normal((2048, 40)).astype(dt)
+                # g.T @ g over K = 2048 (sums of size ~45): one 64 x 64 tile, K split in four
+                close(k.matmul(dev(g).T, dev(g), dev(bias[:40]), tf32=True).astype(F64),
+                      product(g.T, g) + bias[:40].astype(F64), 0.25)
+            finally:
+                k.sms = sms
+
     def optimizers() -> None:
         shapes = [(1,), (33,), (70001,)]
         for dt in (F32, F64):
@@ -319,7 +362,7 @@ def checks(be: Any) -> list[tuple[str, Callable[[], None]]]:
                         close(g_, w_, tol)
 
     return [("elementwise.cu", elementwise), ("softmax.cu", softmax), ("cross_entropy.cu", cross_entropy),
-            ("layernorm.cu", layer_norm), ("matmul.cu", matmul), ("optim.cu", optimizers),
+            ("layernorm.cu", layer_norm), ("matmul.cu", matmul), ("matmul_tc.cu", matmul_tc), ("optim.cu", optimizers),
             ("multi_tensor.cu", multi_tensor),
             ("attention.cu", attention), ("random.cu", random),
             ("embedding.cu", embedding), ("rnn.cu", rnn)]
