@@ -29,6 +29,9 @@ DIRECT_BLOCK = 8
 DIRECT_VECTOR_BYTES = 64
 # the weight gradient's pieces: blocks of output channels, and of taps (kGradOut, kGradTaps)
 _GRAD_OUT, _GRAD_TAPS = 3, 9
+# the Winograd loops' pieces: tiles of the phased transforms (kWinoPiece), rows of the weight gradient's
+# products (4 kWinoRows)
+_WINO_PIECE, _WINO_GRAD_ROWS = 32, 48
 
 # elements a thread should have before a call is split: a hand-off through the pool costs tens of microseconds
 _PARALLEL_MIN_ELEMENTS = 1 << 16
@@ -80,18 +83,45 @@ class Cnn:
                                  _ptr]
         self._bn_bwd = lib.mt_cnn_batch_norm_backward
         self._bn_bwd.argtypes = [_int, _i64, _i64, _i64, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr]
-        for f in (self._im2col, self._col2im, self._direct, self._direct_wg, self._pool_fwd, self._pool_bwd, self._bn_fwd, self._bn_bwd):
+        self._wino_scratch = lib.mt_cnn_wino_scratch
+        self._wino_scratch.argtypes = [_int, _ptr, _int]
+        self._wino_scratch.restype = _i64
+        self._wino_weight = lib.mt_cnn_wino_weight
+        self._wino_weight.argtypes = [_int, _ptr, _ptr, _ptr, _ptr]
+        self._wino_conv = lib.mt_cnn_wino_conv
+        self._wino_conv.argtypes = [_int, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr, _i64, _ptr, _ptr]
+        self._wino_tiles = lib.mt_cnn_wino_tiles
+        self._wino_tiles.argtypes = [_int, _ptr, _int, _ptr, _ptr, _i64, _i64, _ptr, _i64, _ptr, _ptr]
+        self._wino_untile = lib.mt_cnn_wino_untile
+        self._wino_untile.argtypes = [_int, _ptr, _ptr, _ptr, _ptr, _i64, _i64, _ptr, _i64, _ptr, _ptr]
+        self._wino_products = lib.mt_cnn_wino_products
+        self._wino_products.argtypes = [_int, _ptr, _int, _ptr, _ptr, _ptr, _i64, _int, _ptr]
+        self._wino_parts = lib.mt_cnn_wino_wgrad_parts
+        self._wino_parts.argtypes = [_int, _ptr, _i64, _ptr, _ptr, _ptr, _ptr, _i64, _ptr, _ptr]
+        self._wino_finish = lib.mt_cnn_wino_wgrad_finish
+        self._wino_finish.argtypes = [_int, _ptr, _ptr, _i64, _ptr, _ptr]
+        for f in (self._im2col, self._col2im, self._direct, self._direct_wg, self._pool_fwd, self._pool_bwd,
+                  self._bn_fwd, self._bn_bwd, self._wino_weight, self._wino_conv, self._wino_tiles, self._wino_untile,
+                  self._wino_products, self._wino_parts, self._wino_finish):
             f.restype = _int
 
     @staticmethod
-    def _run(name: str, fn: Any, args: tuple[Any, ...], pieces: int, elements: int, threads: int) -> None:
-        workers = max(1, min(threads, pieces, elements // _PARALLEL_MIN_ELEMENTS))
-        counter = ctypes.c_longlong(0)
-        ref = ctypes.byref(counter)
+    def workers(pieces: int, elements: int, threads: int) -> int:
+        """How many threads a call of ``pieces`` pieces over ``elements`` elements runs on."""
+        return max(1, min(threads, pieces, elements // _PARALLEL_MIN_ELEMENTS))
+
+    @classmethod
+    def _run(cls, name: str, fn: Any, args: tuple[Any, ...], pieces: int, elements: int, threads: int,
+             slots: bool = False) -> None:
+        """``fn(*args, next)`` on the workers; with ``slots`` also a second counter from which each worker takes
+        its slot of the scratch the caller sized for :meth:`workers` of them."""
+        workers = cls.workers(pieces, elements, threads)
+        counter, slot = ctypes.c_longlong(0), ctypes.c_longlong(0)
+        refs = (ctypes.byref(counter), ctypes.byref(slot)) if slots else (ctypes.byref(counter),)
         failed: list[int] = []
 
         def call() -> None:
-            rc = fn(*args, ref)
+            rc = fn(*args, *refs)
             if rc:
                 failed.append(rc)
 
@@ -127,6 +157,79 @@ class Cnn:
         self._run("direct convolution weight gradient", self._direct_wg,
                   (_DTYPES[dw.dtype], (_i64 * 13)(*args), _addr(xp), _addr(g), _addr(dw)), pieces,
                   args[0] * o * c * k * args[9] * args[10], threads)
+
+    # Winograd F(2x2, 3x3): cnn_cpu.cpp's mt_cnn_wino_*; ``args`` its WinoGeo (14 values: input and output
+    # shapes, low padding, padded channel counts Cp and Op, tiles per chunk tc, sample strides), arrays contiguous
+    def _slots(self, args: Any, kind: int, dtype: Any, workers: int) -> tuple[Any, int]:
+        """Scratch for ``workers`` threads of an entry (``kind`` as mt_cnn_wino_scratch numbers them) and the
+        elements of one's slot."""
+        elems = self._wino_scratch(_DTYPES[np.dtype(dtype)], args, kind)
+        if elems < 0:
+            raise RuntimeError(f"the native CPU Winograd convolution rejected its geometry {list(args)}")
+        return np.empty(workers * elems, dtype), elems
+
+    def wino_weight(self, args: Sequence[int], w: Any, u: Any, threads: int) -> None:
+        """The transformed filters ``u`` (16, rows, ldu) of ``w``, in panels: args (rows, cols, row stride,
+        column stride, flip, ldu)."""
+        self._run("Winograd weight transform", self._wino_weight,
+                  (_DTYPES[u.dtype], (_i64 * 6)(*args), _addr(w), _addr(u)), args[0], u.size, threads)
+
+    def wino_conv(self, args: Sequence[int], x: Any, u: Any, bias: Any, y: Any, tiles: int, threads: int) -> None:
+        """The fused convolution ``y`` of ``x`` with the transformed filters ``u`` (plus ``bias``), in chunks of
+        args' tc tiles, each worker in its own slot of scratch."""
+        geo = (_i64 * 14)(*args)
+        chunks, work = -(-tiles // args[11]), tiles * args[1] * args[4]
+        scratch, elems = self._slots(geo, 0, y.dtype, self.workers(chunks, work, threads))
+        self._run("Winograd convolution", self._wino_conv,
+                  (_DTYPES[y.dtype], geo, _addr(x), _addr(u), _addr(bias), _addr(y), _addr(scratch), elems),
+                  chunks, work, threads, slots=True)
+
+    def wino_tiles(self, args: Sequence[int], which: int, src: Any, dst: Any, t0: int, cnt: int,
+                   threads: int) -> None:
+        """Tiles t0 .. t0 + cnt - 1 of the input (``which`` 0) or the output gradient (1) transformed into the
+        shared ``dst`` (16, tc, Cp or Op)."""
+        geo = (_i64 * 14)(*args)
+        pieces, work = -(-cnt // _WINO_PIECE), cnt * 16 * args[9 + which]
+        scratch, elems = self._slots(geo, 1, dst.dtype, self.workers(pieces, work, threads))
+        self._run("Winograd tiles", self._wino_tiles,
+                  (_DTYPES[dst.dtype], geo, which, _addr(src), _addr(dst), t0, cnt, _addr(scratch), elems), pieces,
+                  work, threads, slots=True)
+
+    def wino_untile(self, args: Sequence[int], m: Any, bias: Any, y: Any, t0: int, cnt: int, threads: int) -> None:
+        """Output tiles t0 .. t0 + cnt - 1 from the shared products ``m`` (16, tc, Op), plus ``bias``, into y."""
+        geo = (_i64 * 14)(*args)
+        pieces, work = -(-cnt // _WINO_PIECE), cnt * 16 * args[10]
+        scratch, elems = self._slots(geo, 1, y.dtype, self.workers(pieces, work, threads))
+        self._run("Winograd output tiles", self._wino_untile,
+                  (_DTYPES[y.dtype], geo, _addr(m), _addr(bias), _addr(y), t0, cnt, _addr(scratch), elems), pieces,
+                  work, threads, slots=True)
+
+    def wino_products(self, args: Sequence[int], which: int, a: Any, b: Any, out: Any, cnt: int, accumulate: bool,
+                      threads: int) -> None:
+        """The 16 products of ``cnt`` shared tiles: ``which`` 0 the forward's (a: tiles, b: filters), 1 the
+        weight gradient's (a: input tiles, b: gradient tiles; ``accumulate`` adds to ``out``)."""
+        c, o, lanes = args[1], args[4], 64 // out.itemsize
+        blocks = -(-args[10] // (2 * lanes)) if which == 0 else -(-o // _WINO_GRAD_ROWS)
+        self._run("Winograd products", self._wino_products,
+                  (_DTYPES[out.dtype], (_i64 * 14)(*args), which, _addr(a), _addr(b), _addr(out), cnt,
+                   int(accumulate)), 16 * blocks, cnt * c * o * 16, threads)
+
+    def wino_wgrad_parts(self, args: Sequence[int], per_part: int, x: Any, g: Any, z: Any, tiles: int,
+                         threads: int) -> None:
+        """The weight gradient's products summed into ``z`` (parts, 16, O, Cp), part p over tiles p * per_part
+        onwards, each part by one worker in its slot of scratch."""
+        geo = (_i64 * 14)(*args)
+        parts, work = z.shape[0], tiles * args[1] * args[4]
+        scratch, elems = self._slots(geo, 2, z.dtype, self.workers(parts, work, threads))
+        self._run("Winograd weight gradient", self._wino_parts,
+                  (_DTYPES[z.dtype], geo, per_part, _addr(x), _addr(g), _addr(z), _addr(scratch), elems), parts,
+                  work, threads, slots=True)
+
+    def wino_wgrad_finish(self, args: Sequence[int], z: Any, dw: Any, threads: int) -> None:
+        """``dw`` from the parts of ``z`` summed in order."""
+        self._run("Winograd weight-gradient transform", self._wino_finish,
+                  (_DTYPES[dw.dtype], (_i64 * 14)(*args), _addr(z), z.shape[0], _addr(dw)), args[4], z.size,
+                  threads)
 
     def max_pool_forward(self, geo: Any, x: Any, planes: int, y: Any, indices: Any, threads: int) -> None:
         self._run("max pooling", self._pool_fwd,
