@@ -569,10 +569,11 @@ struct Rect {
     idx s, ya, yb, xa, xb, t;
 };
 
-// f(rect) for the rectangles that make up tiles t0 .. t0 + cnt - 1: whole tile rows together where they can be
+// f(rect) for the rectangles that make up tiles t0 .. t0 + cnt - 1 of samples of th x tw tiles: whole tile rows
+// together where they can be
 template <class F>
-void for_rects(const WinoGeo& g, idx t0, idx cnt, F f) {
-    const idx th = g.th(), tw = g.tw(), end = t0 + cnt;
+void for_rects(idx th, idx tw, idx t0, idx cnt, F f) {
+    const idx end = t0 + cnt;
     for (idx t = t0; t < end;) {
         const idx s = t / (th * tw), ty = t / tw % th, tx = t % tw;
         Rect r{s, ty, ty + 1, tx, tx + 1, t - t0};
@@ -587,17 +588,16 @@ void for_rects(const WinoGeo& g, idx t0, idx cnt, F f) {
     }
 }
 
-// the largest rectangle of a run of `tiles` tiles: (tile rows, tile columns)
-inline void rect_bound(const WinoGeo& g, idx tiles, idx* rows, idx* cols) {
-    const idx tw = g.tw();
-    *rows = tiles >= tw ? (tiles / tw < g.th() ? tiles / tw : g.th()) : 1;
+// the largest rectangle of a run of `tiles` tiles of samples of th x tw: (tile rows, tile columns)
+inline void rect_bound(idx th, idx tw, idx tiles, idx* rows, idx* cols) {
+    *rows = tiles >= tw ? (tiles / tw < th ? tiles / tw : th) : 1;
     *cols = tiles < tw ? tiles : tw;
 }
 
 // staging elements for runs of `tiles` tiles: input bands, output-gradient bands, output bands of `width` lanes
 inline idx stage_elems(const WinoGeo& g, idx tiles, idx width) {
     idx rows, cols;
-    rect_bound(g, tiles, &rows, &cols);
+    rect_bound(g.th(), g.tw(), tiles, &rows, &cols);
     idx in = (2 * rows + 2) * (2 * cols + 2) * g.Cp, grad = 4 * rows * cols * g.Op, out = 4 * rows * cols * width;
     idx m = in > grad ? in : grad;
     return m > out ? m : out;
@@ -612,6 +612,31 @@ inline idx xi_stride(idx rows, idx width, idx n) {
     return (s / n) % 2 ? s : s + n;
 }
 
+// Input rows ir0 .. ir0 + R - 1 and columns ic0 .. ic0 + Q - 1 of sample s (C planes H x W, samples xsn
+// apart; zeros outside) staged channels-last: stage[i][q][0 : Cp]. `end`: the end of the input.
+template <typename T>
+void stage_band(const T* x, idx s, idx xsn, idx C, idx H, idx W, idx Cp, idx ir0, idx R, idx ic0, idx Q, T* stage,
+                const T* end) {
+    constexpr int n = Vec64<T>::n;
+    const idx HW = H * W, qa = clampi(-ic0, 0, Q), qb = clampi(W - ic0, qa, Q);
+    const idx ia = clampi(-ir0, 0, R), ib = clampi(H - ir0, ia, R);
+    for (idx i = 0; i < R; ++i) {
+        T* row = stage + i * Q * Cp;
+        if (i < ia || i >= ib || qa == qb) {
+            std::memset(row, 0, sizeof(T) * Q * Cp);
+        } else {
+            std::memset(row, 0, sizeof(T) * qa * Cp);
+            std::memset(row + qb * Cp, 0, sizeof(T) * (Q - qb) * Cp);
+        }
+    }
+    // a group of channels at a time down the band: each plane is read as one run (the rows are consecutive)
+    if (qa < qb)
+        for (idx c0 = 0; c0 < Cp; c0 += n)
+            for (idx i = ia; i < ib; ++i)
+                to_lanes(x + s * xsn + c0 * HW + (ir0 + i) * W + ic0 + qa, HW, (int)clampi(C - c0, 0, n), qb - qa,
+                         stage + (i * Q + qa) * Cp + c0, Cp, end);
+}
+
 // The transformed input tiles of rectangle r (their patches at (2 ty - pH, 2 tx - pW), zeros outside the
 // input): position xi of tile r.t + i at v + xi * xs + (r.t + i) * Cp. stage: the band, (2 rows + 2) x (2
 // cols + 2) x Cp.
@@ -619,28 +644,9 @@ template <typename T>
 void input_rect(const WinoGeo& g, const T* x, const Rect& r, T* v, idx xs, T* stage) {
     typedef typename Vec64<T>::type V;
     constexpr int n = Vec64<T>::n;
-    const idx R = 2 * (r.yb - r.ya) + 2, Q = 2 * (r.xb - r.xa) + 2, Cp = g.Cp, HW = g.H * g.W;
-    const idx ir0 = 2 * r.ya - g.pH, ic0 = 2 * r.xa - g.pW;
-    const idx qa = clampi(-ic0, 0, Q), qb = clampi(g.W - ic0, qa, Q);
-    const T* xs_ = x + r.s * g.xsn;
-    const T* end = x + (g.N - 1) * g.xsn + g.C * HW;
-    for (idx i = 0; i < R; ++i) {
-        T* row = stage + i * Q * Cp;
-        const idx ir = ir0 + i;
-        if (ir < 0 || ir >= g.H || qa == qb) {
-            std::memset(row, 0, sizeof(T) * Q * Cp);
-            continue;
-        }
-        std::memset(row, 0, sizeof(T) * qa * Cp);
-        std::memset(row + qb * Cp, 0, sizeof(T) * (Q - qb) * Cp);
-    }
-    // a group of channels at a time down the band: each plane is read as one run (the rows are consecutive)
-    const idx ia = clampi(-ir0, 0, R), ib = clampi(g.H - ir0, ia, R);
-    if (qa < qb)
-        for (idx c0 = 0; c0 < Cp; c0 += n)
-            for (idx i = ia; i < ib; ++i)
-                to_lanes(xs_ + c0 * HW + (ir0 + i) * g.W + ic0 + qa, HW, (int)clampi(g.C - c0, 0, n), qb - qa,
-                         stage + (i * Q + qa) * Cp + c0, Cp, end);
+    const idx Q = 2 * (r.xb - r.xa) + 2, Cp = g.Cp;
+    stage_band(x, r.s, g.xsn, g.C, g.H, g.W, Cp, 2 * r.ya - g.pH, 2 * (r.yb - r.ya) + 2, 2 * r.xa - g.pW, Q, stage,
+               x + (g.N - 1) * g.xsn + g.C * g.H * g.W);
     const idx wr = r.xb - r.xa, rs = Q * Cp;
     for (idx ty = r.ya; ty < r.yb; ++ty)
         for (idx tx = r.xa; tx < r.xb; ++tx) {
@@ -742,18 +748,18 @@ void output_rect(const WinoGeo& g, const T* m, idx mxs, idx mts, const Rect& r, 
 
 template <typename T>
 void wino_input_tiles(const WinoGeo& g, const T* x, idx t0, idx cnt, T* v, idx xs, T* stage) {
-    for_rects(g, t0, cnt, [&](const Rect& r) { input_rect(g, x, r, v, xs, stage); });
+    for_rects(g.th(), g.tw(), t0, cnt, [&](const Rect& r) { input_rect(g, x, r, v, xs, stage); });
 }
 
 template <typename T>
 void wino_grad_tiles(const WinoGeo& g, const T* gy, idx t0, idx cnt, T* gt, idx xs, T* stage) {
-    for_rects(g, t0, cnt, [&](const Rect& r) { grad_rect(g, gy, r, gt, xs, stage); });
+    for_rects(g.th(), g.tw(), t0, cnt, [&](const Rect& r) { grad_rect(g, gy, r, gt, xs, stage); });
 }
 
 template <typename T>
 void wino_output_tiles(const WinoGeo& g, const T* m, idx mxs, idx mts, idx t0, idx cnt, idx o0, int nv,
                        const T* bias, T* y, T* stage) {
-    for_rects(g, t0, cnt, [&](const Rect& r) { output_rect(g, m, mxs, mts, r, o0, nv, bias, y, stage); });
+    for_rects(g.th(), g.tw(), t0, cnt, [&](const Rect& r) { output_rect(g, m, mxs, mts, r, o0, nv, bias, y, stage); });
 }
 
 // ---- scratch: the elements one thread's slot needs, by entry: 0 wino_conv, 1 wino_tiles and wino_untile, 2
@@ -975,6 +981,186 @@ int wino_wgrad_finish(const long long* a, const T* z, idx parts, T* dw, idx* nex
             from_lanes(reinterpret_cast<const T*>(out), n, (int)clampi(g.C - c0, 0, n), 9, dw + (o * g.C + c0) * 9,
                        9);
         }
+    }
+}
+
+// ------------------------------------------------------------------------------------------- implicit GEMM
+// A 2-d convolution at any stride, padding and dilation as products on channels-last rows: for a run of output
+// positions, the input band under them is staged channels-last (as Winograd does), each position's row of A
+// gathers its kH kW taps' channel vectors (A [positions][kH kW Cp]), and the kernel above multiplies A by the
+// filters packed as B [kH kW Cp][Op] in panels of 2n output channels ([Op / 2n][kH kW Cp][2n]). The weight
+// gradient is Z [O][kH kW Cp] = G^T A over positions (G [positions][Op] the output gradient channels-last), in
+// parts fixed by the shape like Winograd's. Where the convolution is strided this beats im2col + BLAS: the rows
+// are built in cache and the kernel runs faster than the library's on these shapes.
+//
+// geo: {N, C, H, W, O, oH, oW, kH, kW, sH, sW, dH, dW, pH, pW, Cp, Op, tc, xsn, ysn}: input and output shapes,
+// kernel, stride, dilation, low padding, the padded channel counts, positions per chunk, sample strides.
+struct GemmGeo {
+    idx N, C, H, W, O, oH, oW, kH, kW, sH, sW, dH, dW, pH, pW, Cp, Op, tc, xsn, ysn;
+    idx K() const { return kH * kW * Cp; }
+    idx positions() const { return N * oH * oW; }
+};
+
+template <typename T>
+bool read_gemm(const long long* a, GemmGeo* g) {
+    constexpr idx n = Vec64<T>::n;
+    *g = GemmGeo{a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14],
+                 a[15], a[16], a[17], a[18], a[19]};
+    return g->N >= 0 && g->C > 0 && g->H > 0 && g->W > 0 && g->O > 0 && g->oH > 0 && g->oW > 0 && g->kH > 0 &&
+           g->kW > 0 && g->sH > 0 && g->sW > 0 && g->dH > 0 && g->dW > 0 && g->tc > 0 && g->Cp >= g->C &&
+           g->Cp % n == 0 && g->Op >= g->O && g->Op % n == 0 && g->xsn >= g->C * g->H * g->W &&
+           g->ysn >= g->O * g->oH * g->oW;
+}
+
+// scratch of one thread's slot: 0 gemm_conv (A, a product block, the band), 1 gemm_wgrad_parts (A, G, band)
+template <typename T>
+idx gemm_scratch(const GemmGeo& g, int kind) {
+    constexpr idx n = Vec64<T>::n;
+    idx rows, cols;
+    rect_bound(g.oH, g.oW, g.tc, &rows, &cols);
+    const idx band = line_up(((rows - 1) * g.sH + (g.kH - 1) * g.dH + 1) * ((cols - 1) * g.sW + (g.kW - 1) * g.dW + 1) *
+                             g.Cp, n);
+    const idx a = line_up(g.tc * g.K(), n);
+    return a + band + (kind == 0 ? g.tc * 2 * n : g.tc * g.Op) + n;
+}
+
+// The rows of A for rectangle r of output positions (r.t: the chunk-relative index of its first)
+template <typename T>
+void gemm_rows_of_rect(const GemmGeo& g, const T* x, const Rect& r, T* A, T* stage) {
+    constexpr int n = Vec64<T>::n;
+    const idx R = (r.yb - r.ya - 1) * g.sH + (g.kH - 1) * g.dH + 1;
+    const idx Q = (r.xb - r.xa - 1) * g.sW + (g.kW - 1) * g.dW + 1, Cp = g.Cp, K = g.K(), wr = r.xb - r.xa;
+    stage_band(x, r.s, g.xsn, g.C, g.H, g.W, Cp, r.ya * g.sH - g.pH, R, r.xa * g.sW - g.pW, Q, stage,
+               x + (g.N - 1) * g.xsn + g.C * g.H * g.W);
+    for (idx oy = r.ya; oy < r.yb; ++oy)
+        for (idx ox = r.xa; ox < r.xb; ++ox) {
+            T* dst = A + (r.t + (oy - r.ya) * wr + ox - r.xa) * K;
+            for (idx ky = 0; ky < g.kH; ++ky)
+                for (idx kx = 0; kx < g.kW; ++kx, dst += Cp) {
+                    const T* src = stage + (((oy - r.ya) * g.sH + ky * g.dH) * Q + (ox - r.xa) * g.sW + kx * g.dW) * Cp;
+                    for (idx c0 = 0; c0 < Cp; c0 += n) vstore(dst + c0, vload(src + c0));
+                }
+        }
+}
+
+// The filters w (O, C, kH, kW) packed into b (zeros past O and C, which the caller provides): panel of
+// channels o0 .. o0 + wd - 1 at b + o0 K, row (tap Cp + c). Pieces: input channels.
+template <typename T>
+int gemm_weight(const long long* a, const T* w, T* b, idx* next) {
+    constexpr int n = Vec64<T>::n;
+    const idx O = a[0], C = a[1], taps = a[2], Cp = a[3], Op = a[4];
+    if (O < 1 || C < 1 || taps < 1 || Cp < C || Cp % n || Op < O || Op % n) return -1;
+    const idx K = taps * Cp;
+    const T* end = w + O * C * taps;
+    for (;;) {
+        const idx c = take(next);
+        if (c >= C) return 0;
+        for (idx o0 = 0; o0 < O; o0 += n) {
+            const idx p0 = o0 / (2 * n) * 2 * n, wd = panel(Op, p0, n);
+            to_lanes(w + (o0 * C + c) * taps, C * taps, (int)clampi(O - o0, 0, n), taps, b + p0 * K + c * wd + o0 - p0,
+                     Cp * wd, end);
+        }
+    }
+}
+
+// The convolution y = A b (+ bias). Pieces: chunks of tc positions, in each worker's slot of scratch.
+template <typename T>
+int gemm_conv(const long long* a, const T* x, const T* b, const T* bias, T* y, T* scratch, idx slot_elems,
+              idx* next, idx* slots) {
+    typedef typename Vec64<T>::type V;
+    constexpr int n = Vec64<T>::n;
+    GemmGeo g;
+    if (!read_gemm<T>(a, &g)) return -1;
+    if (slot_elems < gemm_scratch<T>(g, 0)) return -2;
+    const idx total = g.positions(), chunks = (total + g.tc - 1) / g.tc, K = g.K(), plane = g.oH * g.oW;
+    T* A = slot_start(scratch, slot_elems, slots);
+    T* m = A + line_up(g.tc * K, n);
+    T* stage = m + g.tc * 2 * n;
+    for (;;) {
+        const idx piece = take(next);
+        if (piece >= chunks) return 0;
+        const idx t0 = piece * g.tc, cnt = total - t0 < g.tc ? total - t0 : g.tc;
+        for_rects(g.oH, g.oW, t0, cnt, [&](const Rect& r) { gemm_rows_of_rect(g, x, r, A, stage); });
+        for (idx o0 = 0; o0 < g.Op; o0 += 2 * n) {
+            const idx wd = panel(g.Op, o0, n);
+            const int nv = (int)(wd / n);
+            wino_rows<T>(cnt, nv, A, K, 1, b + o0 * K, wd, K, m, wd, false);
+            if (bias) {
+                V bv[2] = {};
+                for (int j = 0; j < nv; ++j)
+                    for (int l = 0; l < n; ++l) bv[j][l] = o0 + j * n + l < g.O ? bias[o0 + j * n + l] : T(0);
+                for (idx i = 0; i < cnt; ++i)
+                    for (int j = 0; j < nv; ++j) vstore(m + i * wd + j * n, vload(m + i * wd + j * n) + bv[j]);
+            }
+            for_rects(g.oH, g.oW, t0, cnt, [&](const Rect& r) {
+                const idx wr = r.xb - r.xa;
+                for (idx oy = r.ya; oy < r.yb; ++oy)
+                    for (int j = 0; j < nv && o0 + j * n < g.O; ++j)
+                        from_lanes(m + (r.t + (oy - r.ya) * wr) * wd + j * n, wd, (int)clampi(g.O - o0 - j * n, 0, n),
+                                   wr, y + r.s * g.ysn + (o0 + j * n) * plane + oy * g.oW + r.xa, plane);
+            });
+        }
+    }
+}
+
+// The weight gradient's Z in parts (as wino_wgrad_parts): part p sums positions p * per_part .. into z + p O K.
+template <typename T>
+int gemm_wgrad_parts(const long long* a, idx per_part, const T* x, const T* gy, T* z, T* scratch, idx slot_elems,
+                     idx* next, idx* slots) {
+    constexpr int n = Vec64<T>::n;
+    GemmGeo g;
+    if (!read_gemm<T>(a, &g) || per_part < 1) return -1;
+    if (slot_elems < gemm_scratch<T>(g, 1)) return -2;
+    const idx total = g.positions(), parts = (total + per_part - 1) / per_part, K = g.K(), plane = g.oH * g.oW;
+    const T* gend = gy + (g.N - 1) * g.ysn + g.O * plane;
+    T* A = slot_start(scratch, slot_elems, slots);
+    T* G = A + line_up(g.tc * K, n);
+    T* stage = G + g.tc * g.Op;
+    for (;;) {
+        const idx p = take(next);
+        if (p >= parts) return 0;
+        T* zp = z + p * g.O * K;
+        const idx end = (p + 1) * per_part < total ? (p + 1) * per_part : total;
+        for (idx t0 = p * per_part; t0 < end; t0 += g.tc) {
+            const idx cnt = end - t0 < g.tc ? end - t0 : g.tc;
+            for_rects(g.oH, g.oW, t0, cnt, [&](const Rect& r) {
+                gemm_rows_of_rect(g, x, r, A, stage);
+                const idx wr = r.xb - r.xa;
+                for (idx oy = r.ya; oy < r.yb; ++oy)
+                    for (idx o0 = 0; o0 < g.Op; o0 += n)
+                        to_lanes(gy + r.s * g.ysn + o0 * plane + oy * g.oW + r.xa, plane, (int)clampi(g.O - o0, 0, n),
+                                 wr, G + (r.t + (oy - r.ya) * wr) * g.Op + o0, g.Op, gend);
+            });
+            for (idx c0 = 0; c0 < K; c0 += 2 * n) {
+                const int nv = K - c0 >= 2 * n ? 2 : 1;
+                wino_rows<T>(g.O, nv, G, 1, g.Op, A + c0, K, cnt, zp + c0, K, t0 > p * per_part);
+            }
+        }
+    }
+}
+
+// dw (O, C, kH, kW) = the parts of z summed in order, rows (tap Cp + c) back to (c, tap). Pieces: output channels.
+template <typename T>
+int gemm_wgrad_finish(const long long* a, const T* z, idx parts, T* dw, idx* next) {
+    typedef typename Vec64<T>::type V;
+    constexpr int n = Vec64<T>::n;
+    GemmGeo g;
+    if (!read_gemm<T>(a, &g) || parts < 1) return -1;
+    const idx K = g.K(), taps = g.kH * g.kW, part = g.O * K;
+    for (;;) {
+        const idx o = take(next);
+        if (o >= g.O) return 0;
+        for (idx c0 = 0; c0 < g.C; c0 += n)
+            for (idx t0 = 0; t0 < taps; t0 += n) {
+                const idx tn = taps - t0 < n ? taps - t0 : n;
+                V zs[n];
+                for (idx t = 0; t < tn; ++t) {
+                    zs[t] = vload(z + o * K + (t0 + t) * g.Cp + c0);
+                    for (idx q = 1; q < parts; ++q) zs[t] += vload(z + q * part + o * K + (t0 + t) * g.Cp + c0);
+                }
+                from_lanes(reinterpret_cast<const T*>(zs), n, (int)clampi(g.C - c0, 0, n), tn,
+                           dw + (o * g.C + c0) * taps + t0, taps);
+            }
     }
 }
 
@@ -1271,6 +1457,49 @@ extern "C" int mt_cnn_wino_wgrad_finish(int dtype, const long long* args, const 
                                         long long* next) {
     if (dtype == 0) return wino_wgrad_finish(args, (const float*)z, parts, (float*)dw, next);
     if (dtype == 1) return wino_wgrad_finish(args, (const double*)z, parts, (double*)dw, next);
+    return -1;
+}
+
+extern "C" long long mt_cnn_gemm_scratch(int dtype, const long long* args, int kind) {
+    GemmGeo g;
+    if (dtype == 0) return read_gemm<float>(args, &g) ? gemm_scratch<float>(g, kind) : -1;
+    if (dtype == 1) return read_gemm<double>(args, &g) ? gemm_scratch<double>(g, kind) : -1;
+    return -1;
+}
+
+extern "C" int mt_cnn_gemm_weight(int dtype, const long long* args, const void* w, void* b, long long* next) {
+    if (dtype == 0) return gemm_weight(args, (const float*)w, (float*)b, next);
+    if (dtype == 1) return gemm_weight(args, (const double*)w, (double*)b, next);
+    return -1;
+}
+
+extern "C" int mt_cnn_gemm_conv(int dtype, const long long* args, const void* x, const void* b, const void* bias,
+                                void* y, void* scratch, long long slot_elems, long long* next, long long* slots) {
+    if (dtype == 0)
+        return gemm_conv(args, (const float*)x, (const float*)b, (const float*)bias, (float*)y, (float*)scratch,
+                         slot_elems, next, slots);
+    if (dtype == 1)
+        return gemm_conv(args, (const double*)x, (const double*)b, (const double*)bias, (double*)y,
+                         (double*)scratch, slot_elems, next, slots);
+    return -1;
+}
+
+extern "C" int mt_cnn_gemm_wgrad_parts(int dtype, const long long* args, long long per_part, const void* x,
+                                       const void* g, void* z, void* scratch, long long slot_elems, long long* next,
+                                       long long* slots) {
+    if (dtype == 0)
+        return gemm_wgrad_parts(args, per_part, (const float*)x, (const float*)g, (float*)z, (float*)scratch,
+                                slot_elems, next, slots);
+    if (dtype == 1)
+        return gemm_wgrad_parts(args, per_part, (const double*)x, (const double*)g, (double*)z, (double*)scratch,
+                                slot_elems, next, slots);
+    return -1;
+}
+
+extern "C" int mt_cnn_gemm_wgrad_finish(int dtype, const long long* args, const void* z, long long parts, void* dw,
+                                        long long* next) {
+    if (dtype == 0) return gemm_wgrad_finish(args, (const float*)z, parts, (float*)dw, next);
+    if (dtype == 1) return gemm_wgrad_finish(args, (const double*)z, parts, (double*)dw, next);
     return -1;
 }
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import _cnn_native, _winograd
+from . import _cnn_native, _igemm, _winograd
 from ._cnn import CnnMixin, Pads
 from ._types import Array, Shape
 
@@ -70,6 +70,7 @@ class _Plan:
         # output, or rows wide enough to fill two vectors)
         self.winograd = len(self.kernel) == 2 and _winograd.applies(self.kernel, self.stride, self.dilation, groups,
                                                                     c, self.og * groups)
+        self.igemm = _igemm.applies(self.kernel, self.stride, groups, c, self.og * groups, itemsize)
         self.direct = (len(self.kernel) <= 2 and all(s == 1 for s in self.stride)
                        and (self.ck <= _DIRECT_MAX_COLUMNS or self.blocks[-1] * itemsize >= _DIRECT_MIN_ROW_BYTES))
 
@@ -282,6 +283,10 @@ class CpuCnnMixin(CnnMixin):
         lib = self._cnn_lib()
         if p.winograd:
             return self._winograd_forward(p, lib, x, w, bias)
+        if lib is not None and p.igemm:
+            return _igemm.native_forward(lib, np.ascontiguousarray(x), w, None if bias is None else
+                                         np.ascontiguousarray(bias), p.stride, p.low, p.dilation, p.blocks,
+                                         self._optim_threads())
         if lib is not None and p.direct:
             low, dil = self._plane_geometry(p)
             bias_c = None if bias is None else np.ascontiguousarray(bias)
@@ -357,6 +362,9 @@ class CpuCnnMixin(CnnMixin):
         lib = self._cnn_lib()
         if p.winograd:
             return self._winograd_weight_grad(p, lib, g, x, w_shape)
+        if lib is not None and p.igemm:
+            return _igemm.native_weight_grad(lib, np.ascontiguousarray(g), np.ascontiguousarray(x), p.stride, p.low,
+                                             p.dilation, w_shape, self._optim_threads())
         if lib is not None and p.direct:
             return self._direct_weight_grad(lib, g, x, p, w_shape)
         x = np.ascontiguousarray(x)

@@ -11,7 +11,6 @@ from helpers import assert_close
 import minitorch_gpu as mt
 import minitorch_gpu.nn.functional as F
 from minitorch_gpu.backends import _cnn_cpu, _cnn_native, _winograd
-from minitorch_gpu.backends.numpy_backend import NumpyBackend
 
 RNG = np.random.default_rng(11)
 
@@ -29,18 +28,6 @@ SHAPES = [
 ]
 
 
-def _backend(native=True, threads=1):
-    be = NumpyBackend()
-    be.native_nn = native
-    be.optim_threads = threads
-    return be
-
-
-@pytest.fixture
-def lib():
-    if _cnn_native.library() is None:
-        pytest.skip(f"no native CNN library here: {_cnn_native.LIB.reason}")
-    return _cnn_native.library()
 
 
 @pytest.fixture
@@ -79,13 +66,13 @@ def _close(a, r, dt):
 
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
 @pytest.mark.parametrize("case", range(len(SHAPES)))
-def test_native_matches_numpy_and_im2col(lib, monkeypatch, case, dt):
+def test_native_matches_numpy_and_im2col(lib, monkeypatch, case, dt, cpu_backend):
     args = _problem(case, dt)
     monkeypatch.setattr(_winograd, "_MIN_CHANNELS", 1)
-    native = _all_three(_backend(True), *args)
-    numpy = _all_three(_backend(False), *args)
+    native = _all_three(cpu_backend(True), *args)
+    numpy = _all_three(cpu_backend(False), *args)
     monkeypatch.setattr(_winograd, "_MIN_CHANNELS", 1 << 30)
-    reference = _all_three(_backend(False), *args)
+    reference = _all_three(cpu_backend(False), *args)
     for a, r, ref in zip(native, numpy, reference):
         assert a.dtype == dt and a.shape == ref.shape and r.shape == ref.shape
         _close(a, r, dt)
@@ -93,44 +80,44 @@ def test_native_matches_numpy_and_im2col(lib, monkeypatch, case, dt):
 
 
 @pytest.mark.parametrize("case", [0, 2, 6, 8])
-def test_phased_paths_match_fused(lib, everywhere, monkeypatch, case):
+def test_phased_paths_match_fused(lib, everywhere, monkeypatch, case, cpu_backend):
     """Products phased over shared chunks (large filters) and the weight gradient in shared chunks (large
     sums) give what the fused loops and the parts give, to rounding."""
     args = _problem(case, np.float64)
-    fused = _all_three(_backend(True), *args)
+    fused = _all_three(cpu_backend(True), *args)
     monkeypatch.setattr(_winograd, "_FUSED_MAX_WEIGHT_BYTES", 0)
     monkeypatch.setattr(_winograd, "_PARTS_MAX_BYTES", 0)
     monkeypatch.setattr(_winograd, "_SHARED_MIN_TILES", 12)
     monkeypatch.setattr(_winograd, "_SHARED_BYTES", 1)  # chunks of 12 tiles: several per call
-    phased = _all_three(_backend(True), *args)
+    phased = _all_three(cpu_backend(True), *args)
     for a, r in zip(phased, fused):
         _close(a, r, np.float64)
 
 
 @pytest.mark.parametrize("threads", [2, 3])
-def test_thread_split_does_not_change_results(lib, everywhere, monkeypatch, threads):
+def test_thread_split_does_not_change_results(lib, everywhere, monkeypatch, threads, cpu_backend):
     monkeypatch.setattr(_cnn_native, "_PARALLEL_MIN_ELEMENTS", 1)
     monkeypatch.setattr(_winograd, "_PART_MIN_TILES", 8)  # the weight gradient in several parts
     monkeypatch.setattr(_winograd, "_CHUNK_BYTES", 1)     # many small chunks
     for case in (0, 7, 8):
         args = _problem(case, np.float32)
-        for a, r in zip(_all_three(_backend(True, threads), *args), _all_three(_backend(True, 1), *args)):
+        for a, r in zip(_all_three(cpu_backend(True, threads), *args), _all_three(cpu_backend(True, 1), *args)):
             np.testing.assert_array_equal(a, r)
     monkeypatch.setattr(_winograd, "_FUSED_MAX_WEIGHT_BYTES", 0)
     monkeypatch.setattr(_winograd, "_PARTS_MAX_BYTES", 0)
     args = _problem(8, np.float32)
-    for a, r in zip(_all_three(_backend(True, threads), *args), _all_three(_backend(True, 1), *args)):
+    for a, r in zip(_all_three(cpu_backend(True, threads), *args), _all_three(cpu_backend(True, 1), *args)):
         np.testing.assert_array_equal(a, r)
 
 
-def test_non_contiguous_inputs(lib, everywhere):
+def test_non_contiguous_inputs(lib, everywhere, cpu_backend):
     x, w, b, g, pads, blocks = _problem(8, np.float32)
     xs = np.asfortranarray(x)[:, ::-1][:, ::-1]       # same values, other strides
     ws = np.ascontiguousarray(w.transpose(1, 0, 2, 3)).transpose(1, 0, 2, 3)
     gs = np.asfortranarray(g)
     assert not (xs.flags.c_contiguous or ws.flags.c_contiguous or gs.flags.c_contiguous)
     for native in (True, False):
-        be = _backend(native)
+        be = cpu_backend(native)
         for a, r in zip(_all_three(be, xs, ws, b[::1], gs, pads, blocks), _all_three(be, x, w, b, g, pads, blocks)):
             np.testing.assert_array_equal(a, r)
 
