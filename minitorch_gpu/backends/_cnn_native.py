@@ -134,8 +134,8 @@ class Cnn:
 
     def col2im(self, geo: Any, cols: Any, batch: int, dx: Any, threads: int) -> None:
         """The adjoint of :meth:`im2col`: ``batch`` samples of geo's C channels of ``dx`` overwritten."""
-        self._run("col2im", self._fn["col2im"], (_DTYPES[cols.dtype], geo, _addr(cols), batch, _addr(dx)), batch * geo[0],
-                  cols.size, threads)
+        self._run("col2im", self._fn["col2im"], (_DTYPES[cols.dtype], geo, _addr(cols), batch, _addr(dx)),
+                  batch * geo[0], cols.size, threads)
 
     def direct_conv(self, args: Sequence[int], xp: Any, w_packed: Any, bias: Any, y: Any, threads: int) -> None:
         """The stride-1 2-d convolution of one group (cnn_cpu.cpp's mt_cnn_direct_conv: ``args`` as it lists them,
