@@ -1,5 +1,6 @@
-// cnn_cpu.cpp: the CPU loops around the matrix products of a convolution, and the one-pass max pooling and
-// batch norm of a convolutional network.
+// cnn_cpu.cpp: the CPU loops of a convolutional network: around the matrix products of a convolution (im2col,
+// col2im), convolutions with their own products (direct stride-1 loops, Winograd F(2x2, 3x3), an implicit GEMM
+// for strided ones), and the one-pass max pooling and batch norm.
 //
 // Entry points (C ABI, called through ctypes by backends/_cnn_native.py, which compiles this file with the host
 // C++ compiler on first use and caches the library). `dtype` is 0 for float32, 1 for float64. Every entry takes
@@ -29,6 +30,11 @@
 //     per channel sum(g) and sum(g * (x - mean)) in one pass (sums in double), then
 //     dx = (g - sum(g) / m - (x - mean) * rstd^2 * sum(g * (x - mean)) / m) * rstd * w, m = n * s;
 //     dw = rstd * sum(g * (x - mean)), db = sum(g). dx, dw, db may each be null. Pieces: channels.
+//
+//   mt_cnn_wino_* / mt_cnn_gemm_*: Winograd and the implicit GEMM; their geometry, layouts and entries are
+//     described in their sections below. Those that need per-thread scratch take a second counter `slots`
+//     from which each thread takes its slot of the caller's scratch (sized by mt_cnn_wino_scratch /
+//     mt_cnn_gemm_scratch), and check that the slot is large enough.
 //
 // `geo` is int64: {C, D, H, W, kD, kH, kW, sD, sH, sW, pD, pH, pW, dD, dH, dW, oD, oH, oW, xs_n, xs_c}: the
 // channels handled, the input's spatial size, kernel, stride, low padding, dilation, the output's spatial
