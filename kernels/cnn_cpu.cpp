@@ -907,7 +907,8 @@ int wino_products(const long long* a, int which, const T* pa, const T* pb, T* ou
 }
 
 // The transformed filters into u [16][rows][ldu] in panels of 2n columns (zeros past cols), of the filters at
-// w + k * rs + c * cs (9 taps each, reversed when flip), k < rows, c < cols. Pieces: rows.
+// w + k * rs + c * cs (9 taps each, reversed when flip), k < rows, c < cols. Pieces: panels, each down all rows
+// (its filters read as sequential streams, its rows of the panel written whole).
 template <typename T>
 int wino_weight(const long long* a, const T* w, T* u, idx* next) {
     typedef typename Vec64<T>::type V;
@@ -916,18 +917,19 @@ int wino_weight(const long long* a, const T* w, T* u, idx* next) {
     if (rows < 0 || cols < 0 || ldu < cols || ldu % n) return -1;
     const T* end = w + (rows - 1) * rs + (cols - 1) * cs + 9;
     for (;;) {
-        const idx k = take(next);
-        if (k >= rows) return 0;
-        for (idx c0 = 0; c0 < ldu; c0 += n) {
-            T taps[9][n];
-            to_lanes(w + k * rs + c0 * cs, cs, (int)clampi(cols - c0, 0, n), 9, &taps[0][0], n, end);
-            V f[9], out[16];
-            for (int tap = 0; tap < 9; ++tap) f[tap] = vload(taps[flip ? 8 - tap : tap]);
-            wino_weight_tile(f, out);
-            const idx p0 = c0 / (2 * n) * 2 * n, wd = panel(ldu, p0, n);
-            for (int xi = 0; xi < 16; ++xi)
-                vstore(u + xi * rows * ldu + p0 * rows + k * wd + c0 - p0, out[xi]);
-        }
+        const idx p0 = take(next) * 2 * n;
+        if (p0 >= ldu) return 0;
+        const idx wd = panel(ldu, p0, n);
+        for (idx k = 0; k < rows; ++k)
+            for (idx c0 = p0; c0 < p0 + wd; c0 += n) {
+                T taps[9][n];
+                to_lanes(w + k * rs + c0 * cs, cs, (int)clampi(cols - c0, 0, n), 9, &taps[0][0], n, end);
+                V f[9], out[16];
+                for (int tap = 0; tap < 9; ++tap) f[tap] = vload(taps[flip ? 8 - tap : tap]);
+                wino_weight_tile(f, out);
+                T* dst = u + p0 * rows + k * wd + c0 - p0;
+                for (int xi = 0; xi < 16; ++xi, dst += rows * ldu) vstore(dst, out[xi]);
+            }
     }
 }
 
@@ -1050,7 +1052,7 @@ void gemm_rows_of_rect(const GemmGeo& g, const T* x, const Rect& r, T* A, T* sta
 }
 
 // The filters w (O, C, kH, kW) packed into b (zeros past O and C, which the caller provides): panel of
-// channels o0 .. o0 + wd - 1 at b + o0 K, row (tap Cp + c). Pieces: input channels.
+// channels o0 .. o0 + wd - 1 at b + o0 K, row (tap Cp + c). Pieces: panels, each down all input channels.
 template <typename T>
 int gemm_weight(const long long* a, const T* w, T* b, idx* next) {
     constexpr int n = Vec64<T>::n;
@@ -1059,13 +1061,13 @@ int gemm_weight(const long long* a, const T* w, T* b, idx* next) {
     const idx K = taps * Cp;
     const T* end = w + O * C * taps;
     for (;;) {
-        const idx c = take(next);
-        if (c >= C) return 0;
-        for (idx o0 = 0; o0 < O; o0 += n) {
-            const idx p0 = o0 / (2 * n) * 2 * n, wd = panel(Op, p0, n);
-            to_lanes(w + (o0 * C + c) * taps, C * taps, (int)clampi(O - o0, 0, n), taps, b + p0 * K + c * wd + o0 - p0,
-                     Cp * wd, end);
-        }
+        const idx p0 = take(next) * 2 * n;
+        if (p0 >= O) return 0;
+        const idx wd = panel(Op, p0, n);
+        for (idx c = 0; c < C; ++c)
+            for (idx o0 = p0; o0 < p0 + wd && o0 < O; o0 += n)
+                to_lanes(w + (o0 * C + c) * taps, C * taps, (int)clampi(O - o0, 0, n), taps,
+                         b + p0 * K + c * wd + o0 - p0, Cp * wd, end);
     }
 }
 

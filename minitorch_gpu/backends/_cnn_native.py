@@ -168,8 +168,10 @@ class Cnn:
     def wino_weight(self, args: Sequence[int], w: Any, u: Any, threads: int) -> None:
         """The transformed filters ``u`` (16, rows, ldu) of ``w``, in panels: args (rows, cols, row stride,
         column stride, flip, ldu)."""
+        lanes = 64 // u.itemsize
         self._run("Winograd weight transform", self._fn["wino_weight"],
-                  (_DTYPES[u.dtype], (_i64 * 6)(*args), _addr(w), _addr(u)), args[0], u.size, threads)
+                  (_DTYPES[u.dtype], (_i64 * 6)(*args), _addr(w), _addr(u)), -(-args[5] // (2 * lanes)), u.size,
+                  threads)
 
     def wino_conv(self, args: Sequence[int], x: Any, u: Any, bias: Any, y: Any, tiles: int, threads: int) -> None:
         """The fused convolution ``y`` of ``x`` with the transformed filters ``u`` (plus ``bias``), in chunks of
@@ -233,7 +235,7 @@ class Cnn:
     def gemm_weight(self, args: Sequence[int], w: Any, b: Any, threads: int) -> None:
         """The filters ``w`` packed into the zeroed ``b``: args (O, C, taps, Cp, Op)."""
         self._run("filter packing", self._fn["gemm_weight"], (_DTYPES[b.dtype], (_i64 * 5)(*args), _addr(w), _addr(b)),
-                  args[1], b.size, threads)
+                  -(-args[0] // (128 // b.itemsize)), b.size, threads)
 
     def gemm_conv(self, args: Sequence[int], x: Any, b: Any, bias: Any, y: Any, threads: int) -> None:
         """The convolution ``y`` of ``x`` with the packed filters ``b`` (plus ``bias``)."""
