@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import _cnn_native
+from . import _cnn_native, _igemm, _winograd
 from ._cnn import CnnMixin, Pads
 from ._types import Array, Shape
 
@@ -68,6 +68,9 @@ class _Plan:
                                         self.blocks, c * self.S, self.S)
         # the direct loop: 1-d and 2-d at stride 1, where it beats the product (measured: few input channels per
         # output, or rows wide enough to fill two vectors)
+        self.winograd = len(self.kernel) == 2 and _winograd.applies(self.kernel, self.stride, self.dilation, groups,
+                                                                    c, self.og * groups)
+        self.igemm = _igemm.applies(self.kernel, self.stride, groups, c, self.og * groups, itemsize)
         self.direct = (len(self.kernel) <= 2 and all(s == 1 for s in self.stride)
                        and (self.ck <= _DIRECT_MAX_COLUMNS or self.blocks[-1] * itemsize >= _DIRECT_MIN_ROW_BYTES))
 
@@ -244,6 +247,33 @@ class CpuCnnMixin(CnnMixin):
             return (0, p.low[0]), (1, p.dilation[0])
         return (p.low[0], p.low[1]), (p.dilation[0], p.dilation[1])
 
+    # ------------------------------------------------------------------------------------- Winograd
+    # 3x3 at stride 1 (_winograd.applies): the compiled loops, else the same arithmetic in NumPy on padded planes
+    def _winograd_forward(self, p: _Plan, lib: Any, x: Array, w: Array, bias: Array | None) -> Array:
+        low = (p.low[0], p.low[1])
+        if lib is not None:
+            b = None if bias is None else np.ascontiguousarray(bias)
+            return _winograd.native_forward(lib, np.ascontiguousarray(x), w, b, low, p.blocks, self._optim_threads())
+        th, tw = _winograd.tile_counts(p.blocks)
+        return _winograd.numpy_forward(_pad_planes(x, low, 2 * th + 2, 2 * tw + 2), w, bias, p.blocks)
+
+    def _winograd_input_grad(self, p: _Plan, lib: Any, g: Array, w: Array, x_shape: Shape) -> Array:
+        low = (p.low[0], p.low[1])
+        if lib is not None:
+            return _winograd.native_input_grad(lib, np.ascontiguousarray(g), w, low, x_shape, self._optim_threads())
+        th, tw = _winograd.tile_counts(p.spatial)
+        gp = _pad_planes(g, (2 - low[0], 2 - low[1]), 2 * th + 2, 2 * tw + 2)
+        return _winograd.numpy_forward(gp, np.flip(w, (2, 3)).swapaxes(0, 1), None, p.spatial)
+
+    def _winograd_weight_grad(self, p: _Plan, lib: Any, g: Array, x: Array, w_shape: Shape) -> Array:
+        low = (p.low[0], p.low[1])
+        if lib is not None:
+            return _winograd.native_weight_grad(lib, np.ascontiguousarray(g), np.ascontiguousarray(x), low, w_shape,
+                                                self._optim_threads())
+        th, tw = _winograd.tile_counts(p.blocks)
+        return _winograd.numpy_weight_grad(_pad_planes(x, low, 2 * th + 2, 2 * tw + 2),
+                                           _pad_planes(g, (0, 0), 2 * th, 2 * tw))
+
     # ------------------------------------------------------------------------------------- convolution
     def conv_forward(self, x: Array, w: Array, bias: Array | None, stride: Shape, pads: Pads, dilation: Shape,
                      groups: int, blocks: Shape) -> Array | None:
@@ -251,6 +281,12 @@ class CpuCnnMixin(CnnMixin):
             return None
         p = _Plan(x.shape, w.shape, stride, pads, dilation, groups, blocks, x.itemsize)
         lib = self._cnn_lib()
+        if p.winograd:
+            return self._winograd_forward(p, lib, x, w, bias)
+        if lib is not None and p.igemm:
+            return _igemm.native_forward(lib, np.ascontiguousarray(x), w, None if bias is None else
+                                         np.ascontiguousarray(bias), p.stride, p.low, p.dilation, p.blocks,
+                                         self._optim_threads())
         if lib is not None and p.direct:
             low, dil = self._plane_geometry(p)
             bias_c = None if bias is None else np.ascontiguousarray(bias)
@@ -288,6 +324,8 @@ class CpuCnnMixin(CnnMixin):
             return None
         p = _Plan(x_shape, w.shape, stride, pads, dilation, groups, g.shape[2:], g.itemsize)
         lib = self._cnn_lib()
+        if p.winograd:
+            return self._winograd_input_grad(p, lib, g, w, x_shape)
         if lib is not None and p.direct and _Plan(g.shape, (x_shape[1], w.shape[0] // groups) + p.kernel, stride,
                                                   pads, dilation, groups, p.spatial, g.itemsize).direct:
             # at stride 1 the input gradient is the convolution of g with the flipped, transposed weight, g
@@ -322,6 +360,11 @@ class CpuCnnMixin(CnnMixin):
             return None
         p = _Plan(x.shape, w_shape, stride, pads, dilation, groups, g.shape[2:], x.itemsize)
         lib = self._cnn_lib()
+        if p.winograd:
+            return self._winograd_weight_grad(p, lib, g, x, w_shape)
+        if lib is not None and p.igemm:
+            return _igemm.native_weight_grad(lib, np.ascontiguousarray(g), np.ascontiguousarray(x), p.stride, p.low,
+                                             p.dilation, w_shape, self._optim_threads())
         if lib is not None and p.direct:
             return self._direct_weight_grad(lib, g, x, p, w_shape)
         x = np.ascontiguousarray(x)

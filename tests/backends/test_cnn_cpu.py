@@ -9,7 +9,6 @@ import pytest
 import minitorch_gpu as mt
 import minitorch_gpu.nn.functional as F
 from minitorch_gpu.backends import _cnn_cpu, _cnn_native
-from minitorch_gpu.backends.numpy_backend import NumpyBackend
 
 RNG = np.random.default_rng(7)
 
@@ -36,18 +35,6 @@ def _blocks(xs, ws, stride, pads, dilation):
                  for n, k, s, (lo, hi), d in zip(xs[2:], ws[2:], stride, pads, dilation))
 
 
-def _backend(native=True, threads=1):
-    be = NumpyBackend()
-    be.native_nn = native
-    be.optim_threads = threads
-    return be
-
-
-@pytest.fixture(scope="module")
-def lib():
-    if _cnn_native.library() is None:
-        pytest.skip(f"no native CNN library here: {_cnn_native.LIB.reason}")
-    return _cnn_native.library()
 
 
 @pytest.fixture
@@ -90,12 +77,12 @@ def _all_three(be, x, w, b, g, geo, blocks):
 @pytest.mark.parametrize("chunk_bytes", [1 << 21, 256])
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
 @pytest.mark.parametrize("case", range(len(GEOMETRIES)))
-def test_im2col_native_bit_identical_with_numpy(lib, no_direct, monkeypatch, case, dt, chunk_bytes):
+def test_im2col_native_bit_identical_with_numpy(lib, no_direct, monkeypatch, case, dt, chunk_bytes, cpu_backend):
     monkeypatch.setattr(_cnn_cpu, "_COLS_BYTES", chunk_bytes)  # 256: a chunk per sample, a product per chunk
     monkeypatch.setattr(_cnn_cpu, "_MIN_WIDTH", 1 if chunk_bytes < 1000 else 256)
     args = _problem(case, dt)
-    native = _all_three(_backend(True), *args)
-    numpy = _all_three(_backend(False), *args)
+    native = _all_three(cpu_backend(True), *args)
+    numpy = _all_three(cpu_backend(False), *args)
     for a, r in zip(native, numpy):
         assert a.dtype == dt
         np.testing.assert_array_equal(a, r)
@@ -103,47 +90,47 @@ def test_im2col_native_bit_identical_with_numpy(lib, no_direct, monkeypatch, cas
 
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
 @pytest.mark.parametrize("case", range(len(GEOMETRIES)))
-def test_direct_loops_match_the_products(lib, case, dt):
+def test_direct_loops_match_the_products(lib, case, dt, cpu_backend):
     """Where a geometry takes the direct loops they agree with im2col + product to rounding."""
     args = _problem(case, dt)
-    fast = _all_three(_backend(True), *args)
-    ref = _all_three(_backend(False), *args)
+    fast = _all_three(cpu_backend(True), *args)
+    ref = _all_three(cpu_backend(False), *args)
     tol = dict(rtol=2e-5, atol=2e-5) if dt == np.float32 else dict(rtol=1e-12, atol=1e-12)
     for a, r in zip(fast, ref):
         assert a.dtype == dt and a.shape == r.shape
         np.testing.assert_allclose(a, r, **tol)
 
 
-def test_direct_loops_are_taken(lib, monkeypatch):
+def test_direct_loops_are_taken(lib, monkeypatch, cpu_backend):
     calls = []
     for name in ("direct_conv", "direct_conv_weight_grad"):
         real = getattr(lib, name)
         monkeypatch.setattr(lib, name, lambda *a, _real=real, _n=name: calls.append(_n) or _real(*a))
-    _all_three(_backend(True), *_problem(2, np.float32))
+    _all_three(cpu_backend(True), *_problem(2, np.float32))
     assert calls == ["direct_conv", "direct_conv", "direct_conv_weight_grad"]
 
 
 @pytest.mark.parametrize("threads", [2, 3])
-def test_thread_split_does_not_change_results(lib, monkeypatch, threads):
+def test_thread_split_does_not_change_results(lib, monkeypatch, threads, cpu_backend):
     monkeypatch.setattr(_cnn_native, "_PARALLEL_MIN_ELEMENTS", 1)
     for case in (3, 10, 12):
         args = _problem(case, np.float32)
-        for a, r in zip(_all_three(_backend(True, threads), *args), _all_three(_backend(True, 1), *args)):
+        for a, r in zip(_all_three(cpu_backend(True, threads), *args), _all_three(cpu_backend(True, 1), *args)):
             np.testing.assert_array_equal(a, r)
     x = RNG.standard_normal((4, 6, 9, 9)).astype(np.float32)
-    pools = [_backend(True, t).max_pool_forward(x, (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), (5, 5))
+    pools = [cpu_backend(True, t).max_pool_forward(x, (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), (5, 5))
              for t in (1, threads)]
     np.testing.assert_array_equal(pools[0][0], pools[1][0])
     np.testing.assert_array_equal(pools[0][1], pools[1][1])
     x3 = x.reshape(4, 6, 81)
     w, b = RNG.standard_normal(6).astype(np.float32), RNG.standard_normal(6).astype(np.float32)
-    norms = [_backend(True, t).batch_norm_forward(x3, w, b, 1e-5) for t in (1, threads)]
+    norms = [cpu_backend(True, t).batch_norm_forward(x3, w, b, 1e-5) for t in (1, threads)]
     for a, r in zip(*norms):
         np.testing.assert_array_equal(a, r)
 
 
-def test_declines_what_it_does_not_take():
-    be = _backend(True)
+def test_declines_what_it_does_not_take(cpu_backend):
+    be = cpu_backend(True)
     half = np.ones((1, 2, 4, 4), np.float16)
     assert be.conv_forward(half, np.ones((2, 2, 3, 3), np.float16), None, (1, 1), ((0, 0), (0, 0)), (1, 1), 1,
                            (2, 2)) is None
