@@ -1,6 +1,7 @@
 """optim.cu, random.cu and embedding.cu on the CPU simulator: the fused multi-tensor optimizer steps of every
 optimizer against backends/_optim.py's NumPy bodies (groups of awkward sizes, tensors longer than a chunk, every
 option bit); Philox streams bit-identical with backends/_random.py; embedding backward against np.add.at."""
+import ml_dtypes
 import numpy as np
 import pytest
 from fused_cases import CASE_IDS, CASES, assert_states_equal, copy_state, make_state, run_step
@@ -42,6 +43,8 @@ def test_optimizer_declines_mixed_or_strided_groups(sim_backend, k):
 
 
 SEEDS = [0, 1, 0x123456789ABCDEF0, (1 << 64) - 1]
+BF16 = np.dtype(ml_dtypes.bfloat16)
+RAND_DTYPES = [np.float32, np.float64, np.float16, BF16]
 OFFSETS = [0, 5, (1 << 64) - 2, (1 << 128) - 3]
 
 
@@ -55,7 +58,7 @@ def test_philox_words_bit_identical(k, seed, offset):
 
 @pytest.mark.parametrize("seed", SEEDS[:3])
 @pytest.mark.parametrize("offset", OFFSETS[:3])
-@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("dt", RAND_DTYPES)
 @pytest.mark.parametrize("n", [1, 2, 7, 1000])
 def test_uniform_bit_identical(k, seed, offset, dt, n):
     for low, high in ((0.0, 1.0), (-2.0, 3.5)):
@@ -66,13 +69,17 @@ def test_uniform_bit_identical(k, seed, offset, dt, n):
 
 
 @pytest.mark.parametrize("seed", SEEDS[:3])
-@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("dt", RAND_DTYPES)
 @pytest.mark.parametrize("n", [1, 2, 7, 1000])
 def test_normal_matches(k, seed, dt, n):
     for mean, std in ((0.0, 1.0), (1.5, 0.25)):
         got, nb = k.normal(seed, 9, n, np.dtype(dt), mean, std)
         want, nb_ref = REF.rand_normal(seed, 9, (n,), np.dtype(dt), mean, std)
-        assert nb == nb_ref
+        assert nb == nb_ref and got.dtype == want.dtype
+        if np.dtype(dt).itemsize == 2:
+            # rounded once from the same float64 value: a last-bit difference of libm never reaches 8 or 11 bits
+            np.testing.assert_array_equal(got, want)
+            continue
         # log/cos/sin may differ in the last float64 bit between libraries; float32 practically never does
         np.testing.assert_allclose(got, want, rtol=1e-15 if dt == np.float64 else 1e-7, atol=0)
 
@@ -117,8 +124,8 @@ def _misaligned(a, shift):
     return out
 
 
-@pytest.mark.parametrize("dt", [np.float32, np.float64])
-@pytest.mark.parametrize("n", [0, 1, 3, 4, 5, 7, 255, 257, 1031, 4099])
+@pytest.mark.parametrize("dt", RAND_DTYPES)
+@pytest.mark.parametrize("n", [0, 1, 3, 4, 5, 7, 8, 9, 255, 257, 1031, 4099])
 @pytest.mark.parametrize("p", [0.1, 0.5, 0.97])
 def test_dropout_bit_identical(k, dt, n, p):
     rng = np.random.default_rng(n)
@@ -136,7 +143,7 @@ def test_dropout_bit_identical(k, dt, n, p):
             np.testing.assert_array_equal(got, r + want)
         # the mask is the bernoulli draw of the same blocks: keep with probability 1 - p, scale 1 / (1 - p)
         keep, _ = REF.rand_bernoulli(seed, offset, (n,), 1.0 - p, np.dtype(dt))
-        np.testing.assert_array_equal(want, x * (keep * dt(1.0 / (1.0 - p))))
+        np.testing.assert_array_equal(want, x * (keep * np.dtype(dt).type(1.0 / (1.0 - p))))
 
 
 def test_dropout_layouts_and_specials(k):
@@ -156,7 +163,7 @@ def test_dropout_layouts_and_specials(k):
     np.testing.assert_array_equal(np.isnan(got), np.isnan(x) | (np.isinf(x) & dropped))
     # what the kernel does not take, the backend's built-in body does
     t = dropout_threshold(0.5)
-    assert k.dropout(1, 0, np.ones(4, np.float16), 0.5, t) is None
+    assert k.dropout(1, 0, np.ones(4, np.int32), 0.5, t) is None
     assert k.dropout(1, 0, np.ones(4, np.float32), 0.5, t, np.ones(4, np.float64)) is None
     assert k.dropout(1, 0, np.ones(4, np.float32), 0.5, t, np.ones(3, np.float32)) is None
 

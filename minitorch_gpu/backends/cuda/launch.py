@@ -1402,8 +1402,9 @@ class _StepKernels(_MapKernels):
 
     def uniform(self, seed: int, offset: int, n: int, dt: NpDtype, low: float,
                 high: float) -> tuple[Array, int] | None:
-        """``n`` uniforms of float32/float64 ``dt`` in [low, high) and the blocks used, or None."""
-        if dt not in _FLOATS:
+        """``n`` uniforms of float ``dt`` (float32, float64, float16, bfloat16) in [low, high) and the blocks
+        used, or None."""
+        if dt not in _ALL_FLOATS:
             return None
         words = n * (2 if dt == F64 else 1)
         nb = (words + 3) // 4
@@ -1411,16 +1412,18 @@ class _StepKernels(_MapKernels):
         if n:
             lo, hi = self._counter(offset)
             shift = low != 0.0 or high != 1.0
+            # the scale and shift in the arithmetic type (float32 for the 16-bit types, as the NumPy body's)
+            at = acc_dtype(dt).type
             with np.errstate(over="ignore"):
-                scale, lo_v = dt.type(high - low), dt.type(low)
+                scale, lo_v = at(high - low), at(low)
             self.fn("random.cu", f"uniform_forward<{_TNAME[dt]}>")(
                 self.grid(n), (THREADS,),
                 (np.uint64(seed & 0xFFFFFFFFFFFFFFFF), lo, hi, _i64(n), out, scale, lo_v, _i32(shift)))
         return out, nb
 
     def normal(self, seed: int, offset: int, n: int, dt: NpDtype, mean: float, std: float) -> tuple[Array, int] | None:
-        """``n`` normals of float32/float64 ``dt`` (scalar mean and std) and the blocks used, or None."""
-        if dt not in _FLOATS:
+        """``n`` normals of float ``dt`` (scalar mean and std) and the blocks used, or None."""
+        if dt not in _ALL_FLOATS:
             return None
         pairs = (n + 1) // 2
         wide = dt.itemsize == 8
@@ -1443,7 +1446,7 @@ class _StepKernels(_MapKernels):
         not match."""
         xp = self.xp
         dt = x.dtype
-        if dt not in _FLOATS or not 0.0 < p < 1.0:
+        if dt not in _ALL_FLOATS or not 0.0 < p < 1.0:
             return None
         if residual is not None and (residual.dtype != dt or residual.shape != x.shape):
             return None
@@ -1457,10 +1460,13 @@ class _StepKernels(_MapKernels):
             return y, nb
         lo, hi = self._counter(offset)
         mode = (DROP_ADD if residual is not None else 0) | (DROP_VEC if self._aligned(x, r, y) else 0)
+        # a thread owns one Philox block (4 elements), or two for a 128-bit pack of 8 halves; the scale is
+        # rounded to the dtype, as the NumPy body's mask holds it, and passed in the arithmetic type
+        per_thread = max(4, 16 // dt.itemsize)
         self.fn("random.cu", f"dropout_forward<{_TNAME[dt]}>")(
-            self.grid(nb), (THREADS,),
+            self.grid((n + per_thread - 1) // per_thread), (THREADS,),
             (np.uint64(seed & 0xFFFFFFFFFFFFFFFF), lo, hi, _i64(n), x, r, y, np.uint64(threshold),
-             dt.type(1.0 / (1.0 - p)), _i32(mode)))
+             acc_dtype(dt).type(dt.type(1.0 / (1.0 - p))), _i32(mode)))
         return y, nb
 
     def randint(self, seed: int, offset: int, n: int, low: int, high: int) -> tuple[Array, int]:
