@@ -105,6 +105,31 @@ def test_embedding_backward(k, dt, n_idx, dim, rows):
     np.testing.assert_allclose(out, want, rtol=1e-5 if dt == np.float32 else 1e-12, atol=1e-6)
 
 
+@pytest.mark.parametrize("dt", [np.float16, BF16])
+@pytest.mark.parametrize("n_idx,dim,rows", [(1, 1, 1), (7, 5, 3), (300, 33, 10), (0, 4, 2), (1000, 3, 1000),
+                                            (2000, 9, 2)])
+def test_embedding_backward_half_sums_in_float32(k, dt, n_idx, dim, rows):
+    rng = np.random.default_rng(n_idx + dim)
+    idx = rng.integers(-rows, rows, n_idx).astype(np.int64)
+    grad = rng.standard_normal((n_idx, dim)).astype(dt)
+    out = rng.standard_normal((rows, dim)).astype(dt)
+    # each row's contributions added to it in float32 in their order, rounded once (the CPU's float32 buffer)
+    acc = out.astype(np.float32)
+    np.add.at(acc, idx, grad.astype(np.float32))
+    want = acc.astype(dt)
+    assert k.embedding_backward(out, idx, grad)
+    np.testing.assert_array_equal(out.astype(np.float32), want.astype(np.float32))
+
+
+@pytest.mark.parametrize("dt", [np.float16, BF16])
+def test_cpu_add_at_of_half_rounds_once(dt):
+    # 4096 repeats of 0.1 added one by one in bfloat16 would stall at 32 (the spacing there exceeds 0.1)
+    a = np.zeros((2, 3), dt)
+    REF.add_at(a, (np.zeros(4096, np.int64),), np.full((4096, 3), 0.1, dt))
+    np.testing.assert_array_equal(a[0], np.full(3, np.float32(np.dtype(dt).type(0.1)) * 4096, np.float32).astype(dt))
+    np.testing.assert_array_equal(a[1], np.zeros(3, dt))
+
+
 def test_embedding_backward_index_errors(k):
     # the kernel's flag is queued, and read (raising) at the owner's next synchronisation
     assert k.embedding_backward(np.zeros((3, 2), np.float32), np.array([0, 3]), np.ones((2, 2), np.float32))

@@ -1484,10 +1484,11 @@ class _StepKernels(_MapKernels):
         return out, nb
 
     def embedding_backward(self, out: Array, idx: Array, grad: Array) -> Literal[True] | None:
-        """out[idx[i], :] += grad[i, :] (in place) for a contiguous 2-d float ``out``; None when unsupported."""
+        """out[idx[i], :] += grad[i, :] (in place) for a contiguous 2-d float ``out``; None when unsupported. The
+        16-bit types sum each row's contributions in float32 and round once (see embedding.cu)."""
         xp = self.xp
         dt = out.dtype
-        if dt not in _FLOATS or out.ndim != 2 or not out.flags.c_contiguous or idx.dtype != np.int64:
+        if dt not in _ALL_FLOATS or out.ndim != 2 or not out.flags.c_contiguous or idx.dtype != np.int64:
             return None
         n_idx = idx.size
         dim = out.shape[1]
@@ -1497,9 +1498,19 @@ class _StepKernels(_MapKernels):
             return True
         grad = xp.ascontiguousarray(grad)
         idx = xp.ascontiguousarray(idx).reshape(-1)
+        rows = out.shape[0]
         bad = xp.zeros(1, dtype=np.int32)
-        self.fn("embedding.cu", f"embedding_backward<{_TNAME[dt]}>")(
-            self.grid(n_idx * dim), (THREADS,), (idx, grad, out, bad, _i64(n_idx), _i64(dim), _i64(out.shape[0])))
+        sizes = (_i64(n_idx), _i64(dim), _i64(rows))
+        if dt in _HALVES:
+            # segments of equal rows: -1 and rows - 1 name one row, so indices are wrapped before sorting; the
+            # stable sort keeps each row's contributions in their order (the CPU's order of additions)
+            key = xp.where(idx < 0, idx + rows, idx)
+            order = xp.argsort(key, kind="stable") if xp is np else xp.argsort(key)
+            self.fn("embedding.cu", f"embedding_backward_sorted<{_TNAME[dt]}>")(
+                self.grid(n_idx * dim), (THREADS,), (key[order], order, grad, out, bad, *sizes))
+        else:
+            self.fn("embedding.cu", f"embedding_backward<{_TNAME[dt]}>")(
+                self.grid(n_idx * dim), (THREADS,), (idx, grad, out, bad, *sizes))
         self.checks.add(bad, _embedding_range_error)
         return True
 
