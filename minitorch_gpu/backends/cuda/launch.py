@@ -1169,7 +1169,11 @@ class _StepKernels(_MapKernels):
         None for a role the kernel does not read), cached by the arrays' addresses and sizes: an optimizer
         passes the same parameters and states every step, so steady state uploads nothing, and a new address
         (a gradient reallocated, a parameter added) builds a new table."""
-        ilp = self._ILP
+        # chunks are whole batches of a thread (multi_tensor.cuh's MtIlp: 4 elements, 8 for the 16-bit types), so
+        # a chunk of an aligned tensor starts aligned
+        first_role = roles[0]
+        assert first_role is not None, "the first role of a tensor table is always present"
+        ilp = max(self._ILP, 16 // first_role[0].dtype.itemsize) if first_role else self._ILP
         chunk = max(ilp, -(-int(self.OPTIM_CHUNK) // ilp) * ilp)
         ptr = self.ptr
         addrs = [None if r is None else tuple(ptr(a) for a in r) for r in roles]
@@ -1222,13 +1226,13 @@ class _StepKernels(_MapKernels):
         return (512,) if dt == F32 else (THREADS,)
 
     def optim_step(self, step: FusedStep) -> Literal[True] | None:
-        """One fused optimizer step in one launch; None when a tensor does not fit (not a contiguous
-        float32/float64 array of the group's dtype)."""
+        """One fused optimizer step in one launch; None when a tensor does not fit (not a contiguous float array
+        of the group's dtype: float32, float64, float16 or bfloat16)."""
         params = step.params
         if not params:
             return True
         dt = params[0].dtype
-        if dt not in _FLOATS:
+        if dt not in _ALL_FLOATS:
             return None
         group = fused_group_sizes(step, self.xp.ndarray, dt)
         if group is None:
@@ -1258,9 +1262,9 @@ class _StepKernels(_MapKernels):
         return sizes
 
     def _float_list(self, xs: Sequence[Array]) -> tuple[NpDtype, list[int]] | None:
-        """(dtype, element counts) of a non-empty list of C-contiguous float32/float64 arrays of one dtype (what
-        the multi-tensor kernels take), else None."""
-        if not xs or xs[0].dtype not in _FLOATS:
+        """(dtype, element counts) of a non-empty list of C-contiguous float arrays of one dtype (float32, float64,
+        float16 or bfloat16: what the multi-tensor kernels take), else None."""
+        if not xs or xs[0].dtype not in _ALL_FLOATS:
             return None
         dt = xs[0].dtype
         sizes = self._contiguous_list(xs, dt)
@@ -1295,8 +1299,9 @@ class _StepKernels(_MapKernels):
             return xp.zeros(n_out, dtype=dt)
         out = xp.empty(n_out, dtype=dt)  # the finish kernel writes every entry: no memset
         t = _TNAME[dt]
-        partial = xp.empty(n_chunks, dtype=dt)
-        p = dt.type(ord if kind == kinds["p"] else 2.0)
+        acc = acc_dtype(dt)  # partials and p in the arithmetic type (float32 for the 16-bit types)
+        partial = xp.empty(n_chunks, dtype=acc)
+        p = acc.type(ord if kind == kinds["p"] else 2.0)
         self.fn("multi_tensor.cu", f"multi_norm_partial<{t}>")(
             self._multi_grid(n_chunks), self._multi_block(dt),
             (table, _i64(n), _i64(n_chunks), _i64(chunk), _i32(kind), p, partial))
