@@ -423,3 +423,25 @@ def test_clip_grad_norm_of_low_gradients(device, torch, dtype, norm_type):
     norms = mt._foreach_norm([m.grad for m in ours], norm_type)
     for n, t in zip(norms, torch._foreach_norm([t.grad for t in theirs], norm_type)):
         _same(n, t, dtype, rtol=2.0)
+
+
+# ====================================================================== recurrent layers
+@pytest.mark.parametrize("dtype", LOW)
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+def test_recurrent_layers(device, torch, dtype, kind):
+    """nn.LSTM / nn.GRU with 16-bit weights and inputs (the cells' pointwise step in float32 on CUDA, rounded once
+    per stored value; PyTorch's CPU rounds after every op), forward and gradients."""
+    torch.manual_seed(0)
+    theirs = getattr(torch.nn, kind)(6, 8, batch_first=True).to(getattr(torch, dtype))
+    ours = getattr(mt.nn, kind)(6, 8, batch_first=True).to(_low(dtype)).to(device)
+    with mt.no_grad():
+        for (name, p), (_, q) in zip(ours.named_parameters(), theirs.named_parameters()):
+            p.copy_(mt.tensor(q.detach().float().numpy(), dtype=_low(dtype), device=device))
+    x = RNG.standard_normal((3, 5, 6)).astype(np.float32)
+    mx, tx = _pair(torch, x, dtype, device, requires_grad=True)
+    out, _ = ours(mx)
+    want, _ = theirs(tx)
+    _same(out, want, dtype, rtol=8.0, atol=8 * EPS[dtype])
+    out.float().sum().backward()
+    want.float().sum().backward()
+    _same(mx.grad, tx.grad, dtype, rtol=16.0, atol=16 * EPS[dtype])

@@ -30,7 +30,7 @@ from . import loader as _loader
 from .fused_step import FusedStep, fused_group_sizes, group_scalar_count
 from .loader import enum_codes as codes
 
-__all__ = ["Launcher", "THREADS", "gemm_plan", "gemm_class", "GemmKernel", "GemmPlan", "SGEMM_KERNELS", "SGEMM_CHOICE"]
+__all__ = ["Launcher", "THREADS", "TNAME", "gemm_plan", "gemm_class", "GemmKernel", "GemmPlan", "SGEMM_KERNELS", "SGEMM_CHOICE"]
 
 THREADS = 256
 F32 = np.dtype(np.float32)
@@ -40,7 +40,9 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 _FLOATS = (F32, F64)  # what every float kernel takes
 _HALVES = (F16, BF16)  # stored in 2 bytes, computed in float32 (the kernels' acc_t)
 _ALL_FLOATS = _FLOATS + _HALVES  # the kernels instantiated for the 16-bit types too (see kernels/README.md)
-_TNAME = {F32: "float", F64: "double", F16: "__half", BF16: "__nv_bfloat16"}
+TNAME = {F32: "float", F64: "double", F16: "__half", BF16: "__nv_bfloat16"}
+"""The template type of the kernels' instantiation for each float dtype (``kernel<float>``, ...)."""
+_TNAME = TNAME
 _PY_SCALARS = (int, float, bool)
 _META_CACHE_MAX = 512
 _PLAN_CACHE_MAX = 4096
