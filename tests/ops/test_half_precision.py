@@ -377,6 +377,41 @@ def test_kernels_serve_the_low_types(device, monkeypatch, dtype):
         assert f"{kernel}<{tname}>" in launched, (kernel, launched)
 
 
+
+@pytest.mark.parametrize("dtype", LOW)
+def test_step_kernels_serve_the_low_types(device, monkeypatch, dtype):
+    """Random numbers, dropout, embedding backward, the multi-tensor kernels (optimizer step, norms, clipping),
+    attention and the recurrent cells run their 16-bit instantiations on CUDA, not built-ins."""
+    from helpers import kernel_launches
+
+    import minitorch_gpu.nn.functional as F
+    from minitorch_gpu.backends import get_backend
+    if device == "cpu":
+        pytest.skip("the CUDA kernels")
+    tname = {"float16": "__half", "bfloat16": "__nv_bfloat16"}[dtype]
+    low = _low(dtype)
+    calls = kernel_launches(monkeypatch, get_backend(device))
+    mt.rand(40, dtype=low, device=device)
+    mt.randn(40, dtype=low, device=device)
+    emb = mt.nn.Embedding(300, 8).to(device=device, dtype=low)  # past the one-hot product of small tables
+    lstm = mt.nn.LSTMCell(8, 8).to(device=device, dtype=low)
+    params = list(emb.parameters()) + list(lstm.parameters())
+    opt = mt.optim.AdamW(params, fused=True)
+    x = emb(mt.tensor([[1, 2, 2], [3, 1, 0]], device=device))
+    x = F.dropout(x, 0.2, training=True)
+    q = x.reshape(2, 1, 3, 8)
+    a = F.scaled_dot_product_attention(q, q, q, dropout_p=0.1, is_causal=True)
+    h, c = lstm(a.reshape(6, 8))
+    (h.float().sum() + c.float().sum()).backward()
+    mt.nn.utils.clip_grad_norm_(params, 0.5)
+    opt.step()
+    launched = {k for _, k in calls}
+    for kernel in ("uniform_forward", "normal_forward", "dropout_forward", "embedding_backward_sorted",
+                   "attention_forward_d32", "attention_backward_prep", "attention_backward_dkv_d32",
+                   "attention_backward_dq_d32", "lstm_cell_forward", "lstm_cell_backward", "multi_norm_partial",
+                   "multi_norm_finish", "multi_clip_scale", "adam_step"):
+        assert f"{kernel}<{tname}>" in launched, (kernel, sorted(launched))
+
 # ====================================================================== optimizers, norms and clipping
 @pytest.mark.parametrize("dtype", LOW)
 @pytest.mark.parametrize("name,kw", [("AdamW", dict(lr=1e-2, weight_decay=0.1)), ("Adam", dict(lr=1e-2, amsgrad=True)),
@@ -445,3 +480,25 @@ def test_recurrent_layers(device, torch, dtype, kind):
     out.float().sum().backward()
     want.float().sum().backward()
     _same(mx.grad, tx.grad, dtype, rtol=16.0, atol=16 * EPS[dtype])
+
+
+# ====================================================================== attention
+@pytest.mark.parametrize("dtype", LOW)
+@pytest.mark.parametrize("causal", [False, True])
+def test_scaled_dot_product_attention(device, torch, dtype, causal):
+    """16-bit q, k, v (the fused kernels on CUDA compute in float32 and round the output and the gradients once)."""
+    import minitorch_gpu.nn.functional as F
+    shapes = [(2, 3, 19, 16), (2, 3, 23, 16), (2, 3, 23, 24)]
+    pairs = [_pair(torch, RNG.standard_normal(s).astype(np.float32), dtype, device, requires_grad=True)
+             for s in shapes]
+    if causal:  # PyTorch's causal mask is top-left aligned: square scores
+        pairs = [_pair(torch, RNG.standard_normal((2, 3, 19, s[-1])).astype(np.float32), dtype, device,
+                       requires_grad=True) for s in shapes]
+    ours = F.scaled_dot_product_attention(*(m for m, _ in pairs), is_causal=causal)
+    theirs = torch.nn.functional.scaled_dot_product_attention(*(t for _, t in pairs), is_causal=causal)
+    _same(ours, theirs, dtype, rtol=4.0, atol=4 * EPS[dtype])
+    g = RNG.standard_normal(tuple(theirs.shape)).astype(np.float32)
+    (ours.float() * mt.tensor(g, device=device)).sum().backward()
+    (theirs.float() * torch.tensor(g)).sum().backward()
+    for m, t in pairs:
+        _same(m.grad, t.grad, dtype, rtol=8.0, atol=8 * EPS[dtype] * max(1.0, float(t.grad.abs().max().float())))

@@ -1540,7 +1540,7 @@ class _AttentionKernels(_StepKernels):
 
     @staticmethod
     def _attn_tile(dt: NpDtype) -> int:
-        return _loader.define_int("attention.cu", "ATTN_TILE_FLOAT" if dt == F32 else "ATTN_TILE_DOUBLE")
+        return _loader.define_int("attention.cu", "ATTN_TILE_DOUBLE" if dt == F64 else "ATTN_TILE_FLOAT")
 
     def _attn_operand(self, a: Array, batch: Shape) -> tuple[Array, tuple[int, int, int]]:
         """``a`` as (B, H, rows, D) with element strides (b, h, row): a 4-d view whose last dim is contiguous is
@@ -1559,7 +1559,7 @@ class _AttentionKernels(_StepKernels):
         if mask is None:
             return out, dummy_u8, (0, 0, 0, 0), 0
         is_bool = mask.dtype == _BOOL
-        if not is_bool and mask.dtype.kind != "f":
+        if not is_bool and mask.dtype not in _ALL_FLOATS:
             return None
         if not is_bool and mask.dtype != dt:
             mask = mask.astype(dt)
@@ -1589,7 +1589,9 @@ class _AttentionKernels(_StepKernels):
     @staticmethod
     def _attn_smem(dt: NpDtype, tile: int, width: int) -> dict[str, int]:
         """Dynamic shared memory (bytes) of each attention kernel: Q/K/V/dO tiles (one operand per lane padded
-        by 16 bytes a row), the P / dS tiles and the per-row LSE and delta."""
+        by 16 bytes a row), the P / dS tiles and the per-row LSE and delta, all in the arithmetic type (float32
+        for the 16-bit types)."""
+        dt = acc_dtype(dt)
         padded = width + 16 // dt.itemsize
         elems = {"forward": tile * width + 2 * tile * padded + tile * tile,
                  "dkv": 2 * tile * width + 2 * tile * padded + 2 * tile * tile + 2 * tile,
@@ -1626,9 +1628,10 @@ class _AttentionKernels(_StepKernels):
         lo, hi = self._counter(offset)
         width = next(w for w in self.ATTN_WIDTHS if max(D, DV) <= w)
         meta = self.meta(tuple(sq + sk + sv + sm), ())
-        shape_args = (_i64(B * H), _i32(H), _i32(L), _i32(S), _i32(D), _i32(DV), dt.type(scale), _i32(flags),
+        at = acc_dtype(dt).type
+        shape_args = (_i64(B * H), _i32(H), _i32(L), _i32(S), _i32(D), _i32(DV), at(scale), _i32(flags),
                       np.uint64(seed & 0xFFFFFFFFFFFFFFFF), lo, hi, np.uint64(keep_below),
-                      dt.type(1.0 / (1.0 - dropout_p)))
+                      at(1.0 / (1.0 - dropout_p)))
         tile = self._attn_tile(dt)
         smem = self._attn_smem(dt, tile, width)
         if max(smem.values()) > self._smem_optin:
@@ -1639,7 +1642,7 @@ class _AttentionKernels(_StepKernels):
     @staticmethod
     def _attn_supported(q: Array, k: Array, v: Array, xp: Any) -> bool:
         dt = q.dtype
-        if dt not in _FLOATS or k.dtype != dt or v.dtype != dt:
+        if dt not in _ALL_FLOATS or k.dtype != dt or v.dtype != dt:
             return False
         if not all(isinstance(a, xp.ndarray) for a in (q, k, v)) or q.ndim < 2 or k.ndim != q.ndim or v.ndim != q.ndim:
             return False
@@ -1652,9 +1655,9 @@ class _AttentionKernels(_StepKernels):
 
     def attention_forward(self, q: Array, k: Array, v: Array, mask: Array | None, causal: bool, scale: float,
                           dropout_p: float, seed: int, offset: int) -> tuple[Array, Array] | None:
-        """(output (*batch, L, DV), per-row log2-sum-exp2 (B·H, L)) of softmax(q k^T scale + mask) v with dropout;
-        None when the kernels do not cover the call (another dtype, a head dim over 128, batch dims that differ
-        between q, k and v, an empty dim)."""
+        """(output (*batch, L, DV), per-row log2-sum-exp2 (B·H, L), float32 for the 16-bit types) of
+        softmax(q k^T scale + mask) v with dropout; None when the kernels do not cover the call (another dtype, a
+        head dim over 128, batch dims that differ between q, k and v, an empty dim)."""
         if not self._attn_supported(q, k, v, self.xp):
             return None
         dt = q.dtype
@@ -1663,7 +1666,7 @@ class _AttentionKernels(_StepKernels):
         if a is None:
             return None
         BH, L, tile, width = a["BH"], a["L"], a["tile"], a["width"]
-        lse = self.xp.empty((BH, L), dtype=dt)
+        lse = self.xp.empty((BH, L), dtype=acc_dtype(dt))
         self._attn_launch(f"attention_forward_d{width}<{a['t']}>", (*a["in"], out, lse, *a["shape"]),
                           BH * ((L + tile - 1) // tile), a["smem"]["forward"])
         return out, lse
@@ -1683,7 +1686,7 @@ class _AttentionKernels(_StepKernels):
             return None
         BH, L, S, DV, tile, width, t = a["BH"], a["L"], a["S"], a["DV"], a["tile"], a["width"], a["t"]
         dout = xp.ascontiguousarray(g)
-        delta = xp.empty((BH, L), dtype=dt)
+        delta = xp.empty((BH, L), dtype=acc_dtype(dt))
         warps = self.ATTN_THREADS // 32
         self.fn("attention.cu", f"attention_backward_prep<{t}>")(
             (max(1, min((BH * L + warps - 1) // warps, self.max_blocks)),), (self.ATTN_THREADS,),
