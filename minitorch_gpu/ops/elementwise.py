@@ -100,58 +100,58 @@ def _wrap_int(v, npd):
     return (v - lo) % span + lo
 
 
-def _prep_scalar(d, s, keep=False):
-    """``(array, scalar, round_to)`` for ``array op scalar``: the array cast to PyTorch's result dtype, the
-    scalar as the backend should see it, and the dtype to round the result to when the op computes in
-    float32 for a 2-byte float (PyTorch's "opmath"), else None. In that float32 computation the scalar is first
-    rounded to the 2-byte type, as PyTorch's CPU kernels read it, unless ``keep`` (its mul and div keep the
-    scalar's full value)."""
+def _prep_scalar(be, d, s, keep=False):
+    """``(array, scalar)`` for ``array op scalar`` on backend ``be``: the array cast to PyTorch's result dtype and
+    the scalar as the backend should see it. A 2-byte float array with a float scalar computes in float32 inside
+    the backend's binary primitive (PyTorch's "opmath", one pass and one rounding); the scalar is first rounded to
+    the 2-byte type, as PyTorch's CPU kernels read it, unless ``keep`` (its mul and div keep the scalar's full
+    value)."""
     cat, lo, hi, low = _INFO[d.dtype]
     ts = type(s)
     if ts is float:
         if cat != _FLOAT:
-            d = d.astype(_default[0].np_dtype)
+            d = be.astype(d, _default[0].np_dtype)
             low = d.dtype.itemsize == 2
         if not low:
-            return d, s, None
+            return d, s
     elif ts is int:
         if cat == _FLOAT:
             s = float(s)
         elif cat == _INT:
             if s < lo or s > hi:
                 s = _wrap_int(s, d.dtype)
-            return d, s, None
+            return d, s
         else:
-            d = d.astype(_I64)
+            d = be.astype(d, _I64)
             if s < -(1 << 63) or s >= (1 << 63):
                 s = _wrap_int(s, _I64)
-            return d, s, None
+            return d, s
         if not low:
-            return d, s, None
+            return d, s
     else:  # bool: never changes the category of a tensor
         if cat == _FLOAT:
             s = float(s)
             if not low:
-                return d, s, None
+                return d, s
         else:
-            return d, (int(s) if cat == _INT else s), None
+            return d, (int(s) if cat == _INT else s)
     if not keep:
         with _np.errstate(over="ignore"):  # beyond the type's range: inf, as the cast gives it
             s = float(_np.asarray(s, dtype=d.dtype))
-    return d.astype(_F32), s, d.dtype
+    return d, s
 
 
 # the binary primitives whose PyTorch CPU kernels keep a Python scalar's full value with a 2-byte float tensor
 _FULL_SCALAR = frozenset({"mul", "div", "floor_divide", "trunc_divide"})
 
 
-def _prep_scalar_float(d, s, keep=False):
+def _prep_scalar_float(be, d, s, keep=False):
     """Like ``_prep_scalar`` for ops whose result is always floating (true division)."""
     if _INFO[d.dtype][0] != _FLOAT:
-        d = d.astype(_default[0].np_dtype)
+        d = be.astype(d, _default[0].np_dtype)
         if type(s) is not float:
             s = float(s)
-    return _prep_scalar(d, s, keep)
+    return _prep_scalar(be, d, s, keep)
 
 
 def _pair(a, b):
@@ -308,13 +308,12 @@ class _BinaryOp(Op):
 
     def _scalar(self, a, s, reverse=False):
         """``a <prim> s`` (``s <prim> a`` when ``reverse``) for a Python scalar ``s``, as an array."""
-        d, s, rt = (_prep_scalar_float if self.true_division else _prep_scalar)(a._data, s,
-                                                                                 self.prim in _FULL_SCALAR)
+        be = a._be
+        d, s = (_prep_scalar_float if self.true_division else _prep_scalar)(be, a._data, s,
+                                                                           self.prim in _FULL_SCALAR)
         if self.bool_kernel is not None:
             _refuse_bool(d, self.bool_kernel)
-        be = a._be
-        r = be.binary(self.prim, s, d) if reverse else be.binary(self.prim, d, s)
-        return r if rt is None else be.narrow(r, rt)
+        return be.binary(self.prim, s, d) if reverse else be.binary(self.prim, d, s)
 
     def _tensors(self, a, b):
         """The arrays of ``a`` and ``b`` in their result dtype; records what backward needs to reduce and cast
@@ -434,13 +433,13 @@ class RsubBackward1(_BinaryOp):
     prim = "sub"
 
     def forward(self, a, other, alpha=1):
-        d, s, rt = _prep_scalar(a._data, other)
         be = a._be
-        if alpha != 1:
-            d = be.binary("mul", d, _scalar_like(alpha, d))
-        r = be.binary("sub", s, d)
+        d, s = _prep_scalar(be, a._data, other)
         self.alpha = alpha
-        return r if rt is None else be.narrow(r, rt)
+        if alpha != 1:
+            # alpha * input is rounded to a 16-bit input's type before the subtraction, as PyTorch's CPU rounds it
+            d = be.binary("mul", d, _scalar_like(alpha, d))
+        return be.binary("sub", s, d)
 
     def backward(self, g):
         return (g * (-self.alpha),)
@@ -509,17 +508,16 @@ class PowBackward0(_BinaryOp):
         cat, lo, hi, _ = _INFO[a._data.dtype]
         if cat == _INT and type(exponent) is int and not lo <= exponent <= hi:
             raise RuntimeError(f"value cannot be converted to type {a.dtype._cpp_name} without overflow")
-        d, s, rt = _prep_scalar(a._data, exponent, True)
+        be = a._be
+        d, s = _prep_scalar(be, a._data, exponent, True)
         self.save_for_backward(a)
         self.exponent = exponent
-        be = a._be
         if d.dtype.kind == "b":
             # bool ** bool stays bool: x ** True is x, x ** False is True
             return be.binary("logical_or", d, not s)
         if _INFO[d.dtype][0] != _FLOAT and s < 0:
             raise RuntimeError("Integers to negative integer powers are not allowed.")
-        r = be.binary("pow", d, s)
-        return r if rt is None else be.narrow(r, rt)
+        return be.binary("pow", d, s)
 
     def backward(self, g):
         a, = self.saved_tensors
@@ -902,8 +900,8 @@ def _direct_inplace(self, other, prim, alpha=1):
         s = _scalar_value(other)
         if s is None:
             return False
-        d2, od, rt = _prep_scalar(d, s if alpha == 1 else s * alpha)
-        if d2 is not d or rt is not None:
+        d2, od = _prep_scalar(self._be, d, s if alpha == 1 else s * alpha)
+        if d2 is not d:
             return False
     self._check_inplace()
     try:
@@ -995,7 +993,7 @@ def _compare(prim, a, b):
             s = _scalar_value(a)
             if s is None:
                 return NotImplemented
-            d, s, _ = _prep_scalar(b._data, s)
+            d, s = _prep_scalar(b._be, b._data, s)
             return Tensor._make(b._be.binary(prim, s, d), b._be)
         if a._be is not b._be:
             a, b = _same_device(a, b)
@@ -1004,7 +1002,7 @@ def _compare(prim, a, b):
     s = _scalar_value(b)
     if s is None:
         return NotImplemented
-    d, s, _ = _prep_scalar(a._data, s)
+    d, s = _prep_scalar(a._be, a._data, s)
     return Tensor._make(a._be.binary(prim, d, s), a._be)
 
 
@@ -1139,7 +1137,7 @@ def _bitwise(prim, name, sym):
                 _check_integral(b, name)
                 if isinstance(s, float):
                     _no_kernel(name, "Float")
-                d, s, _ = _prep_scalar(b._data, s)
+                d, s = _prep_scalar(b._be, b._data, s)
                 return Tensor._make(b._be.binary(prim, s, d), b._be)
             a, b = _same_device(a, b)
             _check_integral(a, name)
@@ -1152,7 +1150,7 @@ def _bitwise(prim, name, sym):
         _check_integral(a, name)
         if isinstance(s, float):
             _no_kernel(name, "Float")
-        d, s, _ = _prep_scalar(a._data, s)
+        d, s = _prep_scalar(a._be, a._data, s)
         return Tensor._make(a._be.binary(prim, d, s), a._be)
 
     def fn(input, other, *, out=None):

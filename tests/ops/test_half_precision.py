@@ -138,6 +138,35 @@ def test_binary(device, torch, dtype, name):
 
 
 @pytest.mark.parametrize("dtype", LOW)
+def test_python_scalars_in_one_pass(device, torch, monkeypatch, dtype):
+    """A 16-bit tensor with a Python scalar: PyTorch's values bit for bit (float32 arithmetic; the scalar rounded to
+    the 16-bit type first except for * and /), and on CUDA one kernel launch per op, in place too."""
+    from helpers import kernel_launches
+
+    from minitorch_gpu.backends import get_backend
+    a = np.array([1.0, 2049.0, 0.1, 60000.0, 3.3, -7.7, 1e-3, 250.0], np.float32)
+    m, t = _pair(torch, a, dtype, device)
+    exprs = ("x * 1.0001", "x + 0.6", "x - 0.3", "x / 3.0", "x * 70000.0", "2 - x", "x ** 1.5", "x < 0.1",
+             "x >= 3.3", "torch.rsub(x, 2.5, alpha=3)", "x.clone().add_(0.3)", "x.clone().mul_(1.0001)",
+             "x.clone().sub_(0.3, alpha=2)", "x // 0.7", "x % 0.7")
+    for expr in exprs:
+        ours = eval(expr, {"x": m, "torch": mt})
+        theirs = eval(expr, {"x": t, "torch": torch})
+        _same(ours, theirs, dtype, rtol=0, atol=0)
+    if device == "cpu":
+        return
+    calls = kernel_launches(monkeypatch, get_backend(device))
+    for expr in ("x * 1.0001", "x + 0.6", "2 - x", "x ** 1.5"):
+        calls.clear()
+        eval(expr, {"x": m})
+        assert [k for _, k in calls] == [f"binary_forward<{ {'float16': '__half', 'bfloat16': '__nv_bfloat16'}[dtype]}>"], \
+            (expr, calls)
+    y = m.clone()
+    calls.clear()
+    y.add_(0.3)
+    assert len(calls) == 1, calls
+
+@pytest.mark.parametrize("dtype", LOW)
 def test_mixed_dtypes_promote_like_torch(device, torch, dtype):
     a = _input("add", (3, 8))
     m, t = _pair(torch, a, dtype, device)
