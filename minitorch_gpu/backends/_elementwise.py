@@ -96,8 +96,9 @@ class ElementwiseMixin(PrimitiveHost):
             self._build_tables()
             fn = self._btab[name]
         if a.__class__ is float or b.__class__ is float:
-            arr: Any = b if a.__class__ is float else a
-            if arr.__class__ is self._ndarray and arr.dtype.itemsize == 2 and arr.dtype.kind in "fV":
+            arr = b if a.__class__ is float else a
+            nd: Any = self._ndarray
+            if arr.__class__ is nd and arr.dtype.itemsize == 2 and arr.dtype.kind in "fV":
                 return self._binary_low_scalar(fn, a, b, arr, out)
         r = fn(a, b) if out is None else fn(a, b, out=out)
         return r if r.__class__ is self._ndarray else self.xp.asarray(r)
