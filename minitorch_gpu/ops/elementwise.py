@@ -161,19 +161,17 @@ def _pair(a, b):
     if ad.dtype is bd.dtype:
         return ad, bd
     npd = _dtype.result_type(a, b).np_dtype
-    if ad.dtype != npd:
-        ad = ad.astype(npd)
-    if bd.dtype != npd:
-        bd = bd.astype(npd)
-    return ad, bd
+    be = a._be
+    return be.astype(ad, npd), be.astype(bd, npd)
 
 
 def _pair_float(a, b):
     ad, bd = _pair(a, b)
     if _INFO[ad.dtype][0] != _FLOAT:
         npd = _default[0].np_dtype
-        ad = ad.astype(npd)
-        bd = bd.astype(npd)
+        be = a._be
+        ad = be.astype(ad, npd)
+        bd = be.astype(bd, npd)
     return ad, bd
 
 
@@ -1205,9 +1203,9 @@ class _OutputGrad(Op):
         ng, ny = self.needs_input_grad
         self.save_for_backward(g if ny else None, y)
         gd, yd = g._data, y._data
-        if gd.dtype is not yd.dtype:
-            gd = gd.astype(yd.dtype)
         be = y._be
+        if gd.dtype is not yd.dtype:
+            gd = be.astype(gd, yd.dtype)
         return be.binary("mul", gd, self._deriv(be, yd))
 
 
@@ -1257,7 +1255,7 @@ class ThresholdBackwardBackward0(Op):
             self.save_for_backward(y)
         gd, yd = g._data, y._data
         if gd.dtype != yd.dtype:
-            gd = gd.astype(yd.dtype)
+            gd = y._be.astype(gd, yd.dtype)
         return y._be.threshold_backward(gd, yd, threshold)
 
     def backward(self, gg):
@@ -1307,7 +1305,7 @@ def _unary_node(node, prim, dtype, saves, grad, check=None):
         if not keeps_dtype and _INFO[d.dtype][0] != _FLOAT:
             if exact:
                 return x._be.copy(d)
-            d = d.astype(_default[0].np_dtype)
+            d = x._be.astype(d, _default[0].np_dtype)
         if saves_input:
             self.save_for_backward(x)
         return x._be.unary(prim, d)
@@ -1450,7 +1448,7 @@ class PolygammaBackward0(Op):
         self.save_for_backward(x)
         d = x._data
         if _INFO[d.dtype][0] != _FLOAT:
-            d = d.astype(_default[0].np_dtype)
+            d = x._be.astype(d, _default[0].np_dtype)
         return x._be.polygamma(n, d)
 
     def backward(self, g):
@@ -1547,7 +1545,7 @@ class GeluBackwardBackward0(Op):
         self.approximate = approximate
         gd, xd = g._data, x._data
         if gd.dtype is not xd.dtype:
-            gd = gd.astype(xd.dtype)
+            gd = x._be.astype(gd, xd.dtype)
         return x._be.gelu_backward(gd, xd, approximate)
 
     def backward(self, gg):
@@ -1698,7 +1696,7 @@ class ClampBackward1(Op):
         d = x._data
         cat = _INFO[d.dtype][0]
         if (cat != _FLOAT and (isinstance(min, float) or isinstance(max, float))):
-            d = d.astype(_default[0].np_dtype)
+            d = x._be.astype(d, _default[0].np_dtype)
         lo = None if min is None else _scalar_like(min, d)
         hi = None if max is None else _scalar_like(max, d)
         return x._be.clamp(d, lo, hi)
@@ -1730,7 +1728,7 @@ class ClampBackward0(Op):
         self.save_for_backward(x, lo, hi)
         operands = [t for t in (x, lo, hi) if t is not None]
         npd = _dtype.result_type(*operands).np_dtype
-        arrays = [t._data if t._data.dtype == npd else t._data.astype(npd) for t in operands]
+        arrays = [x._be.astype(t._data, npd) for t in operands]
         d = arrays[0]
         lo_d = arrays[1] if lo is not None else None
         hi_d = arrays[-1] if hi is not None else None
@@ -1860,16 +1858,16 @@ class WhereBackward0(Op):
         be = cond._be
         xd = x._data if x is not None else _scalar_for(xs, npd)
         yd = y._data if y is not None else _scalar_for(ys, npd)
-        if x is not None and xd.dtype != npd:
-            xd = xd.astype(npd)
-        if y is not None and yd.dtype != npd:
-            yd = yd.astype(npd)
+        if x is not None:
+            xd = be.astype(xd, npd)
+        if y is not None:
+            yd = be.astype(yd, npd)
         self.save_for_backward(cond)
         self.shapes = (None if x is None else x._data.shape, None if y is None else y._data.shape)
         self.dtypes = (None if x is None else x.dtype, None if y is None else y.dtype)
         r = _broadcasting(be.where, cond._data, xd, yd)
         if r.dtype != npd:  # two Python scalars: keep the promoted dtype
-            r = r.astype(npd)
+            r = be.astype(r, npd)
         return r
 
     def backward(self, g):
@@ -2002,7 +2000,7 @@ class _AddcBackward(Op):
         self.meta = ((x._data.shape, x.dtype), (t1._data.shape, t1.dtype), (t2._data.shape, t2.dtype))
         npd = _dtype.result_type(x, t1, t2).np_dtype
         be = x._be
-        xd, ad, bd = (t._data if t._data.dtype == npd else t._data.astype(npd) for t in (x, t1, t2))
+        xd, ad, bd = (be.astype(t._data, npd) for t in (x, t1, t2))
         return _broadcasting(self._addc, be, xd, ad, bd, value)
 
     def _addc(self, be, xd, ad, bd, value):

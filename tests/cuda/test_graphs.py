@@ -224,6 +224,27 @@ def test_whole_network_capture_of_the_gpt_gives_the_eager_losses(gpu):
     np.testing.assert_allclose(graphed, eager, rtol=1e-6, atol=1e-7)
 
 
+
+def test_whole_network_capture_under_bfloat16_autocast_gives_the_eager_losses(gpu):
+    """Every cast under autocast (weights to bfloat16, mixed operands promoted, the loss in float32) is a backend
+    primitive, so a replay casts this step's weights, not the ones the capture saw."""
+    cfg = GPTConfig(vocab_size=11, block_size=8, n_layer=1, n_head=2, n_embd=16, dropout=0.0, bias=True)
+
+    def make():
+        mt.manual_seed(0)
+        model = GPT(cfg).to(gpu)
+        return model, mt.optim.AdamW(model.parameters(), lr=1e-2, betas=(0.9, 0.99), capturable=True)
+
+    def loss_of(m, x, t):
+        with mt.autocast("cuda", dtype=mt.bfloat16):
+            return m(x, t)[1]
+
+    gen = mt.Generator().manual_seed(1)
+    batches = [(mt.randint(0, 11, (2, 8), generator=gen).to(gpu), mt.randint(0, 11, (2, 8), generator=gen).to(gpu))
+               for _ in range(6)]
+    eager, graphed, _ = _whole_network(make, loss_of, batches, warmup=2)
+    np.testing.assert_array_equal(graphed, eager)
+
 # ---------------------------------------------------------------------- make_graphed_callables
 def test_make_graphed_callables_replays_forward_and_backward(gpu):
     mt.manual_seed(0)

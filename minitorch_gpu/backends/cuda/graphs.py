@@ -27,8 +27,9 @@ Checks deferred to the next synchronisation (``checks.py``) are not read during 
 captured ones after every replay, and on the simulator the replayed primitives queue them again.
 
 NOTE: on the simulator only the work that goes through backend primitives is replayed. Array code above the
-dispatch layer (an ``astype`` of a mixed-dtype operand done by an op itself) runs once, at capture, and its
-result is replayed as a constant; on a GPU stream capture records it like everything else.
+dispatch layer would run once, at capture, and its result would be replayed as a constant (on a GPU stream capture
+records it like everything else): this is why the layers above never compute on arrays themselves, dtype casts
+included (``be.astype``).
 """
 from __future__ import annotations
 
