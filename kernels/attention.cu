@@ -29,7 +29,8 @@
 // dims; a float mask is in T. Rows whose keys are all masked give O = 0 and LSE = -inf (PyTorch's safe softmax). Dropout regenerates
 // its mask from the Philox stream wherever it is needed: element (bh, q, k) keeps word (bh L + q) S + k of the
 // stream at (seed, counter), below keep_below = ceil((1 - p) 2^32), which is exactly the mask that
-// rand_bernoulli(1 - p) of shape (B, H, L, S) draws from the same generator state.
+// rand_bernoulli(1 - p) of shape (B, H, L, S) draws from the same generator state. Under CUDA-graph capture `rng`
+// points at the generator's {seed, offset} in device memory (philox.cuh's philox_resolve); otherwise it is null.
 //
 // @template-types: float double __half __nv_bfloat16
 #include "common.cuh"
@@ -183,9 +184,9 @@ __device__ __forceinline__ AttnScore<T> attn_score(const T* fmask, const u8* bma
         const u8* __restrict__ bmask, const i64* __restrict__ meta
 #define ATTN_PARAMS_SHAPE                                                                                     \
     i64 BH, int H, int L, int S, int D, int DV, acc_t<T> scale, int flags, u64 seed, u64 ctr_lo, u64 ctr_hi,          \
-        u64 keep_below, acc_t<T> drop_scale
+        const u64 *__restrict__ rng, u64 keep_below, acc_t<T> drop_scale
 #define ATTN_ARGS_IN q, k, v, fmask, bmask, meta
-#define ATTN_ARGS_SHAPE BH, H, L, S, D, DV, scale, flags, seed, ctr_lo, ctr_hi, keep_below, drop_scale
+#define ATTN_ARGS_SHAPE BH, H, L, S, D, DV, scale, flags, seed, ctr_lo, ctr_hi, rng, keep_below, drop_scale
 
 // ------------------------------------------------------------------------------------------ forward
 template <typename T, int DJ>
@@ -202,6 +203,7 @@ __device__ __forceinline__ void attn_forward(ATTN_PARAMS_IN, T* __restrict__ out
     A* Ps = Vs + TILE * KP;
     const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
     const A NEG = -mt_inf<A>();
+    philox_resolve(seed, ctr_lo, ctr_hi, rng);
         const int nqt = (L + TILE - 1) / TILE;
     for (i64 w = blockIdx.x; w < BH * nqt; w += gridDim.x) {
         // the last query tiles (the longest under a causal mask) start first
@@ -324,6 +326,7 @@ __device__ __forceinline__ void attn_backward_dkv(ATTN_PARAMS_IN, const T* __res
     A* lse_s = dST + TILE * TILE;
     A* del_s = lse_s + TILE;
     const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
+    philox_resolve(seed, ctr_lo, ctr_hi, rng);
         const int nkt = (S + TILE - 1) / TILE, nqt = (L + TILE - 1) / TILE;
     const bool causal = (flags & (1 << AF_causal)) != 0;
     for (i64 w = blockIdx.x; w < BH * nkt; w += gridDim.x) {
@@ -408,6 +411,7 @@ __device__ __forceinline__ void attn_backward_dq(ATTN_PARAMS_IN, const T* __rest
     A* lse_s = dSs + TILE * TILE;
     A* del_s = lse_s + TILE;
     const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
+    philox_resolve(seed, ctr_lo, ctr_hi, rng);
         const int nqt = (L + TILE - 1) / TILE;
     for (i64 w = blockIdx.x; w < BH * nqt; w += gridDim.x) {
         const int qt = nqt - 1 - (int)(w / BH);

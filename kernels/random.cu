@@ -20,14 +20,18 @@
 //                      residual in float and round again: the two roundings of x * mask and r + (x * mask).
 //
 // key = the generator's 64-bit seed (low 32 bits = key word 0); the counter is 128-bit (lo, hi), advanced
-// by the generator in whole blocks. __fmul_rn / __dmul_rn keep NVRTC from fusing the scale and shift into
-// one FMA, which would round once where NumPy rounds twice.
+// by the generator in whole blocks. `rng`, when not null, holds the generator's {seed, offset} in device memory
+// (CUDA-graph capture, philox.cuh's philox_resolve): the key is read there and the counter is relative to it.
+// __fmul_rn / __dmul_rn keep NVRTC from fusing the scale and shift into one FMA, which would round once where
+// NumPy rounds twice.
 //
 // @template-types: float double __half __nv_bfloat16
 #include "common.cuh"
 #include "philox.cuh"
 
-extern "C" __global__ void philox_words(u64 key, u64 ctr_lo, u64 ctr_hi, i64 nblocks, u32* __restrict__ out) {
+extern "C" __global__ void philox_words(u64 key, u64 ctr_lo, u64 ctr_hi, const u64* __restrict__ rng, i64 nblocks,
+                                        u32* __restrict__ out) {
+    philox_resolve(key, ctr_lo, ctr_hi, rng);
     MT_GRID_STRIDE(b, nblocks) {
         u64 lo = ctr_lo + (u64)b;
         u64 hi = ctr_hi + (lo < ctr_lo ? 1 : 0);
@@ -47,9 +51,10 @@ template <> struct RandDigits<__half> { static constexpr int value = 11; };
 template <> struct RandDigits<__nv_bfloat16> { static constexpr int value = 8; };
 
 template <typename T>
-__global__ void uniform_forward(u64 key, u64 ctr_lo, u64 ctr_hi, i64 n, T* __restrict__ out, acc_t<T> scale,
-                                acc_t<T> low, int shift) {
+__global__ void uniform_forward(u64 key, u64 ctr_lo, u64 ctr_hi, const u64* __restrict__ rng, i64 n,
+                                T* __restrict__ out, acc_t<T> scale, acc_t<T> low, int shift) {
     typedef acc_t<T> A;
+    philox_resolve(key, ctr_lo, ctr_hi, rng);
     constexpr int D = RandDigits<T>::value;
     MT_GRID_STRIDE(i, n) {
         A u;
@@ -65,8 +70,9 @@ __global__ void uniform_forward(u64 key, u64 ctr_lo, u64 ctr_hi, i64 n, T* __res
 }
 
 template <typename T>
-__global__ void normal_forward(u64 key, u64 ctr_lo, u64 ctr_hi, i64 n, T* __restrict__ out, double mean, double std,
-                               int wide) {
+__global__ void normal_forward(u64 key, u64 ctr_lo, u64 ctr_hi, const u64* __restrict__ rng, i64 n,
+                               T* __restrict__ out, double mean, double std, int wide) {
+    philox_resolve(key, ctr_lo, ctr_hi, rng);
     i64 pairs = (n + 1) / 2;
     MT_GRID_STRIDE(j, pairs) {
         double u1, u2;
@@ -96,8 +102,9 @@ __global__ void normal_forward(u64 key, u64 ctr_lo, u64 ctr_hi, i64 n, T* __rest
     }
 }
 
-extern "C" __global__ void randint_forward(u64 key, u64 ctr_lo, u64 ctr_hi, i64 n, i64* __restrict__ out, i64 low,
-                                           u64 span, int wide) {
+extern "C" __global__ void randint_forward(u64 key, u64 ctr_lo, u64 ctr_hi, const u64* __restrict__ rng, i64 n,
+                                           i64* __restrict__ out, i64 low, u64 span, int wide) {
+    philox_resolve(key, ctr_lo, ctr_hi, rng);
     MT_GRID_STRIDE(i, n) {
         if (wide) {
             u64 v = ((u64)stream_word(ctr_lo, ctr_hi, key, 2 * i + 1) << 32) | stream_word(ctr_lo, ctr_hi, key, 2 * i);
@@ -120,9 +127,11 @@ __device__ __forceinline__ float mul_rn(float a, float b) { return __fmul_rn(a, 
 __device__ __forceinline__ double mul_rn(double a, double b) { return __dmul_rn(a, b); }
 
 template <typename T>
-__global__ void dropout_forward(u64 key, u64 ctr_lo, u64 ctr_hi, i64 n, const T* __restrict__ x,
-                                const T* __restrict__ r, T* __restrict__ y, u64 threshold, acc_t<T> scale, int mode) {
+__global__ void dropout_forward(u64 key, u64 ctr_lo, u64 ctr_hi, const u64* __restrict__ rng, i64 n,
+                                const T* __restrict__ x, const T* __restrict__ r, T* __restrict__ y, u64 threshold,
+                                acc_t<T> scale, int mode) {
     typedef acc_t<T> A;
+    philox_resolve(key, ctr_lo, ctr_hi, rng);
     constexpr int S = Packed128<T>::size;
     // elements a thread owns: the 4 words of one Philox block, or two blocks for a 128-bit pack of 8 halves
     constexpr int E = S > 4 ? S : 4;

@@ -1394,21 +1394,24 @@ class _StepKernels(_MapKernels):
         return outs
 
     @staticmethod
-    def _counter(offset: int) -> tuple[np.uint64, np.uint64]:
+    def _stream(seed: int, offset: int, rng_state: Array | None) -> tuple[Any, ...]:
+        """The stream arguments of a Philox kernel: key, counter (low and high 64 bits) and the device state
+        pointer. ``rng_state`` (a CUDA graph's copy of the generator's {seed, offset}, two uint64) makes the
+        kernel read the key there and take ``offset`` relative to the stored offset; None passes a null pointer."""
         offset &= (1 << 128) - 1
-        return np.uint64(offset & 0xFFFFFFFFFFFFFFFF), np.uint64(offset >> 64)
+        return (np.uint64(seed & 0xFFFFFFFFFFFFFFFF), np.uint64(offset & 0xFFFFFFFFFFFFFFFF), np.uint64(offset >> 64),
+                np.uint64(0) if rng_state is None else rng_state)
 
-    def philox_words(self, seed: int, offset: int, nblocks: int) -> Array:
+    def philox_words(self, seed: int, offset: int, nblocks: int, rng_state: Array | None = None) -> Array:
         """(nblocks, 4) uint32 words of the Philox stream of ``seed`` from block ``offset``."""
         out = self.xp.empty((nblocks, 4), dtype=np.uint32)
         if nblocks:
-            lo, hi = self._counter(offset)
             self.fn("random.cu", "philox_words")(self.grid(nblocks), (THREADS,),
-                                                  (np.uint64(seed & 0xFFFFFFFFFFFFFFFF), lo, hi, _i64(nblocks), out))
+                                                  (*self._stream(seed, offset, rng_state), _i64(nblocks), out))
         return out
 
     def uniform(self, seed: int, offset: int, n: int, dt: NpDtype, low: float,
-                high: float) -> tuple[Array, int] | None:
+                high: float, rng_state: Array | None = None) -> tuple[Array, int] | None:
         """``n`` uniforms of float ``dt`` (float32, float64, float16, bfloat16) in [low, high) and the blocks
         used, or None."""
         if dt not in _ALL_FLOATS:
@@ -1417,7 +1420,6 @@ class _StepKernels(_MapKernels):
         nb = (words + 3) // 4
         out = self.xp.empty(n, dtype=dt)
         if n:
-            lo, hi = self._counter(offset)
             shift = low != 0.0 or high != 1.0
             # the scale and shift in the arithmetic type (float32 for the 16-bit types, as the NumPy body's)
             at = acc_dtype(dt).type
@@ -1425,10 +1427,11 @@ class _StepKernels(_MapKernels):
                 scale, lo_v = at(high - low), at(low)
             self.fn("random.cu", f"uniform_forward<{_TNAME[dt]}>")(
                 self.grid(n), (THREADS,),
-                (np.uint64(seed & 0xFFFFFFFFFFFFFFFF), lo, hi, _i64(n), out, scale, lo_v, _i32(shift)))
+                (*self._stream(seed, offset, rng_state), _i64(n), out, scale, lo_v, _i32(shift)))
         return out, nb
 
-    def normal(self, seed: int, offset: int, n: int, dt: NpDtype, mean: float, std: float) -> tuple[Array, int] | None:
+    def normal(self, seed: int, offset: int, n: int, dt: NpDtype, mean: float, std: float,
+               rng_state: Array | None = None) -> tuple[Array, int] | None:
         """``n`` normals of float ``dt`` (scalar mean and std) and the blocks used, or None."""
         if dt not in _ALL_FLOATS:
             return None
@@ -1438,15 +1441,13 @@ class _StepKernels(_MapKernels):
         nb = (words + 3) // 4
         out = self.xp.empty(n, dtype=dt)
         if n:
-            lo, hi = self._counter(offset)
             self.fn("random.cu", f"normal_forward<{_TNAME[dt]}>")(
                 self.grid(pairs), (THREADS,),
-                (np.uint64(seed & 0xFFFFFFFFFFFFFFFF), lo, hi, _i64(n), out, np.float64(mean), np.float64(std),
-                 _i32(wide)))
+                (*self._stream(seed, offset, rng_state), _i64(n), out, np.float64(mean), np.float64(std), _i32(wide)))
         return out, nb
 
     def dropout(self, seed: int, offset: int, x: Array, p: float, threshold: int,
-                residual: Array | None = None) -> tuple[Array, int] | None:
+                residual: Array | None = None, rng_state: Array | None = None) -> tuple[Array, int] | None:
         """``x`` with elements dropped by the stream of ``seed`` from block ``offset`` (element ``i`` kept when
         word ``i`` is below ``threshold``) and the rest scaled by ``1 / (1 - p)``, plus ``residual`` if given
         (same shape and dtype), in one pass; and the blocks used. None for another dtype or a residual that does
@@ -1465,29 +1466,28 @@ class _StepKernels(_MapKernels):
         y = xp.empty(x.shape, dtype=dt)
         if n == 0:
             return y, nb
-        lo, hi = self._counter(offset)
         mode = (DROP_ADD if residual is not None else 0) | (DROP_VEC if self._aligned(x, r, y) else 0)
         # a thread owns one Philox block (4 elements), or two for a 128-bit pack of 8 halves; the scale is
         # rounded to the dtype, as the NumPy body's mask holds it, and passed in the arithmetic type
         per_thread = max(4, 16 // dt.itemsize)
         self.fn("random.cu", f"dropout_forward<{_TNAME[dt]}>")(
             self.grid((n + per_thread - 1) // per_thread), (THREADS,),
-            (np.uint64(seed & 0xFFFFFFFFFFFFFFFF), lo, hi, _i64(n), x, r, y, np.uint64(threshold),
+            (*self._stream(seed, offset, rng_state), _i64(n), x, r, y, np.uint64(threshold),
              acc_dtype(dt).type(dt.type(1.0 / (1.0 - p))), _i32(mode)))
         return y, nb
 
-    def randint(self, seed: int, offset: int, n: int, low: int, high: int) -> tuple[Array, int]:
+    def randint(self, seed: int, offset: int, n: int, low: int, high: int,
+                rng_state: Array | None = None) -> tuple[Array, int]:
         """``n`` int64 integers in [low, high) and the blocks used."""
         span = high - low
         wide = span > 1 << 32
         nb = (n * (2 if wide else 1) + 3) // 4
         out = self.xp.empty(n, dtype=np.int64)
         if n:
-            lo, hi = self._counter(offset)
             self.fn("random.cu", "randint_forward")(
                 self.grid(n), (THREADS,),
-                (np.uint64(seed & 0xFFFFFFFFFFFFFFFF), lo, hi, _i64(n), out, _i64(low),
-                 np.uint64(span & 0xFFFFFFFFFFFFFFFF), _i32(wide)))
+                (*self._stream(seed, offset, rng_state), _i64(n), out, _i64(low), np.uint64(span & 0xFFFFFFFFFFFFFFFF),
+                 _i32(wide)))
         return out, nb
 
     def embedding_backward(self, out: Array, idx: Array, grad: Array) -> Literal[True] | None:
@@ -1605,7 +1605,8 @@ class _AttentionKernels(_StepKernels):
         fn((max(1, min(work, self.max_blocks)),), (self.ATTN_THREADS,), fn_args, shared_mem=smem)
 
     def _attn_setup(self, q: Array, k: Array, v: Array, mask: Array | None, causal: bool, scale: float,
-                    dropout_p: float, seed: int, offset: int, out: Array) -> dict[str, Any] | None:
+                    dropout_p: float, seed: int, offset: int, out: Array,
+                    rng_state: Array | None) -> dict[str, Any] | None:
         dt = q.dtype
         batch = q.shape[:-2]
         L, D = q.shape[-2:]
@@ -1625,13 +1626,11 @@ class _AttentionKernels(_StepKernels):
             flags |= self._attn_flags["dropout"]
             # element kept when its word w has w * 2^-32 < 1 - p (rand_bernoulli's rule), i.e. w < ceil((1 - p) 2^32)
             keep_below = math.ceil((1.0 - dropout_p) * 4294967296.0)
-        lo, hi = self._counter(offset)
         width = next(w for w in self.ATTN_WIDTHS if max(D, DV) <= w)
         meta = self.meta(tuple(sq + sk + sv + sm), ())
         at = acc_dtype(dt).type
         shape_args = (_i64(B * H), _i32(H), _i32(L), _i32(S), _i32(D), _i32(DV), at(scale), _i32(flags),
-                      np.uint64(seed & 0xFFFFFFFFFFFFFFFF), lo, hi, np.uint64(keep_below),
-                      at(1.0 / (1.0 - dropout_p)))
+                      *self._stream(seed, offset, rng_state), np.uint64(keep_below), at(1.0 / (1.0 - dropout_p)))
         tile = self._attn_tile(dt)
         smem = self._attn_smem(dt, tile, width)
         if max(smem.values()) > self._smem_optin:
@@ -1654,7 +1653,8 @@ class _AttentionKernels(_StepKernels):
                     and 0 < L < 1 << 31 and 0 < S < 1 << 31 and math.prod(batch) > 0)
 
     def attention_forward(self, q: Array, k: Array, v: Array, mask: Array | None, causal: bool, scale: float,
-                          dropout_p: float, seed: int, offset: int) -> tuple[Array, Array] | None:
+                          dropout_p: float, seed: int, offset: int,
+                          rng_state: Array | None = None) -> tuple[Array, Array] | None:
         """(output (*batch, L, DV), per-row log2-sum-exp2 (B·H, L), float32 for the 16-bit types) of
         softmax(q k^T scale + mask) v with dropout; None when the kernels do not cover the call (another dtype, a
         head dim over 128, batch dims that differ between q, k and v, an empty dim)."""
@@ -1662,7 +1662,7 @@ class _AttentionKernels(_StepKernels):
             return None
         dt = q.dtype
         out = self.xp.empty(q.shape[:-1] + v.shape[-1:], dtype=dt)
-        a = self._attn_setup(q, k, v, mask, causal, scale, dropout_p, seed, offset, out)
+        a = self._attn_setup(q, k, v, mask, causal, scale, dropout_p, seed, offset, out, rng_state)
         if a is None:
             return None
         BH, L, tile, width = a["BH"], a["L"], a["tile"], a["width"]
@@ -1673,15 +1673,15 @@ class _AttentionKernels(_StepKernels):
 
     def attention_backward(self, g: Array, q: Array, k: Array, v: Array, out: Array, lse: Array,
                            mask: Array | None, causal: bool, scale: float, dropout_p: float, seed: int,
-                           offset: int) -> tuple[Array, Array, Array] | None:
+                           offset: int, rng_state: Array | None = None) -> tuple[Array, Array, Array] | None:
         """(dq, dk, dv) of ``attention_forward`` from the upstream gradient ``g`` and the forward's output and LSE;
-        the dropout mask is regenerated from (seed, offset)."""
+        the dropout mask is regenerated from (seed, offset) (and the forward's ``rng_state``)."""
         if not self._attn_supported(q, k, v, self.xp) or g.dtype != q.dtype or g.shape != out.shape:
             return None
         xp = self.xp
         dt = q.dtype
         dq = xp.empty(q.shape, dtype=dt)
-        a = self._attn_setup(q, k, v, mask, causal, scale, dropout_p, seed, offset, dq)
+        a = self._attn_setup(q, k, v, mask, causal, scale, dropout_p, seed, offset, dq, rng_state)
         if a is None:
             return None
         BH, L, S, DV, tile, width, t = a["BH"], a["L"], a["S"], a["DV"], a["tile"], a["width"], a["t"]
