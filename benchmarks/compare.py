@@ -11,7 +11,14 @@ Run ``python -m benchmarks.compare [--device cpu|cuda] [--quick] [--threads N]``
 * ``tiny ops``: 100 ops on 1-element tensors forward + backward (``benchmarks.autograd_overhead``): pure
   framework overhead;
 * ``adamw 10M``: one AdamW step over ~10M parameters in 20 tensors (``benchmarks.optim_adamw``);
-* ``gpt inference``: the GPT's forward under ``inference_mode``.
+* ``gpt inference``: the GPT's forward under ``inference_mode``;
+* ``resnet train``: a CIFAR-style ResNet (a 3x3 stem, three stages of basic blocks at 16/32/64 channels, the
+  later two stride 2 with a 1x1 projection shortcut, global average pooling, linear), batch 32 of 32x32 images,
+  SGD with momentum;
+* ``lstm lm train``: a word-level language model step (embedding, a 2-layer ``nn.LSTM``, linear head,
+  cross-entropy over every position), AdamW;
+* ``char transformer train``: a character-level transformer written the way tutorials write it (attention by
+  hand with a causal mask, and GELU's tanh approximation spelled out with ``torch.pow(x, 3.0)``), AdamW.
 
 Method: every case is built once per library from the same code (the two libraries share an API), warmed up,
 then both sides run interleaved (ours, torch, ours, torch, ...) for ``--rounds`` rounds of ``reps`` calls each,
@@ -65,9 +72,15 @@ RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 # full sizes, and the --quick ones (tiny: the smoke test only checks that everything runs and is written)
 SIZES = {
     "full": dict(mlp=(784, 512, 512, 10, 256), gpt=dict(n_layer=2, n_embd=128, n_head=4, T=64, B=8, vocab=256),
-                 cnn=(3, 16, 32, 32, 32, 10), tiny_ops=100, adamw=None),
+                 cnn=(3, 16, 32, 32, 32, 10), tiny_ops=100, adamw=None,
+                 resnet=dict(widths=(16, 32, 64), blocks=1, hw=32, B=32, classes=10),
+                 lstm=dict(vocab=1000, emb=128, hidden=256, layers=2, T=32, B=16),
+                 chartf=dict(vocab=65, n_embd=128, n_head=4, n_layer=2, T=64, B=16)),
     "quick": dict(mlp=(32, 16, 16, 4, 8), gpt=dict(n_layer=1, n_embd=16, n_head=2, T=8, B=2, vocab=16),
-                  cnn=(3, 4, 8, 8, 4, 3), tiny_ops=8, adamw=[(16, 8)] * 2),
+                  cnn=(3, 4, 8, 8, 4, 3), tiny_ops=8, adamw=[(16, 8)] * 2,
+                  resnet=dict(widths=(4, 8, 8), blocks=1, hw=8, B=4, classes=3),
+                  lstm=dict(vocab=16, emb=8, hidden=16, layers=2, T=8, B=2),
+                  chartf=dict(vocab=16, n_embd=16, n_head=2, n_layer=1, T=8, B=2)),
 }
 
 
@@ -286,6 +299,176 @@ def build_adamw(lib, sz, ref):
     return None, optim_adamw._torch(lib.mod, weights, grads, lib.device, fused=True)
 
 
+def _copy_weights(model, lib, ref):
+    if ref is not None:
+        model.load_state_dict(_to_torch_state(ref, lib.mod, lib.device))
+
+
+def resnet(lib, widths, blocks, classes):
+    """A CIFAR-style ResNet from basic blocks (two 3x3 conv + BN, identity or 1x1-conv shortcut), the same code for
+    either library."""
+    nn, F = lib.mod.nn, lib.mod.nn.functional
+
+    class BasicBlock(nn.Module):
+        def __init__(self, c_in, c_out, stride):
+            super().__init__()
+            self.conv1 = nn.Conv2d(c_in, c_out, 3, stride=stride, padding=1, bias=False)
+            self.bn1 = nn.BatchNorm2d(c_out)
+            self.conv2 = nn.Conv2d(c_out, c_out, 3, padding=1, bias=False)
+            self.bn2 = nn.BatchNorm2d(c_out)
+            self.shortcut = nn.Sequential()
+            if stride != 1 or c_in != c_out:
+                self.shortcut = nn.Sequential(nn.Conv2d(c_in, c_out, 1, stride=stride, bias=False),
+                                              nn.BatchNorm2d(c_out))
+
+        def forward(self, x):
+            out = F.relu(self.bn1(self.conv1(x)))
+            out = self.bn2(self.conv2(out))
+            return F.relu(out + self.shortcut(x))
+
+    class ResNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, widths[0], 3, padding=1, bias=False)
+            self.bn1 = nn.BatchNorm2d(widths[0])
+            layers, c_in = [], widths[0]
+            for i, w in enumerate(widths):
+                for j in range(blocks):
+                    layers.append(BasicBlock(c_in, w, 2 if i > 0 and j == 0 else 1))
+                    c_in = w
+            self.layers = nn.Sequential(*layers)
+            self.pool = nn.AdaptiveAvgPool2d(1)
+            self.fc = nn.Linear(c_in, classes)
+
+        def forward(self, x):
+            out = self.layers(F.relu(self.bn1(self.conv1(x))))
+            return self.fc(self.pool(out).flatten(1))
+
+    return ResNet()
+
+
+def build_resnet(lib, sz, ref):
+    r = sz["resnet"]
+    lib.mod.manual_seed(0)
+    model = resnet(lib, r["widths"], r["blocks"], r["classes"]).to(lib.device)
+    _copy_weights(model, lib, ref)
+    rng = np.random.default_rng(3)
+    x = lib.tensor(rng.standard_normal((r["B"], 3, r["hw"], r["hw"]), dtype=np.float32))
+    y = lib.tensor(rng.integers(0, r["classes"], r["B"]))
+    opt = lib.mod.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, fused=True)
+    return model, _train_step(model, opt, lib.mod.nn.functional.cross_entropy, x, y)
+
+
+def lstm_lm(lib, vocab, emb, hidden, layers):
+    """Embedding, a multi-layer LSTM, a linear head over the vocabulary: the same code for either library."""
+    nn = lib.mod.nn
+
+    class LSTMLM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(vocab, emb)
+            self.lstm = nn.LSTM(emb, hidden, num_layers=layers, batch_first=True)
+            self.head = nn.Linear(hidden, vocab)
+
+        def forward(self, idx):
+            out, _ = self.lstm(self.embed(idx))
+            return self.head(out)
+
+    return LSTMLM()
+
+
+def build_lstm(lib, sz, ref):
+    c = sz["lstm"]
+    lib.mod.manual_seed(0)
+    model = lstm_lm(lib, c["vocab"], c["emb"], c["hidden"], c["layers"]).to(lib.device)
+    _copy_weights(model, lib, ref)
+    rng = np.random.default_rng(4)
+    idx = lib.tensor(rng.integers(0, c["vocab"], (c["B"], c["T"])))
+    targets = lib.tensor(rng.integers(0, c["vocab"], (c["B"] * c["T"],)))
+    opt = lib.mod.optim.AdamW(model.parameters(), lr=1e-3, fused=True)
+    F = lib.mod.nn.functional
+
+    def loss_fn(logits, y):
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y)
+    return model, _train_step(model, opt, loss_fn, idx, targets)
+
+
+def char_transformer(lib, vocab, n_embd, n_head, n_layer, block):
+    """A character-level transformer as a tutorial writes it: attention by hand (q k^T / sqrt(d), a causal mask
+    filled with -inf, softmax, times v) and the tanh-GELU spelled out with ``pow``: the same code for either
+    library."""
+    mod = lib.mod
+    nn, F = mod.nn, mod.nn.functional
+
+    def new_gelu(x):
+        return 0.5 * x * (1.0 + mod.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * mod.pow(x, 3.0))))
+
+    class Head(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv = nn.Linear(n_embd, 3 * n_embd)
+            self.proj = nn.Linear(n_embd, n_embd)
+            self.register_buffer("mask", mod.triu(mod.ones(block, block, dtype=mod.bool), diagonal=1))
+
+        def forward(self, x):
+            B, T, C = x.shape
+            hs = C // n_head
+            q, k, v = self.qkv(x).split(C, dim=2)
+            q = q.view(B, T, n_head, hs).transpose(1, 2)
+            k = k.view(B, T, n_head, hs).transpose(1, 2)
+            v = v.view(B, T, n_head, hs).transpose(1, 2)
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))
+            att = att.masked_fill(self.mask[:T, :T], float("-inf"))
+            att = F.softmax(att, dim=-1)
+            y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+            return self.proj(y)
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1 = nn.LayerNorm(n_embd)
+            self.attn = Head()
+            self.ln2 = nn.LayerNorm(n_embd)
+            self.fc = nn.Linear(n_embd, 4 * n_embd)
+            self.out = nn.Linear(4 * n_embd, n_embd)
+
+        def forward(self, x):
+            x = x + self.attn(self.ln1(x))
+            return x + self.out(new_gelu(self.fc(self.ln2(x))))
+
+    class CharTransformer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok = nn.Embedding(vocab, n_embd)
+            self.pos = nn.Embedding(block, n_embd)
+            self.blocks = nn.Sequential(*[Block() for _ in range(n_layer)])
+            self.ln_f = nn.LayerNorm(n_embd)
+            self.head = nn.Linear(n_embd, vocab)
+
+        def forward(self, idx):
+            T = idx.shape[1]
+            x = self.tok(idx) + self.pos(mod.arange(T, device=idx.device))
+            return self.head(self.ln_f(self.blocks(x)))
+
+    return CharTransformer()
+
+
+def build_char_transformer(lib, sz, ref):
+    c = sz["chartf"]
+    lib.mod.manual_seed(0)
+    model = char_transformer(lib, c["vocab"], c["n_embd"], c["n_head"], c["n_layer"], c["T"]).to(lib.device)
+    _copy_weights(model, lib, ref)
+    rng = np.random.default_rng(5)
+    idx = lib.tensor(rng.integers(0, c["vocab"], (c["B"], c["T"])))
+    targets = lib.tensor(rng.integers(0, c["vocab"], (c["B"] * c["T"],)))
+    opt = lib.mod.optim.AdamW(model.parameters(), lr=3e-4, fused=True)
+    F = lib.mod.nn.functional
+
+    def loss_fn(logits, y):
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]), y)
+    return model, _train_step(model, opt, loss_fn, idx, targets)
+
+
 CASES = {
     "mlp train": build_mlp,
     "gpt train": build_gpt_train,
@@ -293,6 +476,9 @@ CASES = {
     "tiny ops": build_tiny_ops,
     "adamw 10M": build_adamw,
     "gpt inference": build_gpt_inference,
+    "resnet train": build_resnet,
+    "lstm lm train": build_lstm,
+    "char transformer train": build_char_transformer,
 }
 
 
@@ -302,6 +488,7 @@ def describe(sz):
     g = sz["gpt"]
     c_in, c1, c2, hw, cb, classes = sz["cnn"]
     shapes = sz["adamw"]
+    r, lm, tf = sz["resnet"], sz["lstm"], sz["chartf"]
     n_adam = sum(int(np.prod(s)) for s in shapes) if shapes else 9_994_240
     gpt = f"{g['n_layer']} layers, width {g['n_embd']}, {g['n_head']} heads, seq {g['T']}, batch {g['B']}, vocab {g['vocab']}"
     return {
@@ -311,6 +498,13 @@ def describe(sz):
         "tiny ops": f"{sz['tiny_ops']} ops on 1-element tensors, forward + backward",
         "adamw 10M": f"AdamW step, {n_adam / 1e6:.2f}M parameters in {len(shapes) if shapes else 20} tensors",
         "gpt inference": f"GPT forward under inference_mode, {gpt}",
+        "resnet train": (f"ResNet, basic blocks x{r['blocks']} per stage at widths {r['widths']}, batch {r['B']} of "
+                         f"{r['hw']}x{r['hw']}, {r['classes']} classes, SGD momentum"),
+        "lstm lm train": (f"LSTM LM: embedding {lm['emb']}, {lm['layers']}-layer LSTM of {lm['hidden']}, vocab "
+                          f"{lm['vocab']}, seq {lm['T']}, batch {lm['B']}, AdamW step"),
+        "char transformer train": (f"char transformer, {tf['n_layer']} layers, width {tf['n_embd']}, {tf['n_head']} "
+                                   f"heads, seq {tf['T']}, batch {tf['B']}, vocab {tf['vocab']}, hand-written "
+                                   "attention and pow-GELU, AdamW step"),
     }
 
 
@@ -324,9 +518,12 @@ def _time(step, reps, lib):
     return (time.perf_counter() - t0) / reps
 
 
-def _reps_for(steps, libs, target_s, quick):
-    """Calls per sample: enough for the slower side to run about ``target_s`` (timer resolution and
-    per-sample noise stop mattering), the same count for both sides."""
+def _reps_for(steps, libs, target_s, quick, reps=None):
+    """Calls per sample: ``reps`` when given, else enough for the slower side to run about ``target_s`` (timer
+    resolution and per-sample noise stop mattering; one call with ``quick``, a smoke run), the same count for both
+    sides."""
+    if reps is not None:
+        return reps
     if quick:
         return 1
     slowest = max(_time(steps[lib.name], 1, lib) for lib in libs)
@@ -342,7 +539,7 @@ def _loss_value(out):
         return None
 
 
-def run_case(name, libs, sz, rounds, warmup, target_s, quick):
+def run_case(name, libs, sz, rounds, warmup, target_s, quick, reps=None):
     steps, first = {}, {}
     ref = None
     for lib in libs:
@@ -357,7 +554,7 @@ def run_case(name, libs, sz, rounds, warmup, target_s, quick):
         for _ in range(warmup):
             step()
         lib.sync()
-    reps = _reps_for(steps, libs, target_s, quick)
+    reps = _reps_for(steps, libs, target_s, quick, reps)
     samples = {lib.name: [] for lib in libs}
     for r in range(rounds):
         # alternate who goes first so that neither side always runs right after the other's allocations
@@ -490,7 +687,8 @@ def run(args):
           f"torch {threads.get('torch', '-')}")
     rows = []
     for name in names:
-        row = run_case(name, libs, sz, rounds, 0 if args.quick else 2, args.target_ms / 1e3, args.quick)
+        row = run_case(name, libs, sz, rounds, 0 if args.quick and args.reps is None else 2, args.target_ms / 1e3,
+                       args.quick, args.reps)
         rows.append(row)
         ratio = f"{row['ratio']:.2f}x" if row["ratio"] else "-"
         torch_ms = f"{row['torch_ms']:9.3f}" if "torch_ms" in row else "        -"
@@ -531,6 +729,9 @@ def main(argv=None):
                    help="BLAS / intra-op threads for both sides (set in the environment before NumPy loads)")
     p.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 15, 2 with --quick)")
     p.add_argument("--target-ms", type=float, default=60.0, help="time per sample; sets the calls per sample")
+    p.add_argument("--reps", type=int, default=None,
+                   help="calls per sample (default: from --target-ms; 1 with --quick). `--quick --reps 50` times the "
+                        "quick sizes properly instead of smoke-testing them")
     p.add_argument("--cases", nargs="*", help=f"a subset of: {', '.join(CASES)}")
     p.add_argument("--out", default=RESULTS, help="results folder (a subfolder per device is made)")
     p.add_argument("--suffix", default="", help="write compare_<suffix>.* instead of compare.*")

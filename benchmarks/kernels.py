@@ -311,6 +311,104 @@ def gpt_gemm(c: Ctx) -> list[Case]:
     ]
 
 
+def _checked(cp, ours, ref, tol, what):
+    """``ours``, comparing its first result with ``ref()``'s (cuBLAS): past a relative error (Frobenius) of
+    ``tol`` it raises, so the case is reported as failed instead of timed."""
+    state = {"checked": False}
+
+    def call():
+        r = ours()
+        if r is not None and not state["checked"]:
+            got, want = r.astype(cp.float32), ref().astype(cp.float32)
+            err = float(cp.linalg.norm((got - want).ravel()) / max(float(cp.linalg.norm(want.ravel())), 1e-30))
+            if not err < tol:
+                raise AssertionError(f"{what}: relative error {err:.2e} against cuBLAS (at most {tol:g} expected)")
+            state["checked"] = True
+        return r
+    return call
+
+
+# relative error against cuBLAS that a tensor-core product may show: tf32 inputs (cuBLAS may round them otherwise),
+# float16 and bfloat16 outputs rounded once
+GEMM_TOL = {"tf32": 2e-3, "float16": 2e-3, "bfloat16": 1e-2}
+
+
+def _gemm_shapes(quick):
+    """(m of the m^3 product, tokens B*T, channels C, hidden 4C) of ``gemm_dtypes``."""
+    return (2048 if quick else 4096), (4096 if quick else 16384), 384, 1536
+
+
+@case
+def gemm_dtypes(c: Ctx) -> list[Case]:
+    """The tensor-core GEMMs (matmul_tc.cu) per type against cuBLAS (through CuPy: TF32 math for tf32, float16
+    and bfloat16 with float32 accumulation) and torch, on 4096^3 and the GPT linear layer's three products at
+    B*T tokens, C = 384 (x @ W.T + b, g @ W, g.T @ x with K = B*T): the issue's goal is bf16 >= 0.7x cuBLAS.
+    float32 without TF32 is the ``matmul`` and ``gpt_gemm`` families. Each product is checked against cuBLAS
+    before it is timed."""
+    import ml_dtypes
+    cp, be, k, torch = c.cp, c.be, c.k, c.torch
+    if not k.tensor_cores:
+        raise RuntimeError("this GPU has no mma.sync tensor cores (sm_80+): matmul_tc.cu does not run here")
+    m, bt, ch, h = _gemm_shapes(c.quick)
+    rng = cp.random.default_rng(2)
+    f32 = {"A": rng.standard_normal((m, m), dtype=cp.float32), "B": rng.standard_normal((m, m), dtype=cp.float32),
+           "x": rng.standard_normal((bt, ch), dtype=cp.float32), "w": rng.standard_normal((h, ch), dtype=cp.float32),
+           "b": rng.standard_normal(h, dtype=cp.float32), "g": rng.standard_normal((bt, h), dtype=cp.float32)}
+    out = []
+    for name, dt in (("tf32", cp.float32), ("float16", cp.float16), ("bfloat16", ml_dtypes.bfloat16)):
+        tf32 = name == "tf32"
+        try:
+            v = {key: a.astype(dt) for key, a in f32.items()}
+        except (TypeError, ValueError) as e:
+            def unsupported(e=e):
+                raise RuntimeError(f"the array library has no {name} arrays: {e}")
+            out.append(Case(f"gemm {name}", 1.0, "FLOP", unsupported))
+            continue
+        tdt = {"tf32": "float32"}.get(name, name)
+        t = {key: torch.as_tensor(a, device="cuda").to(getattr(torch, tdt)) for key, a in f32.items()} if torch else {}
+
+        def blas(fn, bias, tf32=tf32):
+            # cuBLAS through CuPy (for tf32 with TF32 tensor-op math, as allow_tf32 gives it), then the bias
+            def run():
+                r = be._matmul_tf32(*fn()) if tf32 else cp.matmul(*fn())
+                return r if bias is None else r + bias
+            return run
+
+        def torch_fn(fn, tf32=tf32):
+            if not torch:
+                return None
+
+            def run():
+                prev = torch.backends.cuda.matmul.allow_tf32
+                torch.backends.cuda.matmul.allow_tf32 = tf32
+                try:
+                    return fn()
+                finally:
+                    torch.backends.cuda.matmul.allow_tf32 = prev
+            return run
+
+        products = [
+            (f"gemm {name} {m}^3", 2 * m ** 3, lambda v=v: (v["A"], v["B"]), None,
+             lambda t=t: t["A"] @ t["B"]),
+            (f"gemm {name} x@W.T+b {bt}x{ch}->{h}", 2 * bt * ch * h, lambda v=v: (v["x"], v["w"].T), "b",
+             lambda t=t: torch.nn.functional.linear(t["x"], t["w"], t["b"])),
+            (f"gemm {name} g@W {bt}x{h}->{ch}", 2 * bt * ch * h, lambda v=v: (v["g"], v["w"]), None,
+             lambda t=t: t["g"] @ t["w"]),
+            (f"gemm {name} g.T@x K={bt} {h}x{ch}", 2 * bt * ch * h, lambda v=v: (v["g"].T, v["x"]), None,
+             lambda t=t: t["g"].T @ t["x"]),
+        ]
+        for label, flops, operands, bias_key, torch_op in products:
+            bias = v[bias_key] if bias_key else None
+
+            def ours(operands=operands, bias=bias):
+                return k.matmul(*operands(), bias, tf32=True)
+
+            ref = blas(operands, bias)
+            out.append(Case(label, flops, "FLOP", _checked(cp, ours, ref, GEMM_TOL[name], label), ref,
+                            torch_fn(torch_op), bytes=None))
+    return out
+
+
 @case
 def optim(c: Ctx) -> list[Case]:
     """Fused AdamW over ~10M parameters in 20 tensors (28 bytes per parameter: p, g, m, v read, p, m, v written)

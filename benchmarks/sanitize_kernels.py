@@ -4,8 +4,8 @@ workload ``compute-sanitizer`` (memcheck, racecheck) runs over in ``python -m be
 The test suite is too slow for the sanitizer (about 50x slower under it) and has few ``cuda``-parametrised
 kernel tests; this script is seconds long on a GPU and covers each kernel file's entry points: odd sizes (tails
 of the 128-bit paths), a 4-byte offset that breaks 16-byte alignment, transposed and broadcast operands, rows
-below and above the warp-per-row limit, batched GEMM with misaligned batch offsets, all five fused optimizers,
-the LSTM and GRU cells forward and backward.
+below and above the warp-per-row limit, batched GEMM with misaligned batch offsets, the tensor-core GEMMs of every
+type and layout, all five fused optimizers, the LSTM and GRU cells forward and backward.
 
 ``python -m benchmarks.sanitize_kernels`` runs on the GPU (says so and exits 0 without one); ``--sim`` runs the
 same launches on the CPU simulator (the test suite checks the script that way). Exit 1 if a check fails.
@@ -18,12 +18,16 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from minitorch_gpu.backends import get_backend
 from minitorch_gpu.backends._random import dropout_threshold
 
-F32, F64 = np.float32, np.float64
+F32, F64, F16, BF16 = np.float32, np.float64, np.float16, ml_dtypes.bfloat16
+# the 16-bit types: the kernels compute in float32 and round once per stored value
+HALVES = (F16, BF16)
+HALF_TOL = {F16: 4e-3, BF16: 3e-2}
 
 
 def checks(be: Any) -> list[tuple[str, Callable[[], None]]]:
@@ -37,22 +41,36 @@ def checks(be: Any) -> list[tuple[str, Callable[[], None]]]:
         return be.asarray(np.ascontiguousarray(a))
 
     def close(got: Any, want: np.ndarray, tol: float = 1e-4) -> None:
-        np.testing.assert_allclose(host(got), want, rtol=tol, atol=tol)
+        got = host(got)
+        if got.dtype in HALVES:
+            # one rounding of the result to 16 bits (of inputs already in the type), on top of the float tolerance
+            got, tol = got.astype(F32), max(tol, HALF_TOL[got.dtype.type])
+        np.testing.assert_allclose(got, np.asarray(want, F32 if want.dtype in HALVES else want.dtype), rtol=tol,
+                                   atol=tol)
+
+    def wide(a: np.ndarray) -> np.ndarray:
+        """The host reference's operand: a 16-bit array widened to float32 (its values exactly)."""
+        return a.astype(F32) if a.dtype in HALVES else a
 
     def misaligned(n: int, dt: Any = F32) -> tuple[Any, np.ndarray]:
         base = rng.standard_normal(n + 1).astype(dt)
         return dev(base)[1:], base[1:]
 
     def elementwise() -> None:
-        for dt in (F32, F64):
+        for dt in (F32, F64, *HALVES):
             for n in (1, 33, 1027):
                 x, hx = misaligned(n, dt)
+                hx = wide(hx)
                 y = dev(rng.standard_normal(n).astype(dt))
+                hy = wide(host(y))
                 close(k.unary("exp", x), np.exp(hx), 1e-5)
-                close(k.binary("mul", x, y), hx * host(y))
+                close(k.binary("mul", x, y), hx * hy)
                 close(k.binary("add", x, 2.5), hx + 2.5)
-                assert (host(k.binary("lt", x, y)) == (hx < host(y))).all()
+                assert (host(k.binary("lt", x, y)) == (hx < hy)).all()
                 assert (host(k.unary("isnan", x)) == np.isnan(hx)).all()
+            if dt in HALVES:
+                _rows_and_strides(dt)
+                continue
             a = rng.standard_normal((37, 29)).astype(dt)
             da = dev(a)
             col = dev(a[:, :1])
@@ -76,27 +94,42 @@ def checks(be: Any) -> list[tuple[str, Callable[[], None]]]:
             k.ternary("lerp", out, da, 0.25, out=out)
             close(out, c0 + 0.25 * (a - c0))
 
+    def _rows_and_strides(dt: Any) -> None:
+        # the 16-bit forms of the strided, row and ternary maps
+        a = rng.standard_normal((37, 29)).astype(dt)
+        da, wa = dev(a), wide(a)
+        close(k.binary("sub", da.T, da.T[:, :1]), wa.T - wa.T[:, :1])
+        close(k.binary("add", da, dev(a[:, :1])), wa + wa[:, :1])
+        close(k.unary("neg", da[:, ::2]), -wa[:, ::2])
+        close(k.unary("neg", da[1:, 3:]), -wa[1:, 3:])
+        close(k.ternary("clamp", da.T, -0.5, 0.5), np.clip(wa.T, -0.5, 0.5))
+        close(k.where(dev(a > 0), da, 0.0), np.where(wa > 0, wa, 0.0))
+
     def softmax() -> None:
-        for dt, cols in ((F32, 1), (F32, 31), (F32, 1025), (F32, 6000), (F64, 1500), (F64, 33), (F64, 5000)):
+        for dt, cols in ((F32, 1), (F32, 31), (F32, 1025), (F32, 6000), (F64, 1500), (F64, 33), (F64, 5000),
+                         (F16, 31), (F16, 3000), (BF16, 5), (BF16, 6000)):
             x = rng.standard_normal((7, cols)).astype(dt)
-            e = np.exp(x - x.max(1, keepdims=True))
+            e = np.exp(wide(x) - wide(x).max(1, keepdims=True))
             want = e / e.sum(1, keepdims=True)
             y = k.softmax(dev(x), False, 1)
             close(y, want)
             close(k.softmax(dev(x), True, 1), np.log(want), 1e-4)
             g = rng.standard_normal(x.shape).astype(dt)
-            close(k.softmax_backward(y, dev(g), False, 1), want * (g - (g * want).sum(1, keepdims=True)), 1e-4)
+            yw, gw = wide(host(y)), wide(g)
+            close(k.softmax_backward(y, dev(g), False, 1), yw * (gw - (gw * yw).sum(1, keepdims=True)), 1e-4)
         xt = rng.standard_normal((40, 9)).astype(F32)
         k.softmax(dev(xt).T, False, 1)  # a transposed input: the launcher copies it first
 
     def cross_entropy() -> None:
-        for dt, rows, C in ((F32, 1, 3), (F32, 17, 97), (F32, 3, 5000), (F64, 5, 1300), (F64, 9, 96)):
+        for dt, rows, C in ((F32, 1, 3), (F32, 17, 97), (F32, 3, 5000), (F64, 5, 1300), (F64, 9, 96),
+                            (F16, 17, 97), (F16, 3, 5000), (BF16, 9, 96), (BF16, 2, 3000)):
             x = rng.standard_normal((rows, C)).astype(dt)
             t = rng.integers(0, C, rows).astype(np.int64)
             t[0] = -100
             loss, wsum, lse = k.cross_entropy(dev(x), dev(t), None, -100, 0.1)
-            m = x.max(1)
-            ref_lse = np.log(np.exp(x - m[:, None]).sum(1))
+            xw = wide(x)
+            m = xw.max(1)
+            ref_lse = np.log(np.exp(xw - m[:, None]).sum(1))
             close(lse, ref_lse, 1e-4)
             d = k.cross_entropy_backward(dev(x), dev(t), None, lse, dev(np.ones(1, dt)), 1.0 / rows, -100, 0.1)
             assert host(d).shape == x.shape and np.isfinite(host(d)).all()
@@ -110,18 +143,22 @@ def checks(be: Any) -> list[tuple[str, Callable[[], None]]]:
 
     def layer_norm() -> None:
         for dt, rows, N in ((F32, 1, 1), (F32, 13, 33), (F32, 5, 2000), (F32, 3, 9000), (F64, 3, 1029),
-                            (F64, 4, 40), (F64, 2, 9000)):
+                            (F64, 4, 40), (F64, 2, 9000), (F16, 13, 33), (F16, 2, 9000), (BF16, 3, 40),
+                            (BF16, 2, 9000)):
             x = rng.standard_normal((rows, N)).astype(dt)
             w = rng.standard_normal(N).astype(dt)
             b = rng.standard_normal(N).astype(dt)
             y, mean, rstd = k.layer_norm(dev(x), dev(w), dev(b), 1e-5)
-            mu = x.mean(1, keepdims=True)
-            r = 1 / np.sqrt(x.var(1, keepdims=True) + 1e-5)
-            close(y, (x - mu) * r * w + b, 1e-3)
+            xw, ww, bw = wide(x), wide(w), wide(b)
+            mu = xw.mean(1, keepdims=True)
+            r = 1 / np.sqrt(xw.var(1, keepdims=True) + 1e-5)
+            close(y, (xw - mu) * r * ww + bw, 1e-3)
             dy = rng.standard_normal(x.shape).astype(dt)
             dx, dw, db = k.layer_norm_backward(dev(dy), dev(x), dev(w), mean, rstd, True, True)
-            close(db, dy.sum(0), 1e-3)
-            close(dw, (dy * (x - mu) * r).sum(0), 1e-3)
+            dyw = wide(dy)
+            # summed over rows: a 16-bit result of a sum of up to 13 terms
+            close(db, dyw.sum(0), 1e-3 * rows)
+            close(dw, (dyw * (xw - mu) * r).sum(0), 1e-3 * rows)
             assert np.isfinite(host(dx)).all()
 
     def matmul() -> None:
@@ -157,6 +194,49 @@ def checks(be: Any) -> list[tuple[str, Callable[[], None]]]:
         a3 = dev(big)[:, :32].reshape(3, 4, 8)
         b3 = rng.standard_normal((8, 5)).astype(F32)
         close(k.matmul(a3, dev(b3)), big[:, :32].reshape(3, 4, 8) @ b3, 1e-3)
+
+    def matmul_tc() -> None:
+        # every tensor-core entry point: three types x two tiles x four shared layouts (each operand k- or
+        # m/n-contiguous), odd sizes, the bias epilogue, a misaligned view (element-wise copies), and split-K with
+        # its reduction (the plan as on an H100)
+        if not k.tensor_cores:
+            return  # a GPU before sm_80: the built-ins serve these products
+        from minitorch_gpu.backends.cuda.launch import TC_KERNELS
+        types: list[Any] = [np.float16, F32]
+        try:
+            import ml_dtypes
+            be.asarray(np.zeros(1, ml_dtypes.bfloat16))
+            types.append(ml_dtypes.bfloat16)
+        except (ImportError, TypeError, ValueError):
+            pass  # an array library without bfloat16 (CuPy before 14)
+
+        def product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+            return a.astype(F64) @ b.astype(F64)
+
+        for dt in types:
+            tol = 1e-2 if dt == F32 else 3e-2  # tf32 inputs; 16-bit outputs
+            M, K, N = 67, 40, 130
+            a = rng.standard_normal((M, K)).astype(dt)
+            b = rng.standard_normal((K, N)).astype(dt)
+            bias = rng.standard_normal(N).astype(dt)
+            want = product(a, b)
+            for tile in TC_KERNELS:
+                for da in (dev(a), dev(a.T.copy()).T):
+                    for db in (dev(b), dev(b.T.copy()).T):
+                        close(k.matmul(da, db, tf32=True, tc_tile=tile).astype(F64), want, tol)
+                close(k.matmul(dev(a), dev(b), dev(bias), tf32=True, tc_tile=tile).astype(F64),
+                      want + bias.astype(F64), tol)
+            x, hx = misaligned(M * K, dt)
+            close(k.matmul(x.reshape(M, K), dev(b), tf32=True).astype(F64), product(hx.reshape(M, K), b), tol)
+            sms = k.sms
+            try:
+                k.sms = 132
+                g = rng.standard_normal((2048, 40)).astype(dt)
+                # g.T @ g over K = 2048 (sums of size ~45): one 64 x 64 tile, K split in four
+                close(k.matmul(dev(g).T, dev(g), dev(bias[:40]), tf32=True).astype(F64),
+                      product(g.T, g) + bias[:40].astype(F64), 0.25)
+            finally:
+                k.sms = sms
 
     def optimizers() -> None:
         shapes = [(1,), (33,), (70001,)]
@@ -282,7 +362,7 @@ def checks(be: Any) -> list[tuple[str, Callable[[], None]]]:
                         close(g_, w_, tol)
 
     return [("elementwise.cu", elementwise), ("softmax.cu", softmax), ("cross_entropy.cu", cross_entropy),
-            ("layernorm.cu", layer_norm), ("matmul.cu", matmul), ("optim.cu", optimizers),
+            ("layernorm.cu", layer_norm), ("matmul.cu", matmul), ("matmul_tc.cu", matmul_tc), ("optim.cu", optimizers),
             ("multi_tensor.cu", multi_tensor),
             ("attention.cu", attention), ("random.cu", random),
             ("embedding.cu", embedding), ("rnn.cu", rnn)]

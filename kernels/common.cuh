@@ -11,6 +11,8 @@
 //   - Packed128<T>: 128-bit loads and stores for the contiguous fast paths
 //   - asynchronous global -> shared copies (cp.async on sm_80+, plain copies elsewhere)
 //   - warp and block reductions (sum, max), for blocks whose size is a multiple of 32
+//   - float16 / bfloat16 / tf32 as bits and their conversions; tensor-core fragment operations (mma.sync,
+//     ldmatrix) on sm_80+ and on the simulator
 #ifndef MT_COMMON_CUH
 #define MT_COMMON_CUH
 
@@ -21,6 +23,7 @@
 typedef long long i64;
 typedef unsigned long long u64;
 typedef unsigned int u32;
+typedef unsigned short u16;
 typedef unsigned char u8;
 
 #define MT_MAX_DIMS 8
@@ -241,6 +244,113 @@ template <int N> __device__ __forceinline__ void mt_cp_async_wait_group() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 #endif
 }
+
+// ------------------------------------------------------------------------------ 16-bit floats and tensor cores
+// float16 and bfloat16 travel as their bits (u16) through these helpers: the tensor cores take them packed two
+// to a 32-bit register, and the only arithmetic a GEMM does on them outside the mma is the conversion of a
+// bias and of the result, so the tensor-core kernels never need __half / __nv_bfloat16 values. Conversions
+// round to nearest even as the PTX cvt instructions do; the simulator's are bit-exact software, so a result
+// computed there has the GPU's bits wherever the order of the sums does not matter. Everything here exists
+// where MT_TENSOR_CORES is defined (sm_80+ and the simulator).
+// NOTE: inline PTX here, like cp.async above: mma.sync and ldmatrix reach NVRTC only through PTX or <mma.h>
+// (whose fragments hide the layout the copies below are written for).
+#if !defined(__CUDA_SIM__) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define MT_SM80_PTX 1
+#endif
+#if defined(MT_SM80_PTX) || defined(__CUDA_SIM__)
+#define MT_TENSOR_CORES 1
+#endif
+
+#if defined(__CUDA_SIM__)
+// the simulator's conversions are include/cuda_fp16.h's exact routines (cuda_sim::fp, see cuda_sim.h)
+__device__ __forceinline__ float mt_f16_to_float(u16 h) { return cuda_sim::fp::half_to_float(h); }
+__device__ __forceinline__ u16 mt_float_to_f16(float x) { return cuda_sim::fp::from_float<5, 10>(x, cuda_sim::fp::RN); }
+__device__ __forceinline__ float mt_bf16_to_float(u16 h) { return cuda_sim::fp::bf16_to_float(h); }
+__device__ __forceinline__ u16 mt_float_to_bf16(float x) { return cuda_sim::fp::from_float<8, 7>(x, cuda_sim::fp::RN); }
+#elif defined(MT_SM80_PTX)
+__device__ __forceinline__ float mt_f16_to_float(u16 h) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;\n" : "=f"(f) : "h"(h));
+    return f;
+}
+__device__ __forceinline__ u16 mt_float_to_f16(float x) {
+    u16 r;
+    asm("cvt.rn.f16.f32 %0, %1;\n" : "=h"(r) : "f"(x));
+    return r;
+}
+__device__ __forceinline__ float mt_bf16_to_float(u16 h) { return __uint_as_float((u32)h << 16); }
+__device__ __forceinline__ u16 mt_float_to_bf16(float x) {
+    u16 r;
+    asm("cvt.rn.bf16.f32 %0, %1;\n" : "=h"(r) : "f"(x));
+    return r;
+}
+#endif
+
+#if defined(__CUDA_SIM__)
+// float32 -> tf32 (cvt.rna.tf32.f32: 10 mantissa bits, ties away from zero), the operand form of the tf32 mma
+__device__ __forceinline__ u32 mt_tf32(float x) { return cuda_sim::float_to_tf32(x); }
+
+// D += A (16 x 8 tf32, row) * B (8 x 8, col) in float; fragments in the PTX ISA's layout for m16n8k8
+__device__ __forceinline__ void mt_mma_tf32_m16n8k8(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2],
+                                                    int line = __builtin_LINE(), const char* file = __builtin_FILE()) {
+    cs_mma<CS_MMA_TF32>(d, a, b, line, file);
+}
+// D += A (16 x 16, row) * B (16 x 8, col), float16 or bfloat16 pairs per register, float accumulation
+__device__ __forceinline__ void mt_mma_f16_m16n8k16(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2],
+                                                    int line = __builtin_LINE(), const char* file = __builtin_FILE()) {
+    cs_mma<CS_MMA_F16>(d, a, b, line, file);
+}
+__device__ __forceinline__ void mt_mma_bf16_m16n8k16(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2],
+                                                     int line = __builtin_LINE(), const char* file = __builtin_FILE()) {
+    cs_mma<CS_MMA_BF16>(d, a, b, line, file);
+}
+// four 8 x 8 matrices of 16-bit elements from shared memory: lane l gives row l % 8 of matrix l / 8 (16 bytes,
+// 16-byte aligned); register j receives matrix j's (g, 2t..2t+1), or with _trans (2t..2t+1, g)
+__device__ __forceinline__ void mt_ldmatrix_x4(u32 (&r)[4], const void* smem, int line = __builtin_LINE(),
+                                               const char* file = __builtin_FILE()) {
+    cs_ldmatrix<4, false>(r, smem, line, file);
+}
+__device__ __forceinline__ void mt_ldmatrix_x4_trans(u32 (&r)[4], const void* smem, int line = __builtin_LINE(),
+                                                     const char* file = __builtin_FILE()) {
+    cs_ldmatrix<4, true>(r, smem, line, file);
+}
+#elif defined(MT_SM80_PTX)
+__device__ __forceinline__ u32 mt_tf32(float x) {
+    u32 r;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+    return r;
+}
+__device__ __forceinline__ void mt_mma_tf32_m16n8k8(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2]) {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+__device__ __forceinline__ void mt_mma_f16_m16n8k16(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2]) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+__device__ __forceinline__ void mt_mma_bf16_m16n8k16(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2]) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+__device__ __forceinline__ void mt_ldmatrix_x4(u32 (&r)[4], const void* smem) {
+    unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(s));
+}
+__device__ __forceinline__ void mt_ldmatrix_x4_trans(u32 (&r)[4], const void* smem) {
+    unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(s));
+}
+#endif
 
 // ------------------------------------------------------------------------------------------ reductions
 struct SumOp {

@@ -15,6 +15,7 @@ from . import autograd  # backward, grad_fn edges
 from . import ops  # every op method
 from ._tensor_str import get_printoptions, printoptions, set_printoptions  # __repr__
 from . import cuda
+from .backends.cuda import get_float32_matmul_precision, set_float32_matmul_precision  # TF32 on CUDA
 from . import accelerator  # noqa: E402
 from .autograd import enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, \
     set_grad_enabled  # noqa: E402

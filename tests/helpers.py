@@ -72,3 +72,20 @@ def grads_like_torch(fn_ours, fn_torch, arrays, device, torch, rng, tol=1e-12):
     for x, t in zip(xs, ts):
         assert_close(x.grad, t.grad.numpy(), rtol=tol, atol=tol)
     return ym
+
+
+STORED_DTYPES = [mt.float32, mt.float64, mt.float16, mt.bfloat16, mt.int64, mt.int32, mt.int16, mt.int8, mt.uint8,
+                 mt.bool]
+"""Every dtype a checkpoint stores (the save/load round-trip tests walk them)."""
+
+
+def sample_tensor(dtype, shape, device, seed=0):
+    """A tensor of ``dtype`` and ``shape`` with values of its kind: random bools, normals, or integers in [0, 100)."""
+    rng = np.random.default_rng(seed)
+    if dtype is mt.bool:
+        a = rng.random(shape) > 0.5
+    elif dtype.is_floating_point:
+        a = rng.standard_normal(shape).astype(np.float32)
+    else:
+        a = rng.integers(0, 100, shape)
+    return mt.tensor(a, device=device).to(dtype)

@@ -17,7 +17,7 @@ import safetensors
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import minitorch_gpu as mt
-from helpers import assert_close, to_np
+from helpers import STORED_DTYPES, assert_close, sample_tensor, to_np
 from minitorch_gpu.serialization import CheckpointError, save_safetensors
 
 
@@ -56,28 +56,15 @@ def _load_bytes(data, **kw):
 
 # -------------------------------------------------------------------------------------------- round trips
 
-DTYPES = [mt.float32, mt.float64, mt.float16, mt.bfloat16, mt.int64, mt.int32, mt.int16, mt.int8, mt.uint8,
-          mt.bool]
 
 
-def _sample(dtype, shape, device, seed=0):
-    rng = np.random.default_rng(seed)
-    if dtype is mt.bool:
-        a = rng.random(shape) > 0.5
-    elif dtype.is_floating_point:
-        a = rng.standard_normal(shape).astype(np.float32)
-    else:
-        a = rng.integers(0, 100, shape)
-    return mt.tensor(a, device=device).to(dtype)
-
-
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("dtype", STORED_DTYPES, ids=str)
 @pytest.mark.parametrize("shape", [(3, 4), (), (0,), (2, 0, 3), (1, 1, 5)])
 def test_tensor_roundtrip(dtype, shape, device):
     from minitorch_gpu.backends import get_backend
     if not get_backend(device).supports(dtype):
         pytest.skip(f"{dtype} is not supported on {device}")
-    t = _sample(dtype, shape, device)
+    t = sample_tensor(dtype, shape, device)
     _same_tensor(_roundtrip(t), t)
 
 

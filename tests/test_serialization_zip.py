@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import minitorch_gpu as mt
-from helpers import assert_close, to_np
+from helpers import STORED_DTYPES, assert_close, sample_tensor, to_np
 from minitorch_gpu.serialization import TypedStorage
 
 
@@ -47,27 +47,13 @@ def _like_torch(ours, theirs):
 FORMATS = [{}, {"_use_new_zipfile_serialization": False}]
 FORMAT_IDS = ["zip", "legacy"]
 
-DTYPES = [mt.float32, mt.float64, mt.float16, mt.bfloat16, mt.int64, mt.int32, mt.int16, mt.int8, mt.uint8,
-          mt.bool]
-
-
-def _sample(dtype, shape, device, seed=0):
-    rng = np.random.default_rng(seed)
-    if dtype is mt.bool:
-        a = rng.random(shape) > 0.5
-    elif dtype.is_floating_point:
-        a = rng.standard_normal(shape).astype(np.float32)
-    else:
-        a = rng.integers(0, 100, shape)
-    return mt.tensor(a, device=device).to(dtype)
-
 
 # -------------------------------------------------------------------------------------------- round trips
 
 @pytest.mark.parametrize("fmt", FORMATS, ids=FORMAT_IDS)
 def test_tensors_of_every_dtype_roundtrip(device, fmt):
     from minitorch_gpu.backends import get_backend
-    tensors = {dt.name: _sample(dt, (3, 4), device) for dt in DTYPES if get_backend(device).supports(dt)}
+    tensors = {dt.name: sample_tensor(dt, (3, 4), device) for dt in STORED_DTYPES if get_backend(device).supports(dt)}
     tensors["scalar"] = mt.tensor(2.5, device=device)
     tensors["empty"] = mt.zeros(0, 3, device=device)
     out = _roundtrip(tensors, fmt)
@@ -238,7 +224,7 @@ def test_trainer_checkpoint_resumes_exactly(tmp_path, device):
 def _torch_kinds(device):
     base = mt.arange(12, dtype=mt.float32, device=device).reshape(3, 4)
     from minitorch_gpu.backends import get_backend
-    obj = {dt.name: _sample(dt, (2, 3), device) for dt in DTYPES if get_backend(device).supports(dt)}
+    obj = {dt.name: sample_tensor(dt, (2, 3), device) for dt in STORED_DTYPES if get_backend(device).supports(dt)}
     obj.update({"base": base, "row": base[1], "t": base.t(), "every_other": base[:, ::2],
                 "rg": mt.randn(3, device=device, requires_grad=True),
                 "param": mt.nn.Parameter(mt.randn(2, device=device)),

@@ -181,6 +181,10 @@ class ElementwiseMixin(PrimitiveHost):
     def clamp(self, x: Array, lo: Operand | None, hi: Operand | None) -> Array:
         """min(max(x, lo), hi): NaN propagates from x and from the bounds, and lo > hi gives hi (PyTorch)."""
         xp = self.xp
+        if lo is not None and hi is not None and x.dtype.kind in "fiu":
+            # the same two selects, in one pass without a temporary (ml_dtypes' bfloat16, kind "V", has no clip
+            # loop: NumPy would compute it in float32)
+            return xp.asarray(xp.clip(x, lo, hi))
         if lo is not None:
             x = xp.maximum(x, lo)
         if hi is not None:
@@ -229,7 +233,31 @@ class ElementwiseMixin(PrimitiveHost):
 
     @_lift_0d
     def _frac(self, x: Array, out: Array | None = None) -> Array:
-        return self.xp.subtract(x, self.xp.trunc(x), out=out)
+        # x - trunc(x) into trunc's own buffer: one temporary fewer
+        r = self.xp.trunc(x)
+        self.xp.subtract(x, r, out=r)
+        return _copy_to(self.xp, out, r)
+
+    def _scaled(self, x: Array, factor: float, out: Array | None, ufunc: str) -> Array:
+        """x times a constant (degrees <-> radians): a SIMD multiply where NumPy's own ufunc has a scalar loop;
+        2-byte floats keep NumPy's ufunc, which computes them in float32 before rounding."""
+        if x.dtype.kind == "f" and x.dtype.itemsize >= 4:
+            return self.xp.multiply(x, x.dtype.type(factor), out=out)
+        fn = getattr(self.xp, ufunc)
+        return fn(x) if out is None else fn(x, out=out)
+
+    def _deg2rad(self, x: Array, out: Array | None = None) -> Array:
+        return self._scaled(x, math.pi / 180, out, "deg2rad")
+
+    def _rad2deg(self, x: Array, out: Array | None = None) -> Array:
+        return self._scaled(x, 180 / math.pi, out, "rad2deg")
+
+    def _logical_not(self, x: Array, out: Array | None = None) -> Array:
+        # x == 0 is the same predicate (NaN is true, so not-NaN is false) with NumPy's SIMD comparison loop
+        xp = self.xp
+        if x.dtype.kind in "fiu":
+            return xp.equal(x, 0) if out is None else xp.equal(x, 0, out=out)
+        return xp.logical_not(x) if out is None else xp.logical_not(x, out=out)
 
     def _relu(self, x: Array, out: Array | None = None) -> Array:
         # clip and maximum keep NaN, like PyTorch's relu. NOTE: NumPy's maximum against a scalar has no SIMD
@@ -340,22 +368,13 @@ class ElementwiseMixin(PrimitiveHost):
     @_lift_0d
     def gelu(self, x: Array, approximate: str = "none") -> Array:
         """x * Phi(x) (``approximate='none'``) or its tanh approximation, in x's dtype."""
-        xp = self.xp
         dt = x.dtype
         low = dt.itemsize == 2
         if low:
             x = x.astype(np.float32)
-        one = x.dtype.type(1)
         if approximate == "tanh":
-            inner = x * x
-            inner *= x.dtype.type(_GELU_TANH_KAPPA)
-            inner += one
-            inner *= x
-            inner *= x.dtype.type(_GELU_TANH_BETA)
-            t = xp.tanh(inner, out=inner)
-            t += one
+            t = self._gelu_tanh_gate(x)[0]
             t *= x
-            t *= x.dtype.type(0.5)
         else:
             t = self._gelu_cdf(x)
             t *= x
@@ -370,29 +389,19 @@ class ElementwiseMixin(PrimitiveHost):
         if low:
             x = x.astype(np.float32)
             g = g.astype(np.float32)
-        one = x.dtype.type(1)
-        half = x.dtype.type(0.5)
         if approximate == "tanh":
-            beta = x.dtype.type(_GELU_TANH_BETA)
-            kappa = x.dtype.type(_GELU_TANH_KAPPA)
-            x_sq = x * x
-            inner = x_sq * kappa
-            inner += one
-            inner *= x
-            inner *= beta
-            th = xp.tanh(inner, out=inner)
-            left_d = th + one
-            left_d *= half
-            # right derivative: 0.5 x (1 - tanh^2) beta (1 + 3 kappa x^2)
-            th *= th
-            xp.subtract(one, th, out=th)
-            x_sq *= x.dtype.type(3 * _GELU_TANH_KAPPA)
-            x_sq += one
-            th *= x_sq
-            th *= x
-            th *= x.dtype.type(0.5 * _GELU_TANH_BETA)
-            left_d += th
-            r = left_d
+            # d/dx x s(u) = s + x 2 s (1 - s) u', u' = beta (1 + 3 kappa x^2), with 1 - s = e s
+            s, d = self._gelu_tanh_gate(x)
+            d *= s
+            d *= s
+            du = x * x
+            du *= x.dtype.type(3 * _GELU_TANH_KAPPA)
+            du += x.dtype.type(1)
+            d *= du
+            d *= x
+            d *= x.dtype.type(2 * _GELU_TANH_BETA)
+            d += s
+            r = d
         else:
             cdf = self._gelu_cdf(x)
             pdf = x * x
@@ -404,6 +413,18 @@ class ElementwiseMixin(PrimitiveHost):
             r = cdf
         r *= g
         return r.astype(dt) if low else r
+
+    def silu(self, x: Array) -> Array:
+        """x * sigmoid(x)."""
+        return self.binary("mul", x, self.unary("sigmoid", x))
+
+    def sigmoid_backward(self, g: Array, y: Array) -> Array:
+        """g * y (1 - y): the gradient of sigmoid from its output ``y`` (``g`` already in y's dtype)."""
+        return self.binary("mul", g, self.binary("mul", y, self.binary("sub", 1.0, y)))
+
+    def tanh_backward(self, g: Array, y: Array) -> Array:
+        """g * (1 - y^2): the gradient of tanh from its output ``y`` (``g`` already in y's dtype)."""
+        return self.binary("mul", g, self.binary("sub", 1.0, self.binary("mul", y, y)))
 
     @_lift_0d
     def softplus(self, x: Array, beta: float = 1.0, threshold: float = 20.0) -> Array:
@@ -421,6 +442,22 @@ class ElementwiseMixin(PrimitiveHost):
             xb /= xc.dtype.type(beta)
         r = xp.where(lin, xc, xb)
         return r.astype(dt) if low else r
+
+    def _gelu_tanh_gate(self, x: Array) -> tuple[Array, Array]:
+        """(s, e): s = (1 + tanh(u)) / 2 = 1 / (1 + e), e = exp(-2u), u = beta (x + kappa x^3); tanh-gelu is x s. As
+        a sigmoid it keeps full relative accuracy where tanh(u) is near -1 (1 + tanh there cancels to an ulp of 1,
+        or to 0), so the gradient for large negative x is as small as it should be; and 1 - s = e s needs no
+        subtraction either. The exponent is clamped below overflow (as sigmoid's), so e stays finite."""
+        xp = self.xp
+        e = x * x
+        e *= x.dtype.type(_GELU_TANH_KAPPA)
+        e += x.dtype.type(1)
+        e *= x
+        e *= x.dtype.type(-2 * _GELU_TANH_BETA)
+        xp.minimum(e, _exp_limit(e.dtype), out=e)
+        xp.exp(e, out=e)
+        s = xp.add(e, x.dtype.type(1))
+        return xp.reciprocal(s, out=s), e
 
     # ---------------------------------------------------------------- erf / erfinv
     def _gelu_cdf(self, x: Array) -> Array:

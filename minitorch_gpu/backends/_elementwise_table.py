@@ -68,13 +68,13 @@ PRIMITIVES: tuple[Prim, ...] = (
     _u("expm1"), _u("sqrt"), _u("rsqrt", body="_rsqrt"), _u("sin"), _u("cos"), _u("tan"), _u("tanh"),
     _u("floor"), _u("ceil"), _u("trunc"), _u("rint"), _u("frac", body="_frac"), _u("reciprocal"), _u("square"),
     _u("asin", "arcsin"), _u("acos", "arccos"), _u("atan", "arctan"), _u("sinh"), _u("cosh"),
-    _u("asinh", "arcsinh"), _u("acosh", "arccosh"), _u("atanh", "arctanh"), _u("deg2rad"), _u("rad2deg"),
+    _u("asinh", "arcsinh"), _u("acosh", "arccosh"), _u("atanh", "arctanh"), _u("deg2rad", body="_deg2rad"), _u("rad2deg", body="_rad2deg"),
     _u("sign", body="_sign"), _u("relu", body="_relu"), _u("sigmoid", body="_sigmoid"), _u("erf", body="_erf_out"),
     _u("erfinv", body="_erfinv_out", kernel=None), _u("bitwise_not", "invert", kernel=None),
     _u("lgamma", body="_lgamma"), _u("digamma", body="_digamma"),
     # ---- unary: bool out
     _u("isnan", kernel="P"), _u("isinf", kernel="P"), _u("isfinite", kernel="P"), _u("signbit", kernel="P"),
-    _u("logical_not", kernel="P"),
+    _u("logical_not", body="_logical_not", kernel="P"),
     # ---- kernel-only unary codes: the activations' fused forwards
     _u("gelu", served_by="gelu"), _u("gelu_tanh", served_by="gelu"), _u("softplus", served_by="softplus"),
     _u("silu", served_by="(kernel tests only)"),

@@ -1,6 +1,7 @@
 """``BoolFlag``: a bool switch of ``mt.backends`` (``cuda.matmul.allow_tf32``, ``cudnn.benchmark``, ...)."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, overload
 
 __all__ = ["BoolFlag"]
@@ -11,10 +12,11 @@ class BoolFlag:
     anything but a bool with a RuntimeError naming PyTorch's C++ setter (``set_benchmark_cudnn expects a
     bool, but got int``)."""
 
-    def __init__(self, default: bool, setter: str) -> None:
+    def __init__(self, default: bool, setter: str, on_set: Callable[[Any, bool], None] | None = None) -> None:
         self.default = default
         self.setter = setter
         self.slot = ""
+        self.on_set = on_set  # on_set(owner, value) after a valid assignment: for switches that others mirror
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.slot = "_" + name
@@ -35,3 +37,5 @@ class BoolFlag:
         if not isinstance(value, bool):
             raise RuntimeError(f"{self.setter} expects a bool, but got {type(value).__name__}")
         object.__setattr__(obj, self.slot, value)
+        if self.on_set is not None:
+            self.on_set(obj, value)

@@ -71,10 +71,11 @@ class LinalgMixin(PrimitiveHost):
             r = xp.matmul(a, b)
             if r.ndim == 0:
                 r = xp.asarray(r)
+        if bias is not None:
+            # before the rounding to a half type, as the GEMMs' epilogues on CUDA add it: one rounding, not two
+            r = xp.add(r, bias, out=r) if r.ndim else xp.asarray(r + bias)
         if r.dtype != out_dtype:
             r = r.astype(out_dtype)
-        if bias is not None:
-            r = xp.add(r, bias, out=r) if r.ndim else xp.asarray(r + bias)
         return r
 
     # ------------------------------------------------------------------ einsum

@@ -13,16 +13,12 @@ path is used from then on.
 from __future__ import annotations
 
 import ctypes
-import os
-import platform
-import threading
-import warnings
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal
 
 import numpy as np
 
-from .. import _native
+from ._cpu_library import CpuLibrary, NativeBuildError, build
 from ._optim import _pool
 from .cuda.fused_step import FusedStep, fused_group_sizes, group_scalar_count
 from .cuda.loader import enum_codes, kernel_dir
@@ -39,52 +35,9 @@ _CHUNK = 1 << 18
 _DTYPES = {np.dtype(np.float32): 0, np.dtype(np.float64): 1}
 _ROLES = 5  # param, grad and up to three states: optim_cpu.cpp's kRoles
 
-_lock = threading.Lock()
-
-
-class _LibraryState(TypedDict):
-    lib: _Library | None
-    tried: bool
-    reason: str | None
-
-
-_state: _LibraryState = {"lib": None, "tried": False, "reason": None}
-
-
-class NativeBuildError(RuntimeError):
-    """The native optimizer library could not be built."""
-
-
 def _sources() -> tuple[Path, list[Path]]:
     d = Path(kernel_dir())
     return d, [d / "optim_cpu.cpp", d / "optim_math.cuh"]
-
-
-def _cpu_signature() -> str:
-    """What ``-march=native`` depends on: the cache key must change when the same home directory is used from a
-    different kind of CPU."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if line.startswith(("flags", "Features", "model name", "CPU part")):
-                    return line.strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def _flags(native: bool) -> list[str]:
-    # contraction off keeps every product and sum rounded on its own, as NumPy's ufuncs do (bit-identical
-    # results); errno/trapping off lets sqrt and the selects vectorise
-    flags = ["-std=c++17", "-O3", "-ffp-contract=off", "-fno-math-errno", "-fno-trapping-math", "-fPIC", "-shared"]
-    if not native:
-        return flags
-    flags.append("-march=native")
-    if platform.machine() in ("x86_64", "AMD64"):
-        # where AVX-512 exists, full-width vectors take about 3% off a step (measured on AMD EPYC); the
-        # compiler's default tuning prefers 256 bits
-        flags.append("-mprefer-vector-width=512")
-    return flags
 
 
 def _data_offset() -> int:
@@ -117,45 +70,19 @@ class _Library:
 
 
 def _build() -> _Library:
-    kdir, srcs = _sources()
-    cxx = _native.compiler()
-    cid = _native.compiler_id(cxx, NativeBuildError, _PURPOSE)
-    texts = [p.read_bytes() for p in srcs]
-    d = _native.cache_dir("cpu", NativeBuildError, _PURPOSE)
-    last: NativeBuildError | None = None
-    # -march=native where the compiler knows it (vector width is most of the speed), else the baseline target
-    for native in (True, False):
-        key = _native.sha(_ABI, cid, _flags(native), _cpu_signature(), *texts)[:24]
-        try:
-            path = d / f"liboptim_cpu-{key}.so"
-            lib = _native.build_library(path, [cxx, *_flags(native), f"-I{kdir}", str(srcs[0])],
-                                        "kernels/optim_cpu.cpp", NativeBuildError, _PURPOSE)
-        except NativeBuildError as e:
-            last = e
-            continue
-        return _Library(path, lib)
-    assert last is not None
-    raise last
+    _, srcs = _sources()
+    path, lib = build("optim_cpu", srcs, _ABI, _PURPOSE)
+    return _Library(path, lib)
+
+
+_loader = CpuLibrary(_build, "MINITORCH_GPU_NATIVE_OPTIM", _PURPOSE,
+                     "fused CPU optimizers use the slower NumPy path")
+_state = _loader.state
 
 
 def _library() -> _Library | None:
     """The loaded library, built on first use; None when switched off or unbuildable."""
-    if _state["tried"]:
-        return _state["lib"]
-    with _lock:
-        if not _state["tried"]:
-            if os.environ.get("MINITORCH_GPU_NATIVE_OPTIM", "1") == "0":
-                _state["reason"] = "switched off by MINITORCH_GPU_NATIVE_OPTIM=0"
-            else:
-                try:
-                    _state["lib"] = _build()
-                except (NativeBuildError, OSError, FileNotFoundError) as e:
-                    _state["reason"] = str(e)
-                    warnings.warn(f"minitorch_gpu: {_PURPOSE} is unavailable, fused CPU optimizers use the slower "
-                                  f"NumPy path ({e}). Set MINITORCH_GPU_NATIVE_OPTIM=0 to skip the build.",
-                                  RuntimeWarning, stacklevel=2)
-            _state["tried"] = True
-    return _state["lib"]
+    return _loader.get()
 
 
 def available() -> bool:
@@ -165,8 +92,7 @@ def available() -> bool:
 
 def unavailable_reason() -> str | None:
     """Why :func:`available` is False (None when it is True)."""
-    _library()
-    return _state["reason"]
+    return _loader.reason
 
 
 def run(step: FusedStep, threads: int) -> Literal[True] | None:

@@ -2,7 +2,7 @@
 
 A Backend owns an array module ``xp`` (NumPy or CuPy) and implements each primitive on it. The table is
 split by family into mixins (``_elementwise.py``, ``_reduce.py``, ``_shape.py``, ``_index.py``,
-``_linalg.py``, ``_random.py``, ``_nn.py``, ``_rnn.py``, ``_special.py``...) so that one file holds one family; the bodies are written once against
+``_linalg.py``, ``_random.py``, ``_nn.py``, ``_cnn.py``, ``_rnn.py``, ``_special.py``...) so that one file holds one family; the bodies are written once against
 ``xp`` and serve NumPy and CuPy alike. A backend that has a faster way (a CUDA RawKernel) overrides the
 primitive; nothing above this layer changes.
 """
@@ -19,6 +19,7 @@ import numpy.typing as npt
 from .._device import device as Device
 from .._dtype import bfloat16
 from .._dtype import dtype as DType
+from ._cnn import CnnMixin
 from ._ctc import CTCMixin
 from ._elementwise import ElementwiseMixin
 from ._index import IndexMixin
@@ -38,7 +39,7 @@ _MAX_STORAGE_BYTES = (1 << 63) - 1
 
 
 class Backend(ElementwiseMixin, SpecialMixin, ReduceMixin, ShapeMixin, IndexMixin, LinalgMixin, RandomMixin,
-              OptimMixin, NNMixin, RNNMixin, CTCMixin):
+              OptimMixin, NNMixin, CnnMixin, RNNMixin, CTCMixin):
     """Array primitives for one device. Subclasses set ``xp`` and ``device``."""
 
     xp: Any = np

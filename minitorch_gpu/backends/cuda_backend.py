@@ -343,15 +343,24 @@ def _layer_norm_backward(be: CudaBackend, kern: Launcher, g: Array, x: Array, we
     return (dx if nx else None), dw, db
 
 
-# matmul.cu
+# matmul.cu (float32, float64), matmul_tc.cu (float16, bfloat16, and float32 as TF32 when allowed)
 def _matmul(be: CudaBackend, kern: Launcher, a: Array, b: Array, transpose_a: bool = False,
             transpose_b: bool = False, bias: Array | None = None) -> Array | None:
     a2 = a.swapaxes(-1, -2) if transpose_a and a.ndim >= 2 else a
     b2 = b.swapaxes(-1, -2) if transpose_b and b.ndim >= 2 else b
-    if a2.dtype == np.float32 and be._tf32():
+    return kern.matmul(a2, b2, bias, tf32=_matmul_flags.allow_tf32)
+
+
+def _matmul_builtin(be: CudaBackend, a: Array, b: Array, transpose_a: bool = False, transpose_b: bool = False,
+                    bias: Array | None = None) -> Array:
+    """The array library's product, which honours allow_tf32 too (cuBLAS's TF32 math on a GPU): the reference
+    the kernels are compared with (MINITORCH_GPU_KERNELS=0), and what serves the calls they decline."""
+    if a.dtype == np.float32 and _matmul_flags.allow_tf32:
+        a2 = a.swapaxes(-1, -2) if transpose_a and a.ndim >= 2 else a
+        b2 = b.swapaxes(-1, -2) if transpose_b and b.ndim >= 2 else b
         r = be._matmul_tf32(a2, b2)
         return r if bias is None else be.binary("add", r, bias, out=r)
-    return kern.matmul(a2, b2, bias)
+    return _builtin("matmul")(be, a, b, transpose_a, transpose_b, bias)
 
 
 # optim.cu: the whole step in one launch (True), or None
@@ -444,7 +453,7 @@ ROUTES: dict[Primitive, Route] = {
     "cross_entropy_backward": Route(_cross_entropy_backward, fallback=_cross_entropy_backward_builtin),
     "layer_norm_forward": Route(_layer_norm, when=_layer_norm_applies),
     "layer_norm_backward": Route(_layer_norm_backward, when=_layer_norm_backward_applies),
-    "matmul": Route(_matmul),
+    "matmul": Route(_matmul, fallback=_matmul_builtin),
     "_fused_step": Route(_fused_step, fallback=_fused_step_builtin),
     "philox4x32_10": Route(_philox),
     "rand_uniform": Route(_rand_uniform),
@@ -538,10 +547,9 @@ class CudaBackend(Backend, metaclass=ABCMeta):
         """Whether the host array ``arr`` (or the array it views) lies in page-locked memory."""
         raise NotImplementedError
 
-    def _tf32(self) -> bool:
-        return False
-
     def _matmul_tf32(self, a: Array, b: Array) -> Array:
+        """float32 ``a @ b`` with TF32 inputs where the array library offers it; the simulator's NumPy has no
+        TF32 math and computes it in full float32."""
         return _builtin("matmul")(self, a, b)
 
 
@@ -577,8 +585,9 @@ class CupyBackend(CudaBackend):
         with cupy.cuda.Device(index):
             sms = cupy.cuda.runtime.getDeviceProperties(index)["multiProcessorCount"]
         # enough resident blocks to fill every SM several times over; grid-stride loops cover the rest
+        cc = int(cupy.cuda.Device(index).compute_capability)
         launcher = Launcher(cupy, cupy.RawModule, lambda a: a.data.ptr, max_blocks=32 * sms, sms=sms,
-                            options=_loader.nvrtc_options())
+                            options=_loader.nvrtc_options(), tensor_cores=cc >= 80)
         self._init_cuda(index, cupy, launcher)
         _memory.install_cupy_hook(cupy)
 
@@ -618,9 +627,6 @@ class CupyBackend(CudaBackend):
         except self.xp.cuda.runtime.CUDARuntimeError:
             return False
         return bool(attrs.type == _CUDA_MEMORY_TYPE_HOST)
-
-    def _tf32(self) -> bool:
-        return _matmul_flags.allow_tf32
 
     def _matmul_tf32(self, a: Array, b: Array) -> Array:
         """float32 matmul on cuBLAS with TF32 tensor-core math (``mt.backends.cuda.matmul.allow_tf32``)."""
@@ -718,7 +724,8 @@ def _sim_launcher() -> Launcher:
     """The simulator's Launcher, one per process: tests switch the simulator on and off around every test, and
     the loaded modules and strided metadata stay valid across backends."""
     # a few blocks: the simulator runs them on a small worker pool, grid-stride loops do the rest
-    return Launcher(np, sim.SimModule, _sim_ptr, max_blocks=8, upload=np.ascontiguousarray, aligned=_sim_aligned)
+    return Launcher(np, sim.SimModule, _sim_ptr, max_blocks=8, upload=np.ascontiguousarray, aligned=_sim_aligned,
+                    tensor_cores=True)
 
 
 def _sim_ptr(a: Array) -> int:

@@ -1,17 +1,21 @@
-"""The CPU backend: the primitive table of ``base.Backend`` on NumPy arrays, with glibc told to keep freed memory
-and the fused optimizer steps run by the compiled loop of ``_optim_native``."""
+"""The CPU backend: the primitive table of ``base.Backend`` on NumPy arrays, with glibc told to keep freed memory,
+the fused optimizer steps run by the compiled loop of ``_optim_native``, the elementwise maps that NumPy computes
+in many passes (or in slow scalar loops) by the compiled loops of ``_elementwise_native``, and convolution, max
+pooling and batch norm by ``_cnn_cpu``."""
 from __future__ import annotations
 
 import ctypes
 import os
 import sys
 import warnings
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .._device import device
-from . import _optim_native
+from . import _elementwise_native, _optim_native
+from ._cnn_cpu import CpuCnnMixin
 from ._scalar_pow import scalar_pow
 from ._types import Array, Operand
 from .base import Backend
@@ -66,15 +70,86 @@ def _keep_freed_memory() -> bool:
 KEEPS_FREED_MEMORY = _keep_freed_memory()
 
 
-class NumpyBackend(Backend):
+class NumpyBackend(CpuCnnMixin, Backend):
     xp = np
     name = "numpy"
 
     # the compiled fused optimizer step (_optim_native.py); False keeps every step on the NumPy bodies
     native_optim = True
+    # the compiled elementwise maps (_elementwise_native.py); False keeps every map on the NumPy bodies
+    native_elementwise = True
 
     def __init__(self) -> None:
         self.device = device("cpu")
+
+    # ------------------------------------------------------------------ compiled elementwise maps
+    def _build_tables(self) -> None:
+        super()._build_tables()
+        # the table rows the compiled loops serve: the NumPy body (or ufunc) stays the reference they fall back to
+        for tab, names, native in ((self._utab, _elementwise_native.UNARY, self._native_unary),
+                                   (self._btab, _elementwise_native.BINARY, self._native_binary)):
+            for name in names:
+                if name in tab:
+                    tab[name] = native(name, tab[name])
+
+    def _native_unary(self, name: str, reference: Callable[..., Array]) -> Callable[..., Array]:
+        least = _elementwise_native.MIN_SIZE[name]
+
+        def run(x: Array, out: Array | None = None) -> Array:
+            if self.native_elementwise and x.size >= least:
+                r = _elementwise_native.unary(name, x, out, self._optim_threads)
+                if r is not None:
+                    return r
+            return reference(x) if out is None else reference(x, out=out)
+        return run
+
+    def _native_binary(self, name: str, reference: Callable[..., Array]) -> Callable[..., Array]:
+        least = _elementwise_native.MIN_SIZE[name]
+
+        def run(a: Operand, b: Operand, out: Array | None = None) -> Array:
+            if self.native_elementwise and getattr(a if hasattr(a, "size") else b, "size", 0) >= least:
+                r = _elementwise_native.binary(name, a, b, out, self._optim_threads)
+                if r is not None:
+                    return r
+            return reference(a, b) if out is None else reference(a, b, out=out)
+        return run
+
+    def _compiled(self, name: str, *arrays: Array) -> Array | None:
+        """``name`` over one or two arrays by the compiled loops, or None when they decline (or are off)."""
+        if not self.native_elementwise or arrays[0].size < _elementwise_native.MIN_SIZE[name]:
+            return None  # (the size test first: the tiny-op path pays nothing for the compiled one)
+        if len(arrays) == 1:
+            return _elementwise_native.unary(name, arrays[0], threads=self._optim_threads)
+        return _elementwise_native.binary(name, arrays[0], arrays[1], threads=self._optim_threads)
+
+    def gelu(self, x: Array, approximate: str = "none") -> Array:
+        r = self._compiled("gelu_tanh" if approximate == "tanh" else "gelu", x)
+        return r if r is not None else super().gelu(x, approximate)
+
+    def gelu_backward(self, g: Array, x: Array, approximate: str = "none") -> Array:
+        r = self._compiled("gelu_tanh_backward" if approximate == "tanh" else "gelu_backward", g, x)
+        return r if r is not None else super().gelu_backward(g, x, approximate)
+
+    def silu(self, x: Array) -> Array:
+        r = self._compiled("silu", x)
+        return r if r is not None else super().silu(x)
+
+    def sigmoid_backward(self, g: Array, y: Array) -> Array:
+        r = self._compiled("sigmoid_backward", g, y)
+        return r if r is not None else super().sigmoid_backward(g, y)
+
+    def tanh_backward(self, g: Array, y: Array) -> Array:
+        r = self._compiled("tanh_backward", g, y)
+        return r if r is not None else super().tanh_backward(g, y)
+
+    def lstm_cell_forward(self, gi: Array, gh: Array, c: Array) -> tuple[Array, Array]:
+        r = _elementwise_native.lstm_cell_forward(gi, gh, c) if self.native_elementwise else None
+        return r if r is not None else super().lstm_cell_forward(gi, gh, c)
+
+    def lstm_cell_backward(self, dh: Array | None, dc: Array | None, gi: Array, gh: Array,
+                           c: Array) -> tuple[Array, Array]:
+        r = _elementwise_native.lstm_cell_backward(dh, dc, gi, gh, c) if self.native_elementwise else None
+        return r if r is not None else super().lstm_cell_backward(dh, dc, gi, gh, c)
 
     def _pow(self, a: Operand, b: Operand, out: Array | None = None) -> Array:
         # glibc's pow is ~50x slower on negative bases: float ** number takes PyTorch's multiplications instead

@@ -873,6 +873,48 @@ logaddexp = _binary("logaddexp", "LogaddexpBackward0", "logaddexp", lambda g, a,
 logaddexp2 = _binary("logaddexp2", "Logaddexp2Backward0", "logaddexp2", lambda g, a, b: g / ((b - a).exp2() + 1),
                      lambda g, a, b: g / ((a - b).exp2() + 1), ("ab", "ab"), true_division=True,
                      check=_float_kernel2("logaddexp2_cpu"), doc="log2(2 ** input + 2 ** other) without overflow.")
+# d/d input copysign(input, other) is +-1 (-1 where the signs differ), 0 at input == 0 as in PyTorch; other
+# only contributes its sign: zero gradient
+CopysignBackward0 = _binary_node("CopysignBackward0", "copysign",
+                                 lambda g, a, b: where(a == 0, 0.0, where(a.signbit() != b.signbit(), -g, g)),
+                                 lambda g, a, b: _zeros(g), ("ab", ""), true_division=True)
+
+
+class CopysignBackward1(_BinaryOp):
+    """copysign(tensor, number): the number contributes its sign only."""
+    prim = "copysign"
+    true_division = True
+
+    def forward(self, a, other):
+        self.other = other
+        self.save_for_backward(a)
+        return self._scalar(a, float(other))
+
+    def backward(self, g):
+        a, = self.saved_tensors
+        flips = a.signbit() if math.copysign(1.0, self.other) > 0 else ~a.signbit()
+        return (where(a == 0, 0.0, where(flips, -g, g)),)
+
+
+def copysign(input, other, *, out=None):
+    """The magnitude of ``input`` with the sign of ``other`` (a tensor or a number), in the float result dtype."""
+    check_tensor(input, "copysign", "input", 1)
+    if isinstance(other, Tensor):
+        r = _binary_tensor(CopysignBackward0, input, other)
+    else:
+        s = _scalar_value(other)
+        if s is None:
+            raise TypeError(f"copysign(): argument 'other' (position 2) must be Tensor or Number, not "
+                            f"{type(other).__name__}")
+        r = CopysignBackward1.apply(input, other=s)
+    return r if out is None else write_out(r, out, "copysign")
+
+
+def copysign_(self, other):
+    return apply_inplace(self, copysign, other)
+
+
+_export("copysign", copysign, inplace=copysign_)
 
 
 # ---------------------------------------------------------------------- in-place arithmetic
@@ -1197,7 +1239,10 @@ def _invert(self):
 
 class _OutputGrad(Op):
     """``g * f'(y)`` for an activation whose derivative is a function of its output ``y``, as one op: the
-    backward of tanh / sigmoid costs one node instead of three, and stays differentiable."""
+    backward of tanh / sigmoid costs one node instead of three, and stays differentiable. ``prim``: the
+    backend primitive computing it (one fused pass where the backend has one)."""
+
+    prim: ClassVar[str] = ""
 
     def forward(self, g, y):
         ng, ny = self.needs_input_grad
@@ -1206,13 +1251,11 @@ class _OutputGrad(Op):
         be = y._be
         if gd.dtype is not yd.dtype:
             gd = be.astype(gd, yd.dtype)
-        return be.binary("mul", gd, self._deriv(be, yd))
+        return getattr(be, self.prim)(gd, yd)
 
 
 class TanhBackwardBackward0(_OutputGrad):
-    @staticmethod
-    def _deriv(be, y):
-        return be.binary("sub", _scalar_like(1, y), be.binary("mul", y, y))
+    prim = "tanh_backward"
 
     def backward(self, gg):
         g, y = self.saved_tensors
@@ -1222,9 +1265,7 @@ class TanhBackwardBackward0(_OutputGrad):
 
 
 class SigmoidBackwardBackward0(_OutputGrad):
-    @staticmethod
-    def _deriv(be, y):
-        return be.binary("mul", y, be.binary("sub", _scalar_like(1, y), y))
+    prim = "sigmoid_backward"
 
     def backward(self, gg):
         g, y = self.saved_tensors
@@ -1280,6 +1321,8 @@ FLOAT, SAME, EXACT = "float", "same", "exact"
 INPUT, OUTPUT = "input", "output"
 _LN2 = 0.6931471805599453
 _LN10 = 2.302585092994046
+_DEG2RAD = math.pi / 180
+_RAD2DEG = 180 / math.pi
 _TWO_OVER_SQRT_PI = 1.1283791670955126
 _SQRT_PI_OVER_TWO = 0.886226925452758
 
@@ -1406,6 +1449,8 @@ _unary("floor", "FloorBackward0", "floor", dtype=EXACT, grad=_zero_grad)
 _unary("ceil", "CeilBackward0", "ceil", dtype=EXACT, grad=_zero_grad)
 _unary("trunc", "TruncBackward0", "trunc", dtype=EXACT, grad=_zero_grad, aliases=("fix",))
 _unary("frac", "FracBackward0", "frac", dtype=SAME, grad=lambda g, _: g, check=_float_kernel("frac_cpu"))
+_unary("deg2rad", "Deg2RadBackward0", "deg2rad", grad=lambda g, _: g * _DEG2RAD)
+_unary("rad2deg", "Rad2DegBackward0", "rad2deg", grad=lambda g, _: g * _RAD2DEG)
 _unary("reciprocal", "ReciprocalBackward0", "reciprocal", saves=OUTPUT, grad=lambda g, y: g * -(y * y))
 _unary("relu", "ReluBackward0", "relu", dtype=SAME, saves=OUTPUT,
        grad=lambda g, y: ThresholdBackwardBackward0.apply(g, y, threshold=0),
@@ -1582,9 +1627,7 @@ def gelu(input, approximate="none"):
 class SiluBackward0(Op):
     def forward(self, x):
         self.save_for_backward(x)
-        be = x._be
-        d = x._data
-        return be.binary("mul", d, be.unary("sigmoid", d))
+        return x._be.silu(x._data)
 
     def backward(self, g):
         x, = self.saved_tensors

@@ -68,3 +68,34 @@ def test_matmul_switch_refuses_non_bools_like_torch(torch):
         torch.backends.cuda.matmul.allow_tf32 = 0
     assert str(ours.value) == str(theirs.value)
     assert mt.backends.cuda.matmul.allow_tf32 is torch.backends.cuda.matmul.allow_tf32 is False
+
+
+def test_float32_matmul_precision_tracks_allow_tf32_like_torch(torch):
+    # the two spellings of one switch, step for step as PyTorch keeps them: "high"/"medium" allow TF32, setting
+    # allow_tf32 reads back as "high"/"highest", another string warns and changes nothing
+    # (PyTorch 2.13 refuses to read the precision when allow_tf32 was set right after set_float32_matmul_precision
+    # changed it, calling that a mix of old and new APIs: those steps are left out)
+    steps = [("precision", "high"), ("precision", "medium"), ("precision", "highest"), ("flag", True),
+             ("flag", False), ("precision", "medium"), ("precision", "HIGH"), ("precision", "foo"),
+             ("precision", "high"), ("precision", "highest")]
+    try:
+        assert mt.get_float32_matmul_precision() == torch.get_float32_matmul_precision() == "highest"
+        for kind, value in steps:
+            for lib in (mt, torch):
+                if kind == "flag":
+                    lib.backends.cuda.matmul.allow_tf32 = value
+                elif value in ("highest", "high", "medium"):
+                    lib.set_float32_matmul_precision(value)
+                else:
+                    with pytest.warns(UserWarning, match=f"^{value} is not one of 'highest', 'high', or 'medium'"):
+                        lib.set_float32_matmul_precision(value)
+            assert mt.get_float32_matmul_precision() == torch.get_float32_matmul_precision(), (kind, value)
+            assert mt.backends.cuda.matmul.allow_tf32 is torch.backends.cuda.matmul.allow_tf32, (kind, value)
+        with pytest.raises(RuntimeError) as ours:
+            mt.set_float32_matmul_precision(1)
+        with pytest.raises(RuntimeError) as theirs:
+            torch.set_float32_matmul_precision(1)
+        assert str(ours.value) == str(theirs.value)
+    finally:
+        mt.set_float32_matmul_precision("highest")
+        torch.set_float32_matmul_precision("highest")

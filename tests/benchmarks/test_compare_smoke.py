@@ -8,7 +8,8 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CASES = ["mlp train", "gpt train", "cnn train", "tiny ops", "adamw 10M", "gpt inference"]
+CASES = ["mlp train", "gpt train", "cnn train", "tiny ops", "adamw 10M", "gpt inference", "resnet train",
+         "lstm lm train", "char transformer train"]
 
 
 def run_compare(*args):

@@ -9,7 +9,7 @@ from minitorch_gpu.backends.cuda import loader, nvrtc
 
 ARCHS = ["sm_80", "sm_90"]
 FILES = loader.kernel_files()
-EXPECTED = {"elementwise.cu", "softmax.cu", "cross_entropy.cu", "layernorm.cu", "matmul.cu", "optim.cu",
+EXPECTED = {"elementwise.cu", "softmax.cu", "cross_entropy.cu", "layernorm.cu", "matmul.cu", "matmul_tc.cu", "optim.cu",
             "random.cu", "embedding.cu", "multi_tensor.cu", "attention.cu", "rnn.cu"}
 # files whose float32 kernels the launcher runs in blocks of 512 threads (launch.py's _multi_block)
 WIDE_FLOAT_BLOCKS = {"optim.cu", "multi_tensor.cu"}

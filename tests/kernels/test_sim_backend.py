@@ -1,5 +1,6 @@
 """Device "cuda" on the CPU simulator: switching it on and off, host/device copies, DLPack, the kernel switch
-(MINITORCH_GPU_KERNELS), that tensor ops really reach the kernels, and mt.backends.cuda.matmul.allow_tf32."""
+(MINITORCH_GPU_KERNELS), that tensor ops really reach the kernels, and mt.backends.cuda.matmul.allow_tf32 (float32
+products on the emulated tensor cores)."""
 import os
 import subprocess
 import sys
@@ -151,12 +152,43 @@ def test_allow_tf32_flag():
     assert flags.allow_tf32 is False
 
 
-def test_allow_tf32_is_ignored_on_the_simulator(sim):
-    a = mt.randn(4, 5, device="cuda")
-    b = mt.randn(5, 3, device="cuda")
-    mt.backends.cuda.matmul.allow_tf32 = True
+def _tf32(x):
+    """float32 -> tf32 as cvt.rna.tf32.f32 rounds (finite values): 10 mantissa bits, ties away from zero."""
+    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    return ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
+
+
+@pytest.mark.parametrize("switch", ["allow_tf32", "high", "medium"])
+def test_tf32_routes_float32_matmul_to_the_tensor_cores(sim, monkeypatch, switch):
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((40, 300)).astype(np.float32)
+    b = rng.standard_normal((300, 24)).astype(np.float32)
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    tf32 = _tf32(a).astype(np.float64) @ _tf32(b).astype(np.float64)
+    bound = 300 * 2.0 ** -23 * (np.abs(a) @ np.abs(b))  # float32 accumulation over K = 300
+    xa, xb = mt.tensor(a, device="cuda"), mt.tensor(b, device="cuda")
+    calls = kernel_launches(monkeypatch, xa._be)
+
+    def product():
+        calls.clear()
+        r = to_np(xa @ xb)
+        return r, {f for f, _ in calls}
+
+    r, files = product()
+    assert files == {"matmul.cu"} and np.all(np.abs(r - exact) <= bound)
+    if switch == "allow_tf32":
+        mt.backends.cuda.matmul.allow_tf32 = True
+    else:
+        mt.set_float32_matmul_precision(switch)
     try:
-        r = a @ b
+        r, files = product()
     finally:
-        mt.backends.cuda.matmul.allow_tf32 = False
-    assert_close(r, to_np(a).astype(np.float64) @ to_np(b).astype(np.float64), rtol=1e-5, atol=1e-6)
+        mt.set_float32_matmul_precision("highest")
+    assert files == {"matmul_tc.cu"}, calls
+    # the inputs were rounded to tf32: within float32 accumulation of the tf32 product, and as far from the exact
+    # product as 10-bit mantissas put it (full float32 is 1e-7 away)
+    assert np.all(np.abs(r - tf32) <= bound)
+    assert np.linalg.norm(r - tf32) / np.linalg.norm(tf32) < 1e-6
+    assert 5e-5 < np.linalg.norm(r - exact) / np.linalg.norm(exact) < 1e-3
+    assert mt.backends.cuda.matmul.allow_tf32 is False
+    assert product()[1] == {"matmul.cu"}

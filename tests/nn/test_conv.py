@@ -68,6 +68,31 @@ def test_conv2d_float32_stays_float32(device, torch):
              dtype=np.float32, rtol=1e-4, atol=1e-5)
 
 
+# shapes that take each of the CPU backend's convolution paths in float32: the direct loops (few columns per
+# output or wide rows; a row's vector tail; padding wider than the kernel), im2col + product over several chunks
+# of samples (the chunk budget made tiny), 1-d through the 2-d loops; transposed convolutions through both
+CPU_PATH_CASES = [
+    ("conv2d", (2, 3, 5, 37), (4, 3, 3, 3), dict(padding=1, dilation=(1, 2))),
+    ("conv2d", (2, 2, 5, 6), (3, 2, 3, 3), dict(padding=3)),
+    ("conv2d", (3, 20, 7, 40), (9, 20, 3, 3), dict(padding=1)),
+    ("conv2d", (5, 40, 6, 6), (8, 20, 3, 3), dict(padding=1, groups=2, stride=2)),
+    ("conv1d", (2, 4, 33), (6, 2, 5), dict(padding=4, groups=2)),
+    ("conv3d", (3, 4, 4, 5, 3), (6, 4, 3, 3, 2), dict(padding=1)),
+    ("conv_transpose2d", (3, 6, 5, 7), (6, 4, 3, 3), dict(padding=1)),
+    ("conv_transpose2d", (3, 6, 5, 7), (6, 2, 3, 3), dict(stride=2, padding=1, output_padding=1, groups=2)),
+]
+
+
+@pytest.mark.parametrize("case", range(len(CPU_PATH_CASES)))
+def test_conv_cpu_paths_match_torch(case, device, torch, monkeypatch):
+    from minitorch_gpu.backends import _cnn_cpu
+    monkeypatch.setattr(_cnn_cpu, "_COLS_BYTES", 4096)
+    monkeypatch.setattr(_cnn_cpu, "_MIN_WIDTH", 1)
+    name, xs, ws, kw = CPU_PATH_CASES[case]
+    out_c = ws[1] * kw.get("groups", 1) if "transpose" in name else ws[0]
+    _compare(torch, device, name, [_arr(*xs), _arr(*ws), _arr(out_c)], kw, dtype=np.float32, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("xs,ws,kw", [
     ((2, 3, 9), (4, 3, 3), {}),
     ((2, 4, 10), (6, 2, 4), dict(stride=3, padding=2, dilation=2, groups=2)),

@@ -82,6 +82,8 @@ UNARY = {
     "trunc": (np.trunc, (-3, 3)),
     "frac": (lambda x: x - np.trunc(x), (-3, 3)),
     "reciprocal": (np.reciprocal, (0.3, 3)),
+    "deg2rad": (np.deg2rad, (-3, 3)),
+    "rad2deg": (np.rad2deg, (-3, 3)),
     "square": (np.square, (-2, 2)),
     "lgamma": (np.vectorize(math.lgamma, otypes=[np.float64]), (0.3, 6)),
     "digamma": (None, (0.3, 6)),
@@ -90,7 +92,7 @@ UNARY = {
 STEP_OPS = {"sign", "floor", "ceil", "round", "trunc"}
 FLOAT_ONLY = {"exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tan",
               "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "tanh", "sigmoid", "erf",
-              "erfinv", "reciprocal", "lgamma", "digamma"}
+              "erfinv", "reciprocal", "lgamma", "digamma", "deg2rad", "rad2deg"}
 
 
 def test_every_unary_row_has_a_test_row():
@@ -380,6 +382,7 @@ BINARY = {
     "hypot": (np.hypot, None, _nonzero),
     "logaddexp": (np.logaddexp, None, None),
     "logaddexp2": (np.logaddexp2, None, None),
+    "copysign": (np.copysign, None, None),
 }
 SHAPES = [((3, 4), (3, 4)), ((3, 4), (4,)), ((2, 1, 3), (4, 1)), ((), (3,)), ((3,), ()), ((), ()),
           ((0, 3), (3,)), ((2, 0), (1, 1))]
@@ -1363,6 +1366,25 @@ def test_logaddexp_extremes(device, torch):
     for name in ("logaddexp", "logaddexp2", "hypot"):
         _same(getattr(mt, name)(_t(a, device), _t(b, device)),
               getattr(torch, name)(torch.tensor(a), torch.tensor(b)), rtol=1e-14, atol=0)
+
+
+def test_copysign_scalars_integers_and_inplace_follow_torch(device, torch):
+    a = np.array([[1.5, -2.0, 0.0], [-0.0, 3.0, -4.5]], np.float32)
+    for other in (-2, 2.5, -0.0, 0, True):
+        x, xt = _t(a, device, requires_grad=True), torch.tensor(a, requires_grad=True)
+        r, rt = mt.copysign(x, other), torch.copysign(xt, other)
+        _same(r, rt)
+        assert type(r.grad_fn).__name__ == type(rt.grad_fn).__name__
+        r.sum().backward()
+        rt.sum().backward()
+        _same(x.grad, xt.grad)
+    ints = np.array([1, -2, 3])
+    _same(mt.copysign(_t(ints, device), _t(-ints, device)), torch.copysign(torch.tensor(ints), torch.tensor(-ints)))
+    x, xt = _t(a, device), torch.tensor(a)
+    assert x.copysign_(-1.0) is x
+    _same(x, xt.copysign_(-1.0))
+    with pytest.raises(TypeError, match="copysign"):
+        mt.copysign(_t(a, device), "1")
 
 
 def test_hypot_inplace(device, torch):

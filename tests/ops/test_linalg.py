@@ -125,6 +125,40 @@ def test_matmul_half_precision(device, torch, name):
     np.testing.assert_allclose(to_np(r.double()), tr.double().numpy(), rtol=2e-2, atol=2e-2)
 
 
+@pytest.mark.parametrize("name", ["float16", "bfloat16"])
+def test_half_linear_forward_and_backward_match_torch(device, torch, name):
+    # the three products of a linear layer (x @ W.T + b, g @ W, g.T @ x) on odd sizes, a sliced batch and a
+    # transposed weight, against PyTorch in float32 on the same 16-bit inputs, rounded once: float32 accumulation
+    # and the bias added before the rounding, as PyTorch's CUDA GEMMs do (its CPU rounds x @ W.T before adding b).
+    # On CUDA these are the tensor-core kernels (matmul_tc.cu); the sums' order differs, so 1 ulp apart at most
+    dt = getattr(mt, name)
+    try:
+        mt.zeros(1, device=device, dtype=dt)
+    except TypeError as e:
+        pytest.skip(str(e))
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((3, 41, 70)).astype(np.float32)
+    w = rng.standard_normal((45, 70)).astype(np.float32) / 8
+    b = rng.standard_normal(45).astype(np.float32)
+    g = rng.standard_normal((3, 41, 45)).astype(np.float32)
+    tol = dict(rtol=2.0 ** -9, atol=1e-5) if name == "float16" else dict(rtol=2.0 ** -6, atol=1e-5)
+
+    def run(lib, tensor, dtype, compute):
+        xt = tensor(x).to(dtype).to(compute)[:, 1:].requires_grad_()  # a view 70 elements in: odd batch offsets
+        wt = tensor(w).to(dtype).to(compute).requires_grad_()
+        bt = tensor(b).to(dtype).to(compute).requires_grad_()
+        y = lib.nn.functional.linear(xt, wt, bt)
+        y.backward(tensor(g[:, 1:]).to(dtype).to(compute))
+        z = xt @ wt.t().contiguous()  # the same product with W stored transposed
+        return y, z, xt.grad, wt.grad, bt.grad
+
+    ours = run(mt, lambda a: mt.tensor(a, device=device), dt, dt)
+    theirs = run(torch, torch.tensor, getattr(torch, name), torch.float32)
+    for o, t in zip(ours, theirs):
+        assert o.dtype is dt
+        assert_close(o.float(), t.to(getattr(torch, name)).float(), **tol)
+
+
 def test_integer_matmul_wraps_like_torch(device, torch):
     a = np.full((2, 3), 200, np.uint8)
     b = np.ones((3, 2), np.uint8)

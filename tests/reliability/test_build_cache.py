@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from minitorch_gpu import _native
+from minitorch_gpu.backends import _cpu_library
 from minitorch_gpu.backends import _optim_native as native
 from minitorch_gpu.backends.cuda import sim
 from minitorch_gpu.backends.cuda.fused_step import group_scalar_count
@@ -156,7 +157,7 @@ def test_native_optimizer_ignores_a_library_planted_under_its_key(cache, monkeyp
     stub.write_text('extern "C" { int mt_optim_cpu_step(void) { return 0; } int mt_optim_cpu_disjoint(void) '
                     f'{{ return 1; }} int mt_optim_cpu_group_scalars(void) {{ return {group_scalar_count()}; }} }}\n')
     monkeypatch.setattr(native, "_sources", lambda: (tmp_path, [stub]))
-    monkeypatch.setattr(native, "_flags", lambda _native_arch: ["-fPIC", "-shared"])
+    monkeypatch.setattr(_cpu_library, "compile_flags", lambda _native_arch: ["-fPIC", "-shared"])
     for k, v in (("lib", None), ("tried", False), ("reason", None)):
         monkeypatch.setitem(native._state, k, v)
     assert native.available(), native.unavailable_reason()

@@ -428,12 +428,13 @@ def _dims(d: Any) -> tuple[int, ...]:
 
 
 def _address(a: Any) -> int:
-    data = getattr(a, "data", None)
-    ptr = getattr(data, "ptr", None)
-    if ptr is not None:
-        return int(ptr)
     iface = getattr(a, "__array_interface__", None)
-    return int(iface["data"][0]) if iface else id(a)
+    if iface is not None:
+        # NOTE: a NumPy array's ``.data`` is a memoryview, which raises for dtypes the buffer protocol lacks
+        # (bfloat16): host arrays answer through the interface, CuPy's through ``.data.ptr``
+        return int(iface["data"][0])
+    ptr = getattr(getattr(a, "data", None), "ptr", None)
+    return int(ptr) if ptr is not None else id(a)
 
 
 def _arrays(values: Any, be: Any) -> Iterator[Any]:

@@ -30,7 +30,8 @@ from . import loader as _loader
 from .fused_step import FusedStep, fused_group_sizes, group_scalar_count
 from .loader import enum_codes as codes
 
-__all__ = ["Launcher", "THREADS", "TNAME", "gemm_plan", "gemm_class", "GemmKernel", "GemmPlan", "SGEMM_KERNELS", "SGEMM_CHOICE"]
+__all__ = ["Launcher", "THREADS", "TNAME", "gemm_plan", "gemm_class", "GemmKernel", "GemmPlan", "SGEMM_KERNELS",
+           "SGEMM_CHOICE", "TcKernel", "TC_KERNELS", "TC_BK", "tc_type", "tc_plan", "tc_smem"]
 
 THREADS = 256
 F32 = np.dtype(np.float32)
@@ -175,9 +176,13 @@ class _MapKernels:
 
     def __init__(self, xp: Any, module_cls: Any, ptr: Callable[[Array], int], max_blocks: int,
                  upload: Callable[[np.ndarray[Any, Any]], Array] | None = None, sms: int = 1,
-                 aligned: Callable[[Array], bool] | None = None, options: tuple[str, ...] = _loader.OPTIONS) -> None:
+                 aligned: Callable[[Array], bool] | None = None, options: tuple[str, ...] = _loader.OPTIONS,
+                 tensor_cores: bool = False) -> None:
         self.xp = xp
         self._sms = sms
+        # mma.sync and ldmatrix (sm_80+; the simulator emulates them): matmul_tc.cu serves float16, bfloat16 and
+        # TF32 products
+        self.tensor_cores = tensor_cores
         self.loader = _loader.KernelLoader(module_cls, options)
         self.ptr = ptr
         self._max_blocks = max_blocks
@@ -232,6 +237,23 @@ class _MapKernels:
         if f is None:
             f = self._fns[key] = self.loader.function(fname, kernel)
         return f
+
+    @functools.cached_property
+    def _smem_optin(self) -> int:
+        """The most dynamic shared memory one block may opt in to: 227 KiB on an H100 and on the simulator, 163 KiB
+        on an A100."""
+        cuda = getattr(self.xp, "cuda", None)   # NumPy (the simulator) has none, also behind a counting proxy
+        if cuda is None:
+            return 227 * 1024
+        return int(cuda.Device().attributes["MaxSharedMemoryPerBlockOptin"])
+
+    def launch_dynamic(self, fname: str, kernel: str, grid: tuple[int, ...], block: tuple[int, ...],
+                       args: tuple[Any, ...], smem: int) -> None:
+        """Launch with ``smem`` bytes of dynamic shared memory, opting the kernel in beyond the default 48 KiB."""
+        fn = self.fn(fname, kernel)
+        if smem > fn.max_dynamic_shared_size_bytes:
+            fn.max_dynamic_shared_size_bytes = smem
+        fn(grid, block, args, shared_mem=smem)
 
     def read_flag(self, flag: Array) -> bool:
         """A kernel's int32 error flag, read back to the host (on a GPU: a device-to-host copy and a sync)."""
@@ -666,6 +688,16 @@ def _ternary_op(name: str, dt: NpDtype, alpha: float) -> _MapOp | None:
                   lambda s, m: (code, s[0], s[1], s[2], al, _I32[m]))
 
 
+def _bits(a: Array) -> Array:
+    """A float16/bfloat16 array as its 16-bit words: matmul_tc.cu takes them as u16 (the simulator checks the
+    element type of every pointer it is given)."""
+    return a.view(np.uint16)
+
+
+def _same(a: Array) -> Array:
+    return a
+
+
 def _c_strides(shape: Shape) -> Strides:
     out = []
     acc = 1
@@ -765,6 +797,59 @@ def gemm_plan(dt: NpDtype, nb: int, M: int, N: int, K: int, sms: int,
         # one block more than the SMs hold at once starts a second, nearly empty wave
         splits = max(1, min(kern.per_sm * sms // tiles, K // _SPLIT_MIN_K, 64))
     return GemmPlan(kern, swizzle, splits)
+
+
+class TcKernel(NamedTuple):
+    """A tile of matmul_tc.cu's tensor-core GEMMs (``tcgemm_<type>_<name>_<a><b>``) and the shape it was compiled
+    for: the launcher sizes grids, split-K chunks and the dynamic shared memory from these, so they must match the
+    entry points' template arguments."""
+    name: str
+    bm: int
+    bn: int
+    threads: int
+    stages: int
+    per_sm: int  # blocks of it that its launch bounds let one SM hold
+
+
+TC_KERNELS: dict[str, TcKernel] = {
+    "128x128": TcKernel("128x128", 128, 128, 128, 4, 2),
+    "64x64": TcKernel("64x64", 64, 64, 128, 3, 4),
+}
+# k of one pipeline step per type (TcT<...>::BK): 64 bytes of a row of a k-contiguous tile
+TC_BK = {"f16": 32, "bf16": 32, "tf32": 16}
+
+
+def tc_type(dt: NpDtype, tf32: bool) -> str | None:
+    """matmul_tc.cu's name for products of ``dt`` operands ("f16", "bf16", "tf32" for float32 when TF32 is
+    allowed), or None when it has no kernel for them."""
+    if dt == F32:
+        return "tf32" if tf32 else None
+    return {F16: "f16", BF16: "bf16"}.get(dt)
+
+
+def tc_smem(ty: str, kern: TcKernel, a_k: bool, b_k: bool) -> int:
+    """Dynamic shared memory (bytes) of a tensor-core GEMM: ``kern.stages`` tiles of each operand, laid out
+    k-contiguous (``a_k``/``b_k``: BX rows of BK + one 16-byte pack) or m/n-contiguous (BK rows of BX + 8)."""
+    item = 4 if ty == "tf32" else 2
+    bk = TC_BK[ty]
+
+    def tile(bx: int, kmajor: bool) -> int:
+        return bx * (bk + 16 // item) if kmajor else bk * (bx + 8)
+    return kern.stages * (tile(kern.bm, a_k) + tile(kern.bn, b_k)) * item
+
+
+def tc_plan(ty: str, nb: int, M: int, N: int, K: int, sms: int, tile: str | None = None) -> tuple[TcKernel, int]:
+    """(tile, split-K count) of matmul_tc.cu for ``nb`` products (M x K) @ (K x N) on ``sms`` SMs: 128 x 128 tiles
+    when they fill the SMs, else 64 x 64 ones; and when the tiles leave resident block slots empty (a block of
+    four warps hides little latency alone) and K is long, K split so that the blocks fill one wave at most.
+    ``tile`` forces a TC_KERNELS entry (the benchmark and the tests)."""
+    big = TC_KERNELS["128x128"]
+    kern = TC_KERNELS[tile] if tile else big if nb * -(-M // big.bm) * -(-N // big.bn) >= sms else TC_KERNELS["64x64"]
+    tiles = nb * -(-M // kern.bm) * -(-N // kern.bn)
+    splits = 1
+    if tiles < kern.per_sm * sms and K >= 2 * _SPLIT_MIN_K:
+        splits = max(1, min(kern.per_sm * sms // tiles, K // _SPLIT_MIN_K, 64))
+    return kern, splits
 
 
 class _RowKernels(_MapKernels):
@@ -1028,14 +1113,17 @@ class _RowKernels(_MapKernels):
         per_block = THREADS // 32 if warp_per_row else 1
         return (max(1, min((rows + per_block - 1) // per_block, self.max_blocks)),)
 
-    def matmul(self, a: Array, b: Array, bias: Array | None = None,
-               variant: tuple[str, int] | None = None) -> Array | None:
-        """``a @ b`` (+ ``bias`` per output column) for float32/float64 operands with NumPy's matmul rules for
-        1-d operands and broadcast batch dims; transposed (strided) operands are read in place. ``variant``
-        forces a float32 kernel and swizzle (see gemm_plan) instead of the SGEMM_CHOICE table's."""
+    def matmul(self, a: Array, b: Array, bias: Array | None = None, variant: tuple[str, int] | None = None,
+               tf32: bool = False, tc_tile: str | None = None) -> Array | None:
+        """``a @ b`` (+ ``bias`` per output column) with NumPy's matmul rules for 1-d operands and broadcast batch
+        dims; transposed (strided) operands are read in place. float32 and float64 run on matmul.cu's SGEMM/DGEMM
+        (``variant`` forces a float32 kernel and swizzle, see gemm_plan); with tensor cores, float16 and bfloat16
+        (and float32 when ``tf32`` allows TF32) run on matmul_tc.cu's mma kernels, accumulating in float32
+        (``tc_tile`` forces a TC_KERNELS tile)."""
         xp = self.xp
         dt = a.dtype
-        if dt not in _FLOATS or b.dtype != dt or a.ndim == 0 or b.ndim == 0:
+        ty = tc_type(dt, tf32 and variant is None) if self.tensor_cores else None
+        if (dt not in _FLOATS and ty is None) or b.dtype != dt or a.ndim == 0 or b.ndim == 0:
             return None
         if bias is not None and (bias.dtype != dt or bias.ndim != 1):
             return None
@@ -1055,6 +1143,8 @@ class _RowKernels(_MapKernels):
         if out.size:
             if K == 0:
                 out[...] = 0 if bias is None else bias
+            elif ty is not None:
+                self._tc_gemm(ty, a2, b2, out, bias, batch_shape, M, N, K, tc_tile)
             else:
                 self._gemm(a2, b2, out, bias, batch_shape, M, N, K, variant)
         if a_vec:
@@ -1127,6 +1217,75 @@ class _RowKernels(_MapKernels):
             reduce = ((splits,) + batch_shape + (M, N), f"matmul_splitk_reduce<{_TNAME[a.dtype]}>", self.grid(total),
                       (_i64(total), _i64(N), _i32(splits), _i32(has_bias)))
         return (kern.entry, (gx, gy, gz), (kern.threads,), offs, args, vec, a_pack, b_pack, _i32(swizzle), reduce)
+
+    def _tc_gemm(self, ty: str, a: Array, b: Array, out: Array, bias: Array | None, batch_shape: Shape, M: int,
+                 N: int, K: int, tile: str | None) -> None:
+        has_bias = bias is not None
+        key = ("tc", ty, a.shape, a.strides, b.shape, b.strides, has_bias, tile)
+        plan = self._gemm_plans.get(key)
+        if plan is None:
+            plan = self._tc_gemm_plan(ty, a, b, batch_shape, M, N, K, has_bias, tile)
+            if len(self._gemm_plans) >= _PLAN_CACHE_MAX:
+                self._gemm_plans.clear()
+            self._gemm_plans[key] = plan
+        entry, grid, block, smem, offs, args, vec, a_pack, b_pack, reduce = plan
+        # the one thing a plan cannot fix: whether this call's operands start on 16 bytes
+        if a_pack and self.aligned(a):
+            vec |= 1
+        if b_pack and self.aligned(b):
+            vec |= 2
+        bits = _bits if ty != "tf32" else _same
+        target = out if reduce is None else self.xp.empty(reduce[0], dtype=F32)
+        fill = bias if has_bias else out
+        self.launch_dynamic("matmul_tc.cu", entry, grid, block,
+                            (bits(a), bits(b), target, bits(fill), offs, *args, _I32[vec]), smem)
+        if reduce is not None:
+            _, kernel, rgrid, rargs = reduce
+            self.fn("matmul_tc.cu", kernel)(rgrid, _BLOCK, (target, out, bits(fill), *rargs))
+
+    def _tc_gemm_plan(self, ty: str, a: Array, b: Array, batch_shape: Shape, M: int, N: int, K: int,
+                      has_bias: bool, tile: str | None) -> tuple[Any, ...]:
+        """The tensor-core counterpart of ``_gemm_plan``: the layout of each operand's shared tile (k-contiguous
+        or m/n-contiguous: the operand's own smaller stride), whether its copies can move 16 bytes at a time,
+        the tile, split-K and grid."""
+        item = a.itemsize
+        P = 16 // item
+        sAm, sAk = (s // item for s in a.strides[-2:])
+        sBk, sBn = (s // item for s in b.strides[-2:])
+        nb = math.prod(batch_shape)
+        sa = self._estrides(a[..., 0, 0], batch_shape) if a.ndim > 2 else (0,) * len(batch_shape)
+        sb = self._estrides(b[..., 0, 0], batch_shape) if b.ndim > 2 else (0,) * len(batch_shape)
+        offs = self._batch_offsets(batch_shape, sa, sb, tuple(x * M * N for x in _c_strides(batch_shape)))
+        a_k = sAk == 1 or (sAm != 1 and abs(sAk) <= abs(sAm))
+        b_k = sBk == 1 or (sBn != 1 and abs(sBk) <= abs(sBn))
+        # 16-byte copies run along the tile's contiguous dim: it must be the operand's (stride 1) and a multiple of
+        # the pack long, and every row of every batch entry must start on 16 bytes (a batch offset such as
+        # x[:, :30].view(3, 4, 10)'s is not: those operands are copied element by element)
+        a_batch_ok = all(st % P == 0 for st, n in zip(sa, batch_shape) if n > 1)
+        b_batch_ok = all(st % P == 0 for st, n in zip(sb, batch_shape) if n > 1)
+        a_pack = a_batch_ok and (sAk == 1 and K % P == 0 and (M == 1 or sAm % P == 0) if a_k else
+                                 sAm == 1 and M % P == 0 and (K == 1 or sAk % P == 0))
+        b_pack = b_batch_ok and (sBk == 1 and K % P == 0 and (N == 1 or sBn % P == 0) if b_k else
+                                 sBn == 1 and N % P == 0 and (K == 1 or sBk % P == 0))
+        vec = 4 if N % 2 == 0 else 0  # pairs of outputs per store: the output and workspace are fresh and dense
+        kern, splits = tc_plan(ty, nb, M, N, K, self.sms, tile)
+        bk = TC_BK[ty]
+        kchunk = -(-(-(-K // splits)) // bk) * bk  # a whole number of k steps per split
+        splits = -(-K // kchunk)
+        mt, ntiles = -(-M // kern.bm), -(-N // kern.bn)
+        gx = min(ntiles, self.max_blocks)
+        gy = min(mt, max(1, self.max_blocks // gx), 65535)
+        gz = min(nb * splits, max(1, self.max_blocks // (gx * gy)), 65535)
+        args = (_i64(nb), _i32(splits), _i64(kchunk), _i64(nb * M * N), _i64(M), _i64(N), _i64(K), _i64(sAm),
+                _i64(sAk), _i64(sBk), _i64(sBn), _i32(has_bias and splits == 1))
+        reduce = None
+        if splits > 1:
+            total = nb * M * N
+            reduce = ((splits,) + batch_shape + (M, N), f"tc_splitk_reduce_{ty}", self.grid(total),
+                      (_i64(total), _i64(N), _i32(splits), _i32(has_bias)))
+        entry = f"tcgemm_{ty}_{kern.name}_{'k' if a_k else 't'}{'k' if b_k else 't'}"
+        return (entry, (gx, gy, gz), (kern.threads,), tc_smem(ty, kern, a_k, b_k), offs, args, vec, a_pack, b_pack,
+                reduce)
 
     def _batch_offsets(self, batch_shape: Shape, sa: Strides, sb: Strides, sc: Strides) -> Array:
         """Device int64 table [off_a, off_b, off_c] per batch entry (row-major over ``batch_shape``)."""
@@ -1577,15 +1736,6 @@ class _AttentionKernels(_StepKernels):
             return out, m, st, self._attn_flags["bool_mask"]
         return m, dummy_u8, st, self._attn_flags["float_mask"]
 
-    @functools.cached_property
-    def _smem_optin(self) -> int:
-        """The most dynamic shared memory one block may opt in to: 227 KiB on an H100 and on the simulator, 163 KiB
-        on an A100."""
-        cuda = getattr(self.xp, "cuda", None)   # NumPy (the simulator) has none, also behind a counting proxy
-        if cuda is None:
-            return 227 * 1024
-        return int(cuda.Device().attributes["MaxSharedMemoryPerBlockOptin"])
-
     @staticmethod
     def _attn_smem(dt: NpDtype, tile: int, width: int) -> dict[str, int]:
         """Dynamic shared memory (bytes) of each attention kernel: Q/K/V/dO tiles (one operand per lane padded
@@ -1599,10 +1749,8 @@ class _AttentionKernels(_StepKernels):
         return {name: n * dt.itemsize for name, n in elems.items()}
 
     def _attn_launch(self, kernel: str, fn_args: tuple[Any, ...], work: int, smem: int) -> None:
-        fn = self.fn("attention.cu", kernel)
-        if smem > fn.max_dynamic_shared_size_bytes:
-            fn.max_dynamic_shared_size_bytes = smem
-        fn((max(1, min(work, self.max_blocks)),), (self.ATTN_THREADS,), fn_args, shared_mem=smem)
+        self.launch_dynamic("attention.cu", kernel, (max(1, min(work, self.max_blocks)),), (self.ATTN_THREADS,),
+                            fn_args, smem)
 
     def _attn_setup(self, q: Array, k: Array, v: Array, mask: Array | None, causal: bool, scale: float,
                     dropout_p: float, seed: int, offset: int, out: Array,

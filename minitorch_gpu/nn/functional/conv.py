@@ -1,17 +1,20 @@
 """Convolutions (1-3 spatial dims), transposed convolutions, and ``unfold`` / ``fold`` (im2col / col2im).
 
-A convolution is im2col + one batched GEMM: the padded input is viewed as its sliding windows
-(``as_strided``, no copy), the view is materialised in ``unfold``'s layout, ``(N, C*prod(K), L)``, and the
-weight ``(O, C*prod(K))`` multiplies each sample's columns, which gives the output ``(N, O, L)`` directly
-(one product per group for grouped convolutions). The
-forward runs on backend arrays; the backward is written with Tensor ops around two ops that are each
-other's adjoint — ``Im2ColBackward0`` (windows -> columns) and ``Col2ImBackward0``
-(columns summed back into place) — so gradients of gradients exist for input, weight and bias.
-A transposed convolution is the same GEMM followed by col2im, composed from those Tensor ops.
+One node, ``ConvolutionBackward0``, runs both directions: a convolution, and a transposed convolution (the
+adjoint of a convolution, which is also the convolution's input gradient). Its arrays come from the backend's
+convolution primitives where the backend has them (the CPU: cache-blocked im2col and BLAS products, compiled
+copies; ``backends/_cnn_cpu.py``), else from the general primitives: im2col + one batched GEMM, the padded
+input viewed as its sliding windows (``as_strided``, no copy), materialised in ``unfold``'s layout,
+``(N, C*prod(K), L)``, and the weight ``(O, C*prod(K))`` multiplying each sample's columns, which gives the output
+``(N, O, L)`` directly (one product per group for grouped convolutions). The backward is the other direction
+plus the weight gradient; when a graph of the gradients is recorded it is written with Tensor ops around two
+ops that are each other's adjoint — ``Im2ColBackward0`` (windows -> columns) and ``Col2ImBackward0`` (columns
+summed back into place) — so gradients of gradients exist for input, weight and bias.
 """
 import itertools
 import math
 
+from ...autograd.grad_mode import _state
 from ...autograd.node import Op
 from ...ops._util import check_same_device, check_tensor
 from ...tensor import Tensor
@@ -151,34 +154,71 @@ class Col2ImBackward0(Op):
 
 # ---------------------------------------------------------------------- convolution
 
-class ConvolutionBackward0(Op):
-    """``conv(x, w) + b`` for x (N, C, *spatial), w (O, C/groups, *kernel): unfold-layout columns
-    (N, C*K, L) and one batched GEMM, w (G, O/G, C/G*K) @ cols (N, G, C/G*K, L), whose result is already
-    the output's layout (N, O, L)."""
-
+def _conv_arrays(be, d, wd, b, geom, groups):
+    """The convolution on arrays by the general primitives: unfold-layout columns (N, C*K, L) and one batched
+    GEMM, w (G, O/G, C/G*K) @ cols (N, G, C/G*K, L), whose result is already the output's layout (N, O, L)."""
     # NOTE: the unfold layout, not one row per output position: materialising the windows then copies
     # runs of a whole output row (contiguous in the input) instead of runs of one kernel row (3 elements
     # for a 3x3 kernel), about 4x faster in NumPy, and the product needs no transpose afterwards.
+    kernel, dilation, pads, stride, _, blocks, _ = geom
+    n = d.shape[0]
+    o = wd.shape[0]
+    cols = _im2col(be, d, kernel, dilation, pads, stride, blocks, False, copy=False)
+    ckg = cols.shape[1] // groups
+    L = cols.shape[2]
+    out = be.matmul(be.reshape(wd, (groups, o // groups, ckg)), be.reshape(cols, (n, groups, ckg, L)))
+    if b is not None:
+        be.binary("add", out, be.reshape(b, (groups, o // groups, 1)), out=out)
+    return be.reshape(out, (n, o) + tuple(blocks))
 
-    def forward(self, x, w, b, geom, groups):
+
+def _conv_transpose_arrays(be, d, wd, geom, groups):
+    """The transposed convolution on arrays by the general primitives: one row per input position times the
+    weight gives the row-layout columns (N, L, C_out*K), which col2im scatters."""
+    kernel, dilation, pads, stride, spatial, blocks, _ = geom
+    n, cin = d.shape[:2]
+    cin_g = cin // groups
+    kprod = math.prod(kernel)
+    out_c = wd.shape[1] * groups
+    L = math.prod(blocks)
+    x3 = be.reshape(be.reshape(d, (n, cin, L)).transpose(0, 2, 1), (n * L, groups, cin_g)).transpose(1, 0, 2)
+    cols = be.matmul(x3, be.reshape(wd, (groups, cin_g, wd.shape[1] * kprod)))
+    cols = be.reshape(cols.transpose(1, 0, 2), (n, L, out_c * kprod))
+    return _col2im(be, cols, out_c, spatial, kernel, dilation, pads, stride, blocks, True)
+
+
+class ConvolutionBackward0(Op):
+    """``conv(x, w) + b`` for x (N, C, *spatial), w (O, C/groups, *kernel); with ``transposed``, the transposed
+    convolution of x (N, C_in, *blocks) with w (C_in, C_out/groups, *kernel): the adjoint of a convolution
+    from (N, C_out, *spatial), whose geometry ``geom`` describes.
+
+    The backend's convolution primitives run it where they serve the arrays (the CPU's); elsewhere the
+    general primitives do (``_conv_arrays``, ``_conv_transpose_arrays``). The backward of either direction is
+    the other direction plus the weight gradient, as Tensor ops when a graph of the gradients is recorded
+    (``create_graph``), so gradients of gradients exist for input, weight and bias.
+    """
+
+    def forward(self, x, w, b, geom, groups, transposed=False):
         be = x._be
         need_x, need_w = self.needs_input_grad[:2]
         self.save_for_backward(x if need_w else None, w if need_x else None)
         self.geom = geom
         self.groups = groups
-        d = x._data
-        wd = w._data
-        kernel, dilation, pads, stride, spatial, blocks, _ = geom
-        n = d.shape[0]
-        o = wd.shape[0]
+        self.transposed = transposed
+        d, wd = x._data, w._data
         self.shapes = (d.shape, wd.shape)
-        cols = _im2col(be, d, kernel, dilation, pads, stride, blocks, False, copy=False)
-        ckg = cols.shape[1] // groups
-        L = cols.shape[2]
-        out = be.matmul(be.reshape(wd, (groups, o // groups, ckg)), be.reshape(cols, (n, groups, ckg, L)))
-        if b is not None:
-            be.binary("add", out, be.reshape(b._data, (groups, o // groups, 1)), out=out)
-        return be.reshape(out, (n, o) + tuple(blocks))
+        kernel, dilation, pads, stride, spatial, blocks, _ = geom
+        bd = None if b is None else b._data
+        if not transposed:
+            out = be.conv_forward(d, wd, bd, stride, pads, dilation, groups, blocks)
+            return _conv_arrays(be, d, wd, bd, geom, groups) if out is None else out
+        out_shape = (d.shape[0], wd.shape[1] * groups) + tuple(spatial)
+        out = be.conv_input_grad(d, wd, stride, pads, dilation, groups, out_shape)
+        if out is None:
+            out = _conv_transpose_arrays(be, d, wd, geom, groups)
+        if bd is not None:
+            be.binary("add", out, be.reshape(bd, (out_shape[1],) + (1,) * len(kernel)), out=out)
+        return out
 
     def backward(self, g):
         x, w = self.saved_tensors
@@ -186,26 +226,53 @@ class ConvolutionBackward0(Op):
         geom = self.geom
         groups = self.groups
         xshape, wshape = self.shapes
-        n, c = xshape[:2]
-        o = wshape[0]
-        og = o // groups
-        kprod = math.prod(geom[0])
-        ckg = c // groups * kprod
-        L = math.prod(geom[5])
+        kernel, dilation, pads, stride, _, blocks, _ = geom
         gx = gw = gb = None
-        if need_x or need_w:
-            g4 = g.reshape(n, groups, og, L)
-        if need_x:
-            # (G, C/G*K, O/G) @ (N, G, O/G, L): the columns' gradient, summed back into the image
-            gcols = w.reshape(groups, og, ckg).transpose(1, 2).matmul(g4).reshape(n, c * kprod, L)
-            gx = Col2ImBackward0.apply(gcols, geom=geom, channels=c)
-        if need_w:
-            cols = Im2ColBackward0.apply(x, geom=geom).reshape(n, groups, ckg, L)
-            # as cols @ g^T, transposed at the end (small): OpenBLAS runs this operand order ~1.4x faster
-            gw = cols.matmul(g4.transpose(2, 3)).sum(0).transpose(1, 2).reshape(wshape)
         if need_b:
             gb = g.sum((0,) + tuple(range(2, g.dim())))
+        if not _state.grad:
+            # plain arrays: the backend's primitives where they serve them
+            be = g._be
+            gd = g._data
+            if need_x:
+                r = (be.conv_forward(gd, w._data, None, stride, pads, dilation, groups, xshape[2:]) if self.transposed
+                     else be.conv_input_grad(gd, w._data, stride, pads, dilation, groups, xshape))
+                if r is not None:
+                    gx, need_x = Tensor._make(r, be), False
+            if need_w:
+                r = (be.conv_weight_grad(x._data, gd, stride, pads, dilation, groups, wshape) if self.transposed
+                     else be.conv_weight_grad(gd, x._data, stride, pads, dilation, groups, wshape))
+                if r is not None:
+                    gw, need_w = Tensor._make(r, be), False
+        if self.transposed:
+            if need_x:
+                gx = ConvolutionBackward0.apply(g, w, None, geom=geom, groups=groups)
+            if need_w:
+                gw = _weight_grad(g, x, geom, groups, wshape)
+            return gx, gw, gb
+        if need_x:
+            n, c = xshape[:2]
+            og = wshape[0] // groups
+            ckg = c // groups * math.prod(kernel)
+            # (G, C/G*K, O/G) @ (N, G, O/G, L): the columns' gradient, summed back into the image
+            gcols = w.reshape(groups, og, ckg).transpose(1, 2).matmul(g.reshape(n, groups, og, math.prod(blocks)))
+            gx = Col2ImBackward0.apply(gcols.reshape(n, c * math.prod(kernel), math.prod(blocks)), geom=geom,
+                                       channels=c)
+        if need_w:
+            gw = _weight_grad(x, g, geom, groups, wshape)
         return gx, gw, gb
+
+
+def _weight_grad(x, g, geom, groups, wshape):
+    """The weight gradient of a convolution of ``x`` (N, C, *spatial) whose output gradient is ``g``, as Tensor
+    ops."""
+    n, c = x.shape[:2]
+    og = wshape[0] // groups
+    ckg = c // groups * math.prod(geom[0])
+    L = math.prod(geom[5])
+    cols = Im2ColBackward0.apply(x, geom=geom).reshape(n, groups, ckg, L)
+    # as cols @ g^T, transposed at the end (small): OpenBLAS runs this operand order ~1.4x faster
+    return cols.matmul(g.reshape(n, groups, og, L).transpose(2, 3)).sum(0).transpose(1, 2).reshape(wshape)
 
 
 def _check_dtypes(input, weight, bias):
@@ -373,17 +440,8 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     if any(s <= 0 for s in spatial):
         raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, blocks))}). Calculated output size "
                            f"per channel: ({' x '.join(map(str, spatial))}). Output size is too small")
-    geom = _geometry(kernel, dilation, tuple((p, p) for p in padding), stride, spatial, blocks, rows=True)
-    n = xs[0]
-    cin_g = ws[0] // groups
-    kprod = math.prod(kernel)
-    L = math.prod(blocks)
-    # one row per input position times the weight gives the row-layout columns that col2im scatters
-    x3 = x.reshape(n, xs[1], L).transpose(1, 2).reshape(n * L, groups, cin_g).transpose(0, 1)
-    cols = x3.matmul(weight.reshape(groups, cin_g, ws[1] * kprod)).transpose(0, 1).reshape(n, L, out_c * kprod)
-    out = Col2ImBackward0.apply(cols, geom=geom, channels=out_c)
-    if bias is not None:
-        out = out + bias.reshape((out_c,) + (1,) * k)
+    geom = _geometry(kernel, dilation, tuple((p, p) for p in padding), stride, spatial, blocks)
+    out = ConvolutionBackward0.apply(x, weight, bias, geom=geom, groups=groups, transposed=True)
     return out.squeeze(0) if unbatched else out
 
 

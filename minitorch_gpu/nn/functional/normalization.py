@@ -66,10 +66,11 @@ class _Normalize(Op):
     precomputed ``(mean, var)`` arrays (batch norm computes them first to update its running estimates).
     The layer-norm layout (rows of a 2-D view, parameters along the row) runs on the backend's
     ``layer_norm_forward`` / ``layer_norm_backward`` (fused kernels on CUDA), the others on ``norm_forward`` /
-    ``norm_backward``.
+    ``norm_backward``. ``done`` passes ``(y, saved)`` already computed by a primitive of the caller's choice
+    (saved in ``norm_forward``'s form, or its {"mean", "rstd"} variant).
     """
 
-    def forward(self, x, weight, bias, view, axes, wshape, eps, center=True, stats=None):
+    def forward(self, x, weight, bias, view, axes, wshape, eps, center=True, stats=None, done=None):
         be = x._be
         xd = x._data
         xv = xd if xd.shape == view else xd.reshape(view)
@@ -79,7 +80,9 @@ class _Normalize(Op):
                 recording = True
                 break
         rows = stats is None and len(view) == 2 and axes == (1,) and wshape == (1, view[1])
-        if rows:
+        if done is not None:
+            y, saved = done
+        elif rows:
             y, saved = be.layer_norm_forward(xv, _vector(weight), _vector(bias), eps, center, recording)
         else:
             y, saved = be.norm_forward(xv, axes, None if weight is None else weight._data.reshape(wshape),
@@ -174,7 +177,25 @@ class NativeGroupNormBackward0(_Normalize):
 
 
 class NativeBatchNormBackward0(_Normalize):
-    pass
+    """Batch norm in training; where the backend's ``batch_norm_forward`` made the output (``done``), its
+    ``batch_norm_backward`` makes the gradients from the saved per-channel statistics."""
+
+    def backward(self, g):
+        if not _state.grad:
+            x, weight, *arrays = self.saved_tensors
+            saved = dict(zip(self.saved_names, map(_data_of, arrays)))
+            if "xhat" not in saved:
+                be = g._be
+                view = self.view
+                r = be.batch_norm_backward(g._data.reshape(view), x._data.reshape(view),
+                                           None if weight is None else weight._data, saved["mean"], saved["rstd"],
+                                           self.needs_input_grad)
+                if r is not None:
+                    gx, gw, gb = r
+                    return (None if gx is None else Tensor._make(gx.reshape(x._data.shape), be),
+                            None if gw is None else self._param_grad(be, gw),
+                            None if gb is None else self._param_grad(be, gb))
+        return super().backward(g)
 
 
 class SyncBatchNormBackward(_Normalize):
@@ -418,6 +439,17 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         return _eval_affine(input, running_mean, running_var, weight, bias, eps)
     xs = input._data.shape
     view = (xs[0], c, math.prod(xs[2:]))
+    be = input._be
+    fast = be.batch_norm_forward(input._data.reshape(view), None if weight is None else weight._data,
+                                 None if bias is None else bias._data, float(eps))
+    if fast is not None:
+        # one pass for the statistics and one for the output (the backend's compiled loops)
+        y, mean, var, rstd = fast
+        if running_mean is not None:
+            _update_running_stats(running_mean, running_var, mean, var, view[0] * view[2], momentum)
+        saved = {"mean": mean.reshape(1, c, 1), "rstd": rstd.reshape(1, c, 1)}
+        return NativeBatchNormBackward0.apply(input, weight, bias, view=view, axes=(0, 2), wshape=(1, c, 1),
+                                              eps=float(eps), done=(y, saved))
     stats = None
     if running_mean is not None:
         stats = _channel_moments(input, view)

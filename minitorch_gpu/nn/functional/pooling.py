@@ -3,6 +3,8 @@
 Pooling windows are a strided view of the padded input (no copy). Max pooling records, per output, the
 flat index of the chosen element within its input plane (PyTorch's ``return_indices``); its backward
 scatters the gradient there (``scatter_add``, whose own backward is a gather, so double backward works).
+Where the backend has max-pooling primitives (the CPU's compiled loops) they do both in one pass each, and
+the scatter runs only when a graph of the gradient is recorded.
 Average pooling sums each window and divides by a per-position divisor table; its backward spreads
 ``grad / divisor`` over the windows with col2im, the adjoint of the window view. Adaptive average pooling
 is separable: one averaging matrix per spatial dim, applied with ``matmul``.
@@ -15,6 +17,7 @@ import warnings
 import numpy as _np  # host-side only: divisor and bin tables, dtype limits
 
 from ... import _dtype
+from ...autograd.grad_mode import _state
 from ...autograd.node import Op
 from ...ops.indexing import IndexSelectBackward0, ScatterAddBackward0, ScatterBackward0
 from ...ops._util import check_tensor
@@ -168,6 +171,10 @@ class _MaxPoolOp(Op):
     def backward(self, g):
         be = g._be
         shape = self.in_shape
+        if not _state.grad:
+            gx = be.max_pool_backward(g._data, self.indices, shape, self.nspatial)
+            if gx is not None:
+                return (Tensor._make(gx, be),)
         plane = math.prod(shape[-self.nspatial:])
         lead = math.prod(shape[:-self.nspatial])
         idx = be.reshape(self.indices, (lead, -1))
@@ -197,7 +204,9 @@ def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_i
     if input._data.dtype.kind == "b":
         raise RuntimeError(f"\"{fn}\" not implemented for 'Bool'")
     be = input._be
-    vals, idx = _max_pool_arrays(be, input._data, kernel, stride, pads, dilation, blocks)
+    fast = be.max_pool_forward(input._data, kernel, stride, pads, dilation, blocks)
+    vals, idx = fast if fast is not None else _max_pool_arrays(be, input._data, kernel, stride, pads, dilation,
+                                                               blocks)
     out = _MAX_OPS[k].apply(input, values=vals, indices=idx)
     if return_indices:
         # the node keeps its own indices: writes to the returned ones must not redirect the gradient

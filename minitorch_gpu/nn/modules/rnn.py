@@ -9,7 +9,10 @@ one kernel on CUDA). Gradients flow through the ordinary autograd graph of these
 time). A ``PackedSequence`` runs the same loop with the batch shrinking as sequences end, so each sequence's final
 state is taken at its own last step.
 
-There is no cuDNN: the steps of a sequence are a Python loop, a few ops per step and direction.
+There is no cuDNN: the steps of a sequence are a Python loop. For an LSTM over a fixed batch (no packing, no
+projection) that loop runs inside one op per layer and direction (``lstm_layer_fused``, PyTorch's CPU layer node),
+on arrays, and its backward computes the hidden weights' gradient in one product over every step; the other
+cases run a few autograd ops per step and direction.
 """
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ import warnings
 from .. import functional as F
 from .. import init
 from ...ops.creation import empty, zeros
-from ...ops.rnn import gru_cell_fused, lstm_cell_fused
+from ...ops.rnn import gru_cell_fused, lstm_cell_fused, lstm_layer_fused
 from ...ops.shape import cat, stack
 from ..module import Module
 from ..parameter import Parameter
@@ -41,6 +44,17 @@ def _step(mode, gi, h, c, w_hh, b_hh, w_hr):
         return gru_cell_fused(gi, gh, h), None
     pre = gi + gh
     return (pre.tanh() if mode == "RNN_TANH" else pre.relu()), None
+
+
+def _whole_sequence(mode, gi, batch_sizes, h0, weights):
+    """Whether a layer direction runs as one sequence op (``lstm_layer_fused``): an LSTM without projection over
+    steps of one batch size (not a packed sequence whose batch shrinks), with every operand in one dtype (under
+    autocast the per-step ops cast as they go)."""
+    _, w_hh, _, b_hh, w_hr = weights
+    if mode != "LSTM" or w_hr is not None or batch_sizes.count(batch_sizes[0]) != len(batch_sizes):
+        return False
+    dt = gi.dtype
+    return w_hh.dtype is dt and h0.dtype is dt and (b_hh is None or b_hh.dtype is dt)
 
 
 def _run_direction(mode, steps, batch_sizes, h0, c0, weights, reverse):
@@ -298,10 +312,14 @@ class RNNBase(Module):
                 wt = tuple(getattr(self, f"{kind}_l{layer}{suffix}", None)
                            for kind in ("weight_ih", "weight_hh", "bias_ih", "bias_hh", "weight_hr"))
                 # the input projection of every step at once: one matrix product per layer and direction
-                steps = F.linear(x, wt[0], wt[2]).split(batch_sizes)
-                step_out, h, c = _run_direction(self.mode, steps, batch_sizes, h0s[k],
-                                                None if c0s is None else c0s[k], wt, direction == 1)
-                outs.append(cat(step_out))
+                gi = F.linear(x, wt[0], wt[2])
+                if _whole_sequence(self.mode, gi, batch_sizes, h0s[k], wt):
+                    out, h, c = lstm_layer_fused(gi, wt[1], wt[3], h0s[k], c0s[k], direction == 1)
+                    outs.append(out)
+                else:
+                    step_out, h, c = _run_direction(self.mode, gi.split(batch_sizes), batch_sizes, h0s[k],
+                                                    None if c0s is None else c0s[k], wt, direction == 1)
+                    outs.append(cat(step_out))
                 h_n.append(h)
                 if c is not None:
                     c_n.append(c)

@@ -9,6 +9,7 @@
 //   5. atomics and fences                      (atomicAdd ... atomicCAS via the compiler's __atomic builtins)
 //   6. math and bit intrinsics                 (rsqrtf, __expf, __fdividef, min/max, __popc, __clz ...)
 //   7. launch glue used by the generated module (argument unpacking, parameter descriptors)
+//   8. tensor-core fragment operations         (mma.sync and ldmatrix, executed warp-wide; used by common.cuh)
 //
 // Model: every CUDA thread of a block is a fiber on one OS thread; a block runs to completion before its OS
 // thread starts another, so `__shared__` variables can be `thread_local`. A fiber's context sits at a fixed
@@ -17,8 +18,10 @@
 //
 // Half types: include/cuda_fp16.h and include/cuda_bf16.h (first on the include path) give __half, __half2,
 // __nv_bfloat16 and __nv_bfloat162 as host types with the device's rounding.
-// Not modelled: inline PTX, wmma/mma, cp.async, timing. `__CUDA_ARCH__` is left undefined on purpose, so
+// Not modelled: inline PTX, wmma, cp.async, timing. `__CUDA_ARCH__` is left undefined on purpose, so
 // architecture-specific branches take their portable fallback.
+// Emulated instead of inline PTX: the mma.sync and ldmatrix forms behind common.cuh's tensor-core helpers
+// (section 8), warp-wide, with the hardware's fragment layouts.
 #pragma once
 
 #define __CUDA_SIM__ 1
@@ -155,7 +158,7 @@ struct DynamicShared {
 enum cs_warp_kind {
     CS_SHFL_IDX, CS_SHFL_UP, CS_SHFL_DOWN, CS_SHFL_XOR, CS_BALLOT, CS_ANY, CS_ALL, CS_SYNCWARP,
     CS_MATCH_ANY, CS_MATCH_ALL, CS_REDUCE_ADD, CS_REDUCE_MIN, CS_REDUCE_MAX, CS_REDUCE_AND, CS_REDUCE_OR,
-    CS_REDUCE_XOR
+    CS_REDUCE_XOR, CS_WARP_CALL
 };
 enum cs_barrier_kind { CS_BAR_SYNC, CS_BAR_COUNT, CS_BAR_AND, CS_BAR_OR };
 
@@ -664,5 +667,155 @@ struct Entry {
 };
 
 }  // namespace cuda_sim
+
+// ------------------------------------------------------------------------------------------------------------
+// 8. tensor-core fragment operations. mma.sync and ldmatrix are warp-wide: each lane holds a piece of every
+// matrix, so one lane's result depends on the other 31 lanes' registers. Each lane arrives at a warp collective
+// (CS_WARP_CALL) with a payload on its stack; once all 32 have arrived the scheduler runs the payload's function
+// once, with the 32 payloads in lane order, and it writes every lane's result registers before any lane goes
+// on. The fragment layouts are the PTX ISA's ("Matrix Fragments for mma.m16n8k16 / m16n8k8"): lane l is
+// (group g = l / 4, thread t = l % 4). 16-bit values convert through include/'s exact routines (cuda_sim::fp).
+#include "include/cuda_bf16.h"
+
+namespace cuda_sim {
+
+struct WarpCall {
+    void (*fn)(void* const* lanes);
+};
+
+inline void warp_call(WarpCall* payload, int line, const char* file) {
+    CS_COMPILER_FENCE();
+    cs_warp(CS_WARP_CALL, 0xffffffffu, reinterpret_cast<unsigned long long>(payload), 0, 32, line, file);
+    CS_COMPILER_FENCE();
+}
+
+// cvt.rna.tf32.f32: keep 10 mantissa bits, ties away from zero (finite values may round up to infinity)
+inline unsigned float_to_tf32(float f) {
+    unsigned x = unsigned(to_bits(f));
+    if ((x & 0x7f800000u) == 0x7f800000u) return (x & 0x7fffffu) ? 0x7fffffffu : x;
+    return (x + 0x1000u) & 0xffffe000u;
+}
+
+// D (4 floats per lane) = A (16 x K) * B (K x 8) + D, products exact in float (11- or 8-bit significands) and
+// summed in float in k order. ELEM(word, half) reads an input element out of a lane's 32-bit registers.
+struct MmaLane {
+    WarpCall call;
+    const unsigned* a;  // 4 registers
+    const unsigned* b;  // 2 registers
+    float* d;           // 4 accumulators, read and written
+};
+
+template <int K, class Elem>
+inline void mma_m16n8(void* const* lanes, Elem elem) {
+    float A[16][K], B[K][8], C[16][8];
+    for (int l = 0; l < 32; ++l) {
+        const MmaLane& p = *static_cast<const MmaLane*>(lanes[l]);
+        int g = l / 4, t = l % 4;
+        // m16n8k16: a0 (g, 2t..2t+1), a1 (g+8, 2t..), a2 (g, 2t+8..), a3 (g+8, 2t+8..); b0 (2t.., g), b1 (2t+8.., g)
+        if (K == 16) {
+            for (int h = 0; h < 2; ++h) {
+                A[g][2 * t + h] = elem(p.a[0], h);
+                A[g + 8][2 * t + h] = elem(p.a[1], h);
+                A[g][2 * t + 8 + h] = elem(p.a[2], h);
+                A[g + 8][2 * t + 8 + h] = elem(p.a[3], h);
+                B[2 * t + h][g] = elem(p.b[0], h);
+                B[2 * t + 8 + h][g] = elem(p.b[1], h);
+            }
+        } else {  // tf32 m16n8k8: a0: (g, t), a1: (g+8, t), a2: (g, t+4), a3: (g+8, t+4); b0: (t, g), b1: (t+4, g)
+            A[g][t] = elem(p.a[0], 0);
+            A[g + 8][t] = elem(p.a[1], 0);
+            A[g][t + 4] = elem(p.a[2], 0);
+            A[g + 8][t + 4] = elem(p.a[3], 0);
+            B[t][g] = elem(p.b[0], 0);
+            B[t + 4][g] = elem(p.b[1], 0);
+        }
+        // c0, c1: (g, 2t..2t+1); c2, c3: (g+8, 2t..2t+1)
+        C[g][2 * t] = p.d[0];
+        C[g][2 * t + 1] = p.d[1];
+        C[g + 8][2 * t] = p.d[2];
+        C[g + 8][2 * t + 1] = p.d[3];
+    }
+    for (int i = 0; i < 16; ++i)
+        for (int j = 0; j < 8; ++j) {
+            float acc = C[i][j];
+            for (int k = 0; k < K; ++k) acc += A[i][k] * B[k][j];
+            C[i][j] = acc;
+        }
+    for (int l = 0; l < 32; ++l) {
+        const MmaLane& p = *static_cast<const MmaLane*>(lanes[l]);
+        int g = l / 4, t = l % 4;
+        p.d[0] = C[g][2 * t];
+        p.d[1] = C[g][2 * t + 1];
+        p.d[2] = C[g + 8][2 * t];
+        p.d[3] = C[g + 8][2 * t + 1];
+    }
+}
+
+inline void mma_f16_exec(void* const* lanes) {
+    mma_m16n8<16>(lanes, [](unsigned w, int h) { return fp::half_to_float((unsigned short)(w >> (16 * h))); });
+}
+inline void mma_bf16_exec(void* const* lanes) {
+    mma_m16n8<16>(lanes, [](unsigned w, int h) { return fp::bf16_to_float((unsigned short)(w >> (16 * h))); });
+}
+// the tensor cores read the 19 high bits of a tf32 operand (sign, exponent, 10 mantissa bits) and ignore the rest
+inline void mma_tf32_exec(void* const* lanes) {
+    mma_m16n8<8>(lanes, [](unsigned w, int) { return from_bits<float>(w & 0xffffe000u); });
+}
+
+// ldmatrix.sync.aligned.m8n8.xN[.trans].shared.b16: lane l gives the address of row l % 8 of matrix l / 8 (16
+// bytes, 16-byte aligned); register j of lane (g, t) receives matrix j's elements (g, 2t) and (g, 2t + 1), or with
+// .trans (2t, g) and (2t + 1, g), the lower column or row in the low half.
+struct LdmatrixLane {
+    WarpCall call;
+    const unsigned short* row;
+    unsigned* regs;
+};
+
+template <int N, bool TRANS>
+inline void ldmatrix_exec(void* const* lanes) {
+    for (int l = 0; l < 32; ++l) {
+        const LdmatrixLane& p = *static_cast<const LdmatrixLane*>(lanes[l]);
+        int g = l / 4, t = l % 4;
+        for (int j = 0; j < N; ++j) {
+            unsigned short lo, hi;
+            if (TRANS) {
+                lo = static_cast<const LdmatrixLane*>(lanes[8 * j + 2 * t])->row[g];
+                hi = static_cast<const LdmatrixLane*>(lanes[8 * j + 2 * t + 1])->row[g];
+            } else {
+                const unsigned short* r = static_cast<const LdmatrixLane*>(lanes[8 * j + g])->row;
+                lo = r[2 * t];
+                hi = r[2 * t + 1];
+            }
+            p.regs[j] = unsigned(lo) | (unsigned(hi) << 16);
+        }
+    }
+}
+
+}  // namespace cuda_sim
+
+template <int N, bool TRANS>
+inline void cs_ldmatrix(unsigned* regs, const void* row, int line, const char* file) {
+    static_assert(N == 1 || N == 2 || N == 4, "ldmatrix loads 1, 2 or 4 matrices");
+    // only lanes 0 .. 8N - 1 give addresses; the others' are ignored, as on the GPU
+    unsigned lane = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) % 32;
+    if (lane < 8u * N && reinterpret_cast<uintptr_t>(row) % 16 != 0) {
+        char msg[112];
+        snprintf(msg, sizeof msg, "misaligned address: ldmatrix row at %p is not 16-byte aligned", row);
+        cs_fault(msg, line, file);
+    }
+    cuda_sim::LdmatrixLane p{{&cuda_sim::ldmatrix_exec<N, TRANS>}, static_cast<const unsigned short*>(row), regs};
+    cuda_sim::warp_call(&p.call, line, file);
+}
+
+enum cs_mma_type { CS_MMA_F16, CS_MMA_BF16, CS_MMA_TF32 };
+
+template <int TYPE>
+inline void cs_mma(float* d, const unsigned* a, const unsigned* b, int line, const char* file) {
+    void (*fn)(void* const*) = TYPE == CS_MMA_F16    ? &cuda_sim::mma_f16_exec
+                               : TYPE == CS_MMA_BF16 ? &cuda_sim::mma_bf16_exec
+                                                     : &cuda_sim::mma_tf32_exec;
+    cuda_sim::MmaLane p{{fn}, a, b, d};
+    cuda_sim::warp_call(&p.call, line, file);
+}
 
 #endif  // CUDA_SIM_DISCOVER

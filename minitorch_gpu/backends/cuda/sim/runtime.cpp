@@ -47,7 +47,8 @@ enum State : unsigned char { kRunnable, kAtBarrier, kAtWarp, kExited };
 const char* const kWarpNames[] = {
     "__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync", "__ballot_sync", "__any_sync",
     "__all_sync", "__syncwarp", "__match_any_sync", "__match_all_sync", "__reduce_add_sync", "__reduce_min_sync",
-    "__reduce_max_sync", "__reduce_and_sync", "__reduce_or_sync", "__reduce_xor_sync"};
+    "__reduce_max_sync", "__reduce_and_sync", "__reduce_or_sync", "__reduce_xor_sync",
+    "a warp-wide matrix instruction (mma.sync, ldmatrix)"};
 const char* const kBarrierNames[] = {"__syncthreads", "__syncthreads_count", "__syncthreads_and",
                                      "__syncthreads_or"};
 
@@ -331,6 +332,26 @@ void execute(Block& b, unsigned w, unsigned g) {
     unsigned live = b.warp_live[w];
     unsigned long long res[32] = {};
     switch (kind) {
+        case CS_WARP_CALL: {
+            // mma.sync and ldmatrix are .aligned: the whole warp executes them together, each lane contributing
+            // its fragment. The call runs here, between the lanes' steps, and reads and writes every lane's
+            // fragments in place (their stacks stay mapped while they wait).
+            if (g != 0xffffffffu) {
+                unsigned missing = ~g;
+                unsigned lane = unsigned(__builtin_ctz(missing));
+                std::string why = lane >= b.lanes_in_warp(w)
+                    ? format("the block has %u threads, so warp %u has only lanes 0-%u", b.nthreads, w,
+                             b.lanes_in_warp(w) - 1)
+                    : format("lane %u has already exited", lane);
+                b.fail(f0->line, format("%s at %s needs all 32 lanes of warp %u, but %s (%s)", kWarpNames[kind],
+                                        loc(f0->file, f0->line).c_str(), w, why.c_str(), b.where().c_str()));
+                return;
+            }
+            void* payload[32];
+            for (unsigned i = 0; i < 32; ++i) payload[i] = reinterpret_cast<void*>(lanes[i]->value);
+            reinterpret_cast<const WarpCall*>(payload[0])->fn(payload);
+            break;
+        }
         case CS_SHFL_IDX: case CS_SHFL_UP: case CS_SHFL_DOWN: case CS_SHFL_XOR:
             for (unsigned i = 0; i < 32; ++i) {
                 if (!lanes[i]) continue;

@@ -1,0 +1,424 @@
+// elementwise_cpu.cpp: elementwise maps for the CPU backend where NumPy needs several passes over memory (gelu and
+// its gradient, sigmoid, silu, erf, the activation gradients) or runs a slow scalar libm loop (fmod, remainder,
+// floor_divide, logaddexp, hypot, sign).
+//
+// Entry points (C ABI, called through ctypes by backends/_elementwise_native.py, which compiles this file with the
+// host C++ compiler on first use and caches the library):
+//   mt_ew_unary(op, dtype, n, x, y)                      y[i] = op(x[i])                   -> 0, or < 0 on bad input
+//   mt_ew_binary(op, dtype, n, a, a_step, b, b_step, y)  y[i] = op(a[i * a_step], b[i * b_step]); a step of 0
+//                                                        broadcasts a scalar (at most one of the two)
+//   mt_ew_supports(arity, op, dtype)                     -> 1 when the op is compiled for the dtype
+//   mt_lstm_cell_forward(dtype, B, H, gi, gh, c, h_out, c_out)
+//   mt_lstm_cell_backward(dtype, B, H, dh, dc, gi, gh, c, d_gates, dc_prev)
+//                                                        one LSTM step's pointwise half and its gradient (the
+//                                                        lstm_cell_* primitives of backends/_rnn.py); dh, dc may
+//                                                        be null (a zero gradient)
+//     op      a UnaryOp / BinaryOp member (arity 1 / 2); Python reads the enums from this file
+//     dtype   0 float32, 1 float64
+//     arrays  contiguous; y may be one of the inputs (each element is read before it is written)
+//
+// The NumPy bodies of backends/_elementwise.py are the reference, and tests compare the two. Where this file repeats
+// the reference's arithmetic step by step (erf, gelu and the division family in float32, sign), it is compiled with
+// floating-point contraction off and the results are bit-identical; where it calls libm (exp, log1p, erf), the
+// vector variants of glibc's libmvec (MT_LIBMVEC, when the build finds them) are within a few ulp of NumPy's.
+//
+// v1: every op in one pass; the LSTM cell in one pass over its gates. fmod and its family compute float32 in double, exact while the quotient is below 2^24
+// (see fmod_f32), the rare larger quotients finished by libm's fmodf in a second loop.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#ifdef MT_LIBMVEC
+// glibc declares its vector variants only under -ffast-math, which would also give up NaN and infinity semantics;
+// declaring them here lets the vectoriser call them with IEEE semantics kept
+extern "C" {
+float expf(float) __attribute__((simd("notinbranch")));
+double exp(double) __attribute__((simd("notinbranch")));
+float tanhf(float) __attribute__((simd("notinbranch")));
+double tanh(double) __attribute__((simd("notinbranch")));
+float exp2f(float) __attribute__((simd("notinbranch")));
+double exp2(double) __attribute__((simd("notinbranch")));
+float log1pf(float) __attribute__((simd("notinbranch")));
+double log1p(double) __attribute__((simd("notinbranch")));
+double erf(double) __attribute__((simd("notinbranch")));
+}
+#endif
+
+enum UnaryOp { U_erf, U_gelu, U_gelu_tanh, U_sigmoid, U_silu, U_sign };
+enum BinaryOp {
+    B_gelu_backward, B_gelu_tanh_backward, B_sigmoid_backward, B_tanh_backward, B_logaddexp, B_logaddexp2,
+    B_hypot, B_fmod, B_remainder, B_floor_divide
+};
+
+namespace {
+
+using idx = int64_t;
+
+// ------------------------------------------------------------------------------------------ libm, by type
+inline float m_exp(float x) { return expf(x); }
+inline double m_exp(double x) { return exp(x); }
+inline float m_exp2(float x) { return exp2f(x); }
+inline double m_exp2(double x) { return exp2(x); }
+inline float m_tanh(float x) { return tanhf(x); }
+inline double m_tanh(double x) { return tanh(x); }
+inline float m_log1p(float x) { return log1pf(x); }
+inline double m_log1p(double x) { return log1p(x); }
+
+template <typename T> inline T clip(T x, T lo, T hi) { return x < lo ? lo : (x > hi ? hi : x); }  // NaN stays
+template <typename T> inline T min_nan(T a, T b) { return (b < a) ? b : a; }  // NumPy's minimum for a NaN in a
+
+// ------------------------------------------------------------------------------------------ erf and gelu
+// float32: the rational minimax fit of _elementwise.py (_ERF32_PS / _ERF32_QS: coefficients in s = x^2, halved for
+// erf / 2), evaluated in the order of its Horner loop, so bit-identical to the NumPy body. Scaling by powers of two
+// is exact, so rounding the literal first and scaling after gives NumPy's constants.
+constexpr float kErfP[6] = {1.1283791392975586f, 3.0967330082891698f / 16, 13.594073783468733f / 256,
+                            15.906318686540226f / 4096, 18.64938948096302f / 65536, 2.0832915688465734f / 1048576};
+constexpr float kErfPHalf[6] = {kErfP[0] / 2, kErfP[1] / 2, kErfP[2] / 2, kErfP[3] / 2, kErfP[4] / 2, kErfP[5] / 2};
+constexpr float kErfQ[6] = {1.0f, 8.077729057911256f / 16, 29.52968085616319f / 256, 62.28917803204715f / 4096,
+                            77.69819610218812f / 65536, 39.237956613183236f / 1048576};
+constexpr double kSqrt1_2 = 0.7071067811865476;
+constexpr double kInvSqrt2Pi = 0.3989422804014327;
+constexpr double kBeta = 0.7978845608028654;  // sqrt(2 / pi)
+constexpr double kKappa = 0.044715;
+
+inline float horner6(float s, const float* c) {
+    float r = s * c[5];
+    r = r + c[4];
+    for (int k = 3; k >= 0; --k) {
+        r = r * s;
+        r = r + c[k];
+    }
+    return r;
+}
+
+inline float erf32(float x, const float* p_coefs) {
+    float xc = clip(x, -4.0f, 4.0f);
+    float s = xc * xc;
+    float p = horner6(s, p_coefs);
+    float q = horner6(s, kErfQ);
+    p = p / q;
+    return p * xc;
+}
+
+inline float erf_of(float x) { return erf32(x, kErfP); }
+inline double erf_of(double x) { return erf(x); }
+
+// Phi(x) = 1/2 + erf(x / sqrt 2) / 2
+inline float gelu_cdf(float x) {
+    float r = erf32(x * (float)kSqrt1_2, kErfPHalf);
+    return r + 0.5f;
+}
+inline double gelu_cdf(double x) { return (erf(x * kSqrt1_2) + 1.0) * 0.5; }
+
+template <typename T> inline T gelu(T x) { return gelu_cdf(x) * x; }
+
+template <typename T> inline T gelu_backward(T g, T x) {
+    T cdf = gelu_cdf(x);
+    T pdf = x * x;
+    pdf = pdf * (T)-0.5;
+    pdf = m_exp(pdf);
+    pdf = pdf * (T)kInvSqrt2Pi;
+    pdf = pdf * x;
+    return (cdf + pdf) * g;
+}
+
+// the largest argument whose exp is finite (as _exp_limit), so large |x| neither overflows nor loses accuracy
+template <typename T> inline T exp_limit() { return (T)(std::log((double)std::numeric_limits<T>::max()) * 0.999); }
+
+// tanh-gelu is x s with s = (1 + tanh u) / 2 = 1 / (1 + e), e = exp(-2u), u = beta (x + kappa x^3): the sigmoid
+// form of _gelu_tanh_gate, accurate where tanh(u) is near -1, and 1 - s = e s without a subtraction
+template <typename T> inline T gelu_tanh_exp(T x) {
+    T e = x * x;
+    e = e * (T)kKappa;
+    e = e + (T)1;
+    e = e * x;
+    e = e * (T)(-2 * kBeta);
+    return m_exp(min_nan(e, exp_limit<T>()));
+}
+
+template <typename T> inline T gelu_tanh(T x) { return ((T)1 / (gelu_tanh_exp(x) + (T)1)) * x; }
+
+// d/dx x s(u) = s + x 2 s (1 - s) u', u' = beta (1 + 3 kappa x^2)
+template <typename T> inline T gelu_tanh_backward(T g, T x) {
+    T e = gelu_tanh_exp(x);
+    T s = (T)1 / (e + (T)1);
+    T d = e * s;
+    d = d * s;
+    T du = x * x;
+    du = du * (T)(3 * kKappa);
+    du = du + (T)1;
+    d = d * du;
+    d = d * x;
+    d = d * (T)(2 * kBeta);
+    d = d + s;
+    return d * g;
+}
+
+// ------------------------------------------------------------------------------------------ sigmoid family
+
+template <typename T> inline T sigmoid(T x, T lim) { return (T)1 / ((T)1 + m_exp(min_nan(-x, lim))); }
+template <typename T> inline T sign(T x) { return (T)(x > 0) - (T)(x < 0); }  // 0 for NaN and -0.0, as _sign
+
+// ------------------------------------------------------------------------------------------ logaddexp, hypot
+// NumPy's npy_logaddexp: equal arguments (infinities of one sign included) give x + log 2
+template <typename T> inline T logaddexp(T x, T y) {
+    T d = x - y;
+    T m = d > 0 ? x : y;
+    T r = m + m_log1p(m_exp(-std::fabs(d)));
+    r = d != d ? d : r;
+    return x == y ? x + (T)0.6931471805599453 : r;
+}
+
+template <typename T> inline T logaddexp2(T x, T y) {
+    T d = x - y;
+    T m = d > 0 ? x : y;
+    T r = m + (T)1.4426950408889634 * m_log1p(m_exp2(-std::fabs(d)));
+    r = d != d ? d : r;
+    return x == y ? x + (T)1 : r;
+}
+
+// float32 in double: both squares are exact and the sum is rounded once; an infinite side wins over NaN (IEEE)
+inline float hypot32(float a, float b) {
+    double ad = a, bd = b;
+    float r = (float)std::sqrt(ad * ad + bd * bd);
+    return (std::isinf(a) || std::isinf(b)) ? std::numeric_limits<float>::infinity() : r;
+}
+
+// ------------------------------------------------------------------------------------------ the division family
+// fmod of float32 through double. With a = A 2^ea, b = B 2^eb (A, B < 2^24 integers), a quotient that is not an
+// integer lies at least 1/B (ea >= eb) or 2^(ea-eb)/B (ea < eb) from the nearest integer, while the double quotient
+// is off by at most |q| 2^-53; below |q| = 2^24 that error is smaller than the gap, so trunc(q) is the true integer
+// part. trunc(q) * b then has at most 48 significant bits (exact), and a - trunc(q) * b, a multiple of the smaller
+// ulp and below |b|, is exact too. Returns false where |q| >= 2^24 (inf and NaN quotients included): libm finishes
+// those.
+inline bool fmod32_fast(float a, float b, float& r) {
+    double ad = a, bd = b;
+    double q = ad / bd;
+    double t = std::trunc(q);
+    // a quotient below 1 leaves a itself (also for an infinite b, where 0 * b would be NaN)
+    r = (float)std::copysign(t == 0 ? ad : ad - t * bd, ad);
+    return std::fabs(q) < 16777216.0;
+}
+
+// npy_divmod's remainder and floor quotient (Python's convention) from the fmod above, written with selects so
+// that the loops vectorise
+inline float remainder32(float a, float b, float mod) {
+    float adj = ((b < 0) != (mod < 0)) ? mod + b : mod;
+    return mod != 0 ? adj : std::copysign(0.0f, b);
+}
+
+inline float floor_divide32(float a, float b, float mod) {
+    float div = (a - mod) / b;
+    div = (mod != 0 && ((b < 0) != (mod < 0))) ? div - 1.0f : div;
+    float fl = std::floor(div);
+    fl = (div - fl > 0.5f) ? fl + 1.0f : fl;
+    float r = div != 0 ? fl : std::copysign(0.0f, a / b);
+    return b == 0 ? a / b : r;
+}
+
+// y = finish(a, b, fmod(a, b)); the fast fmod in one vectorised pass, then libm's for the quotients it declines
+template <class F> int division32(idx n, const float* a, idx sa, const float* b, idx sb, float* y, F finish) {
+    int slow = 0;
+    auto one = [&slow, finish](float av, float bv) {
+        float r;
+        slow |= !fmod32_fast(av, bv, r);
+        return finish(av, bv, r);
+    };
+    if (sa && sb) {
+        for (idx i = 0; i < n; ++i) y[i] = one(a[i], b[i]);
+    } else if (sb) {
+        const float av = a[0];
+        for (idx i = 0; i < n; ++i) y[i] = one(av, b[i]);
+    } else {
+        const float bv = b[0];
+        for (idx i = 0; i < n; ++i) y[i] = one(a[i], bv);
+    }
+    if (slow) {
+        for (idx i = 0; i < n; ++i) {
+            float av = a[i * sa], bv = b[i * sb], r;
+            if (!fmod32_fast(av, bv, r)) y[i] = finish(av, bv, std::fmod(av, bv));
+        }
+    }
+    return 0;
+}
+
+// ------------------------------------------------------------------------------------------ loops
+template <typename T, class F> void map1(idx n, const T* x, T* y, F f) {
+    for (idx i = 0; i < n; ++i) y[i] = f(x[i]);
+}
+
+// the step cases apart, so that each loop vectorises with unit strides
+template <typename T, class F> void map2(idx n, const T* a, idx sa, const T* b, idx sb, T* y, F f) {
+    if (sa && sb) {
+        for (idx i = 0; i < n; ++i) y[i] = f(a[i], b[i]);
+    } else if (sb) {
+        T av = a[0];
+        for (idx i = 0; i < n; ++i) y[i] = f(av, b[i]);
+    } else {
+        T bv = b[0];
+        for (idx i = 0; i < n; ++i) y[i] = f(a[i], bv);
+    }
+}
+
+template <typename T> int unary(int op, idx n, const T* x, T* y) {
+    switch (op) {
+        case U_erf: map1(n, x, y, [](T v) { return erf_of(v); }); return 0;
+        case U_gelu: map1(n, x, y, [](T v) { return gelu(v); }); return 0;
+        case U_gelu_tanh: map1(n, x, y, [](T v) { return gelu_tanh(v); }); return 0;
+        case U_sigmoid: {
+            const T lim = exp_limit<T>();
+            map1(n, x, y, [lim](T v) { return sigmoid(v, lim); });
+            return 0;
+        }
+        case U_silu: {
+            const T lim = exp_limit<T>();
+            map1(n, x, y, [lim](T v) { return v * sigmoid(v, lim); });
+            return 0;
+        }
+        case U_sign: map1(n, x, y, [](T v) { return sign(v); }); return 0;
+    }
+    return -1;
+}
+
+template <typename T> int binary_common(int op, idx n, const T* a, idx sa, const T* b, idx sb, T* y) {
+    switch (op) {
+        case B_gelu_backward: map2(n, a, sa, b, sb, y, [](T g, T x) { return gelu_backward(g, x); }); return 0;
+        case B_gelu_tanh_backward:
+            map2(n, a, sa, b, sb, y, [](T g, T x) { return gelu_tanh_backward(g, x); });
+            return 0;
+        case B_sigmoid_backward:
+            map2(n, a, sa, b, sb, y, [](T g, T v) { return g * (v * ((T)1 - v)); });
+            return 0;
+        case B_tanh_backward: map2(n, a, sa, b, sb, y, [](T g, T v) { return g * ((T)1 - v * v); }); return 0;
+        case B_logaddexp: map2(n, a, sa, b, sb, y, [](T u, T v) { return logaddexp(u, v); }); return 0;
+        case B_logaddexp2: map2(n, a, sa, b, sb, y, [](T u, T v) { return logaddexp2(u, v); }); return 0;
+    }
+    return -1;
+}
+
+int binary32(int op, idx n, const float* a, idx sa, const float* b, idx sb, float* y) {
+    switch (op) {
+        case B_hypot: map2(n, a, sa, b, sb, y, [](float u, float v) { return hypot32(u, v); }); return 0;
+        case B_fmod: return division32(n, a, sa, b, sb, y, [](float, float, float mod) { return mod; });
+        case B_remainder:
+            return division32(n, a, sa, b, sb, y, [](float u, float v, float mod) { return remainder32(u, v, mod); });
+        case B_floor_divide:
+            return division32(n, a, sa, b, sb, y,
+                              [](float u, float v, float mod) { return floor_divide32(u, v, mod); });
+    }
+    return binary_common(op, n, a, sa, b, sb, y);
+}
+
+// ------------------------------------------------------------------------------------------ the LSTM cell
+// gates (B, 4H) in PyTorch's order i, f, g, o; the reference is backends/_rnn.py (sigmoid clamped as _sigmoid_)
+// the outputs are fresh arrays (Python allocates them): __restrict__ lets the loops vectorise without alias checks
+template <typename T>
+void lstm_forward(idx B, idx H, const T* __restrict__ gi, const T* __restrict__ gh, const T* __restrict__ c,
+                  T* __restrict__ h_out, T* __restrict__ c_out) {
+    const T lim = exp_limit<T>();
+    for (idx b = 0; b < B; ++b) {
+        const T* __restrict__ xi = gi + b * 4 * H;
+        const T* __restrict__ xh = gh + b * 4 * H;
+        for (idx j = 0; j < H; ++j) {
+            T i = sigmoid(xi[j] + xh[j], lim), f = sigmoid(xi[H + j] + xh[H + j], lim);
+            T g = m_tanh(xi[2 * H + j] + xh[2 * H + j]), o = sigmoid(xi[3 * H + j] + xh[3 * H + j], lim);
+            T cn = f * c[b * H + j] + i * g;
+            c_out[b * H + j] = cn;
+            h_out[b * H + j] = m_tanh(cn) * o;
+        }
+    }
+}
+
+// which of dh, dc exist is a template parameter: a load under a runtime condition would not vectorise
+template <typename T, bool HasDh, bool HasDc>
+void lstm_backward_v(idx B, idx H, const T* __restrict__ dh, const T* __restrict__ dc, const T* __restrict__ gi,
+                     const T* __restrict__ gh, const T* __restrict__ c, T* __restrict__ d, T* __restrict__ dc_prev) {
+    const T lim = exp_limit<T>();
+    for (idx b = 0; b < B; ++b) {
+        const T* __restrict__ xi = gi + b * 4 * H;
+        const T* __restrict__ xh = gh + b * 4 * H;
+        T* __restrict__ db = d + b * 4 * H;
+        for (idx j = 0; j < H; ++j) {
+            T i = sigmoid(xi[j] + xh[j], lim), f = sigmoid(xi[H + j] + xh[H + j], lim);
+            T g = m_tanh(xi[2 * H + j] + xh[2 * H + j]), o = sigmoid(xi[3 * H + j] + xh[3 * H + j], lim);
+            T cv = c[b * H + j];
+            T tc = m_tanh(f * cv + i * g);
+            T dhv = HasDh ? dh[b * H + j] : (T)0;
+            // c' reaches the loss through h' = o tanh(c') and through the next step's c
+            T gc = ((T)1 - tc * tc) * o * dhv + (HasDc ? dc[b * H + j] : (T)0);
+            db[3 * H + j] = dhv * tc * o * ((T)1 - o);
+            db[j] = gc * g * i * ((T)1 - i);
+            db[H + j] = gc * cv * f * ((T)1 - f);
+            db[2 * H + j] = gc * i * ((T)1 - g * g);
+            dc_prev[b * H + j] = gc * f;
+        }
+    }
+}
+
+template <typename T>
+void lstm_backward(idx B, idx H, const T* dh, const T* dc, const T* gi, const T* gh, const T* c, T* d, T* dc_prev) {
+    if (dh && dc)
+        lstm_backward_v<T, true, true>(B, H, dh, dc, gi, gh, c, d, dc_prev);
+    else if (dh)
+        lstm_backward_v<T, true, false>(B, H, dh, dc, gi, gh, c, d, dc_prev);
+    else if (dc)
+        lstm_backward_v<T, false, true>(B, H, dh, dc, gi, gh, c, d, dc_prev);
+    else
+        lstm_backward_v<T, false, false>(B, H, dh, dc, gi, gh, c, d, dc_prev);
+}
+
+bool supports(int arity, int op, int dtype) {
+    if (dtype != 0 && dtype != 1) return false;
+    if (arity == 1) return op >= U_erf && op <= U_sign;
+    if (arity != 2 || op < B_gelu_backward || op > B_floor_divide) return false;
+    // the float64 division family and hypot stay with NumPy: libm is the only exact route there
+    return dtype == 0 || op <= B_logaddexp2;
+}
+
+}  // namespace
+
+extern "C" {
+
+int mt_ew_supports(int arity, int op, int dtype) { return supports(arity, op, dtype) ? 1 : 0; }
+
+int mt_ew_unary(int op, int dtype, idx n, const void* x, void* y) {
+    if (n < 0 || !supports(1, op, dtype)) return -1;
+    if (dtype == 0) return unary<float>(op, n, (const float*)x, (float*)y);
+    return unary<double>(op, n, (const double*)x, (double*)y);
+}
+
+int mt_ew_binary(int op, int dtype, idx n, const void* a, idx a_step, const void* b, idx b_step, void* y) {
+    if (n < 0 || !supports(2, op, dtype) || (a_step != 0 && a_step != 1) || (b_step != 0 && b_step != 1) ||
+        (a_step == 0 && b_step == 0))
+        return -1;
+    if (dtype == 0) return binary32(op, n, (const float*)a, a_step, (const float*)b, b_step, (float*)y);
+    return binary_common<double>(op, n, (const double*)a, a_step, (const double*)b, b_step, (double*)y);
+}
+
+int mt_lstm_cell_forward(int dtype, idx B, idx H, const void* gi, const void* gh, const void* c, void* h_out,
+                         void* c_out) {
+    if (B < 0 || H < 0) return -1;
+    if (dtype == 0)
+        lstm_forward(B, H, (const float*)gi, (const float*)gh, (const float*)c, (float*)h_out, (float*)c_out);
+    else if (dtype == 1)
+        lstm_forward(B, H, (const double*)gi, (const double*)gh, (const double*)c, (double*)h_out, (double*)c_out);
+    else
+        return -1;
+    return 0;
+}
+
+int mt_lstm_cell_backward(int dtype, idx B, idx H, const void* dh, const void* dc, const void* gi, const void* gh,
+                          const void* c, void* d_gates, void* dc_prev) {
+    if (B < 0 || H < 0) return -1;
+    if (dtype == 0)
+        lstm_backward(B, H, (const float*)dh, (const float*)dc, (const float*)gi, (const float*)gh, (const float*)c,
+                      (float*)d_gates, (float*)dc_prev);
+    else if (dtype == 1)
+        lstm_backward(B, H, (const double*)dh, (const double*)dc, (const double*)gi, (const double*)gh,
+                      (const double*)c, (double*)d_gates, (double*)dc_prev);
+    else
+        return -1;
+    return 0;
+}
+
+}  // extern "C"
