@@ -1,6 +1,9 @@
 // attention.cu: fused scaled-dot-product attention (FlashAttention-2 style), forward and backward.
 //
-// Kernels (T = float | double; _dN = head dims up to N, padded with zeros to N in shared memory):
+// Kernels (T = float | double | __half | __nv_bfloat16; _dN = head dims up to N, padded with zeros to N in shared
+// memory). The 16-bit types are read into float tiles and computed exactly as float32 (FMA on the CUDA cores,
+// not tensor cores): float scores, softmax statistics, LSE and delta (float32 arrays), float accumulators; O, dQ,
+// dK and dV are rounded once when stored.
 //   attention_forward_d{32,64,128}<T>       one query tile per work item: the K and V tiles stream through
 //                                          shared memory, online softmax in registers; writes O and the per-row
 //                                          log2-sum-exp2 (base 2: the kernels exponentiate with exp2)
@@ -15,7 +18,7 @@
 // every gradient is deterministic (and the dK/dV pass needs no atomics either); the cost is recomputing S and
 // dP once more (7 tile products per tile pair in the backward instead of FlashAttention-2's 5).
 //
-// Tiles: TILE x TILE score tiles (64 for float, 32 for double), 256 threads as 8 warps x 32 lanes. Thread
+// Tiles: TILE x TILE score tiles (64 for float and the 16-bit types, 32 for double), 256 threads as 8 warps x 32 lanes. Thread
 // (ty = warp, tx = lane) owns the score rows ty + 8i and the columns tx + 32j: a row lives in one warp, so row
 // max / sum are warp shuffles, and the operand whose row is the same for the whole warp is read as a broadcast
 // 128-bit load. The operand with one row per lane is kept with a row stride of DP + 16 bytes, so the 8 lanes of
@@ -23,10 +26,13 @@
 //
 // Masks (flags, bits of AttnFlag): causal (key > query masked, top-left aligned), an additive float mask, a
 // boolean mask (false = masked); masks are read through four element strides (b, h, query, key), 0 on broadcast
-// dims. Rows whose keys are all masked give O = 0 and LSE = -inf (PyTorch's safe softmax). Dropout regenerates
+// dims; a float mask is in T. Rows whose keys are all masked give O = 0 and LSE = -inf (PyTorch's safe softmax). Dropout regenerates
 // its mask from the Philox stream wherever it is needed: element (bh, q, k) keeps word (bh L + q) S + k of the
 // stream at (seed, counter), below keep_below = ceil((1 - p) 2^32), which is exactly the mask that
-// rand_bernoulli(1 - p) of shape (B, H, L, S) draws from the same generator state.
+// rand_bernoulli(1 - p) of shape (B, H, L, S) draws from the same generator state. Under CUDA-graph capture `rng`
+// points at the generator's {seed, offset} in device memory (philox.cuh's philox_resolve); otherwise it is null.
+//
+// @template-types: float double __half __nv_bfloat16
 #include "common.cuh"
 #include "philox.cuh"
 
@@ -41,31 +47,34 @@ enum AttnFlag { AF_causal, AF_float_mask, AF_bool_mask, AF_dropout };
 
 extern __shared__ double attn_smem[];
 
+// the tile of a storage type: that of its arithmetic type (the shared tiles hold acc_t<T>)
 template <typename T> struct AttnTile { static constexpr int N = ATTN_TILE_FLOAT; };
 template <> struct AttnTile<double> { static constexpr int N = ATTN_TILE_DOUBLE; };
 
-template <typename T> __device__ __forceinline__ T attn_log2e() { return (T)1.4426950408889634; }
+template <typename A> __device__ __forceinline__ A attn_log2e() { return (A)1.4426950408889634; }
 
 // ------------------------------------------------------------------------------------------ masks and dropout
-// The score of (row, col) in log2 units after scale and mask; -inf when masked or outside the L x S rectangle.
+// The score of (row, col) in log2 units after scale and mask, in the arithmetic type; -inf when masked or outside
+// the L x S rectangle.
 template <typename T> struct AttnScore {
+    typedef acc_t<T> A;
     const T* fmask;
     const u8* bmask;
     const i64* meta;
     int L, S;
-    T scale;
+    A scale;
     int flags;
 
-    __device__ __forceinline__ T operator()(T dot, int row, int col) const {
-        if (row >= L || col >= S || ((flags & (1 << AF_causal)) && col > row)) return -mt_inf<T>();
-        T t = dot * scale;
+    __device__ __forceinline__ A operator()(A dot, int row, int col) const {
+        if (row >= L || col >= S || ((flags & (1 << AF_causal)) && col > row)) return -mt_inf<A>();
+        A t = dot * scale;
         if (flags & ((1 << AF_float_mask) | (1 << AF_bool_mask))) {
             // the strides are re-read (from cache) rather than held in registers through the whole kernel
             const i64 off = row * meta[11] + col * meta[12];
-            if (flags & (1 << AF_float_mask)) t += fmask[off];
-            if ((flags & (1 << AF_bool_mask)) && !bmask[off]) return -mt_inf<T>();
+            if (flags & (1 << AF_float_mask)) t += mt_acc(fmask[off]);
+            if ((flags & (1 << AF_bool_mask)) && !bmask[off]) return -mt_inf<A>();
         }
-        return t * attn_log2e<T>();
+        return t * attn_log2e<A>();
     }
 };
 
@@ -106,12 +115,13 @@ __device__ __forceinline__ u32 attn_keep_bits(const AttnDropout& drop, int r0, i
 }
 
 // ------------------------------------------------------------------------------------------ tile helpers
-// dst[r * STRIDE + c] = src[(i64)(r0 + r) * rs + c] for r < TILE, c < DP, zero outside rows < n and columns < D
+// dst[r * STRIDE + c] = src[(i64)(r0 + r) * rs + c] for r < TILE, c < DP, zero outside rows < n and columns < D;
+// the tile holds the arithmetic type of the source
 template <typename T, int TILE, int DP, int STRIDE>
-__device__ __forceinline__ void attn_load(T* dst, const T* __restrict__ src, i64 rs, int r0, int n, int D) {
+__device__ __forceinline__ void attn_load(acc_t<T>* dst, const T* __restrict__ src, i64 rs, int r0, int n, int D) {
     for (int e = threadIdx.x; e < TILE * DP; e += ATTN_THREADS) {
         int r = e / DP, c = e % DP;
-        dst[r * STRIDE + c] = (r0 + r < n && c < D) ? src[(i64)(r0 + r) * rs + c] : (T)0;
+        dst[r * STRIDE + c] = (r0 + r < n && c < D) ? mt_acc(src[(i64)(r0 + r) * rs + c]) : (acc_t<T>)0;
     }
 }
 
@@ -164,7 +174,7 @@ __device__ __forceinline__ void attn_accum(T (&acc)[RI][DJ], const T* P, const T
 
 template <typename T>
 __device__ __forceinline__ AttnScore<T> attn_score(const T* fmask, const u8* bmask, const i64* meta, i64 b, i64 h,
-                                                   int L, int S, T scale, int flags) {
+                                                   int L, int S, acc_t<T> scale, int flags) {
     i64 moff = b * meta[9] + h * meta[10];
     return AttnScore<T>{fmask + moff, bmask + moff, meta, L, S, scale, flags};
 }
@@ -173,25 +183,27 @@ __device__ __forceinline__ AttnScore<T> attn_score(const T* fmask, const u8* bma
     const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, const T* __restrict__ fmask,      \
         const u8* __restrict__ bmask, const i64* __restrict__ meta
 #define ATTN_PARAMS_SHAPE                                                                                     \
-    i64 BH, int H, int L, int S, int D, int DV, T scale, int flags, u64 seed, u64 ctr_lo, u64 ctr_hi, u64 keep_below,  \
-        T drop_scale
+    i64 BH, int H, int L, int S, int D, int DV, acc_t<T> scale, int flags, u64 seed, u64 ctr_lo, u64 ctr_hi,          \
+        const u64 *__restrict__ rng, u64 keep_below, acc_t<T> drop_scale
 #define ATTN_ARGS_IN q, k, v, fmask, bmask, meta
-#define ATTN_ARGS_SHAPE BH, H, L, S, D, DV, scale, flags, seed, ctr_lo, ctr_hi, keep_below, drop_scale
+#define ATTN_ARGS_SHAPE BH, H, L, S, D, DV, scale, flags, seed, ctr_lo, ctr_hi, rng, keep_below, drop_scale
 
 // ------------------------------------------------------------------------------------------ forward
 template <typename T, int DJ>
-__device__ __forceinline__ void attn_forward(ATTN_PARAMS_IN, T* __restrict__ out, T* __restrict__ lse,
+__device__ __forceinline__ void attn_forward(ATTN_PARAMS_IN, T* __restrict__ out, acc_t<T>* __restrict__ lse,
                                              ATTN_PARAMS_SHAPE) {
+    typedef acc_t<T> A;
     constexpr int TILE = AttnTile<T>::N, RI = TILE / 8, CJ = TILE / 32, DP = 32 * DJ;
-    constexpr int KP = DP + Packed128<T>::size;
+    constexpr int KP = DP + Packed128<A>::size;
     double* smem_base = attn_smem;  // (an implicit conversion: the simulator models the array as an object)
-    T* Qs = reinterpret_cast<T*>(smem_base);
-    T* Ks = Qs + TILE * DP;
-    T* Vs = Ks + TILE * KP;
+    A* Qs = reinterpret_cast<A*>(smem_base);
+    A* Ks = Qs + TILE * DP;
+    A* Vs = Ks + TILE * KP;
     // row r of P is written and read by warp r % 8 only: a warp barrier orders it
-    T* Ps = Vs + TILE * KP;
+    A* Ps = Vs + TILE * KP;
     const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
-    const T NEG = -mt_inf<T>();
+    const A NEG = -mt_inf<A>();
+    philox_resolve(seed, ctr_lo, ctr_hi, rng);
         const int nqt = (L + TILE - 1) / TILE;
     for (i64 w = blockIdx.x; w < BH * nqt; w += gridDim.x) {
         // the last query tiles (the longest under a causal mask) start first
@@ -204,13 +216,13 @@ __device__ __forceinline__ void attn_forward(ATTN_PARAMS_IN, T* __restrict__ out
         const AttnDropout drop{seed, ctr_lo, ctr_hi, keep_below, bh * L * S, S, (flags & (1 << AF_dropout)) != 0};
         __syncthreads();  // the previous work item is done with shared memory
         attn_load<T, TILE, DP, DP>(Qs, q + b * meta[0] + h * meta[1], meta[2], q0, L, D);
-        T m[RI], l[RI], acc[RI][DJ];
+        A m[RI], l[RI], acc[RI][DJ];
         #pragma unroll
         for (int i = 0; i < RI; ++i) {
             m[i] = NEG;
-            l[i] = (T)0;
+            l[i] = (A)0;
             #pragma unroll
-            for (int jj = 0; jj < DJ; ++jj) acc[i][jj] = (T)0;
+            for (int jj = 0; jj < DJ; ++jj) acc[i][jj] = (A)0;
         }
         // under a causal mask the tile's last row sees keys up to itself: later key tiles are skipped
         int kend = S;
@@ -224,28 +236,28 @@ __device__ __forceinline__ void attn_forward(ATTN_PARAMS_IN, T* __restrict__ out
             attn_load<T, TILE, DP, KP>(Vs, vp, meta[8], k0, S, DV);
             const u32 kept = attn_keep_bits<RI, CJ, false>(drop, q0 + ty, k0 + tx, L, S);
             __syncthreads();
-            T s[RI][CJ];
-            attn_dot<T, RI, CJ, DP, DP, KP>(s, Qs, Ks, ty, tx);
+            A s[RI][CJ];
+            attn_dot<A, RI, CJ, DP, DP, KP>(s, Qs, Ks, ty, tx);
             #pragma unroll
             for (int i = 0; i < RI; ++i) {
                 const int row = q0 + ty + 8 * i;
-                T mx = NEG;
+                A mx = NEG;
                 #pragma unroll
                 for (int j = 0; j < CJ; ++j) {
                     s[i][j] = score(s[i][j], row, k0 + tx + 32 * j);
                     mx = mt_max(mx, s[i][j]);
                 }
                 mx = warp_max(mx);
-                const T mnew = mt_max(m[i], mx);
+                const A mnew = mt_max(m[i], mx);
                 // a row with nothing unmasked yet keeps l = 0 and shifts by 0 (exp2(-inf - -inf) would be NaN)
-                const T base = mnew == NEG ? (T)0 : mnew;
-                const T alpha = mt_exp2(m[i] - base);
-                T rs = (T)0;
+                const A base = mnew == NEG ? (A)0 : mnew;
+                const A alpha = mt_exp2(m[i] - base);
+                A rs = (A)0;
                 #pragma unroll
                 for (int j = 0; j < CJ; ++j) {
-                    T p = mt_exp2(s[i][j] - base);
+                    A p = mt_exp2(s[i][j] - base);
                     rs += p;
-                    if (drop.on) p = (kept >> (i * CJ + j)) & 1u ? p * drop_scale : (T)0;
+                    if (drop.on) p = (kept >> (i * CJ + j)) & 1u ? p * drop_scale : (A)0;
                     Ps[(ty + 8 * i) * TILE + tx + 32 * j] = p;
                 }
                 l[i] = l[i] * alpha + warp_sum(rs);
@@ -254,31 +266,31 @@ __device__ __forceinline__ void attn_forward(ATTN_PARAMS_IN, T* __restrict__ out
                 for (int jj = 0; jj < DJ; ++jj) acc[i][jj] *= alpha;
             }
             __syncwarp();
-            attn_accum<T, RI, DJ, TILE, KP>(acc, Ps, Vs, ty, tx);
+            attn_accum<A, RI, DJ, TILE, KP>(acc, Ps, Vs, ty, tx);
         }
         #pragma unroll
         for (int i = 0; i < RI; ++i) {
             const int row = q0 + ty + 8 * i;
             if (row >= L) continue;
-            const T inv = l[i] > (T)0 ? (T)1 / l[i] : (T)0;
+            const A inv = l[i] > (A)0 ? (A)1 / l[i] : (A)0;
             T* orow = out + (bh * L + row) * DV;
             #pragma unroll
             for (int jj = 0; jj < DJ; ++jj)
-                if (tx + 32 * jj < DV) orow[tx + 32 * jj] = acc[i][jj] * inv;
-            if (tx == 0) lse[bh * L + row] = l[i] > (T)0 ? m[i] + mt_log2(l[i]) : NEG;
+                if (tx + 32 * jj < DV) orow[tx + 32 * jj] = mt_cast<T>(acc[i][jj] * inv);
+            if (tx == 0) lse[bh * L + row] = l[i] > (A)0 ? m[i] + mt_log2(l[i]) : NEG;
         }
     }
 }
 
 // ------------------------------------------------------------------------------------------ backward
 template <typename T>
-__global__ void attention_backward_prep(const T* __restrict__ dout, const T* __restrict__ out, T* __restrict__ delta,
-                                        i64 rows, int D) {
+__global__ void attention_backward_prep(const T* __restrict__ dout, const T* __restrict__ out,
+                                        acc_t<T>* __restrict__ delta, i64 rows, int D) {
     const int lane = threadIdx.x % 32;
     const i64 warps = (i64)gridDim.x * (blockDim.x / 32);
     for (i64 r = (i64)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; r < rows; r += warps) {
-        T acc = (T)0;
-        for (int c = lane; c < D; c += 32) acc += dout[r * D + c] * out[r * D + c];
+        acc_t<T> acc = 0;
+        for (int c = lane; c < D; c += 32) acc += mt_acc(dout[r * D + c]) * mt_acc(out[r * D + c]);
         acc = warp_sum(acc);
         if (lane == 0) delta[r] = acc;
     }
@@ -298,21 +310,23 @@ __device__ __forceinline__ void attn_grad(T t, T lse, T dp, T delta, bool dropou
 
 template <typename T, int DJ>
 __device__ __forceinline__ void attn_backward_dkv(ATTN_PARAMS_IN, const T* __restrict__ dout,
-                                                  const T* __restrict__ lse, const T* __restrict__ delta,
+                                                  const acc_t<T>* __restrict__ lse, const acc_t<T>* __restrict__ delta,
                                                   T* __restrict__ dk, T* __restrict__ dv, ATTN_PARAMS_SHAPE) {
+    typedef acc_t<T> A;
     constexpr int TILE = AttnTile<T>::N, RI = TILE / 8, CJ = TILE / 32, DP = 32 * DJ;
-    constexpr int KP = DP + Packed128<T>::size;
+    constexpr int KP = DP + Packed128<A>::size;
     // K and V rows are one per warp here (the transposed score tile S^T = K Q^T), Q and dO rows one per lane
     double* smem_base = attn_smem;  // (an implicit conversion: the simulator models the array as an object)
-    T* Ks = reinterpret_cast<T*>(smem_base);
-    T* Vs = Ks + TILE * DP;
-    T* Qs = Vs + TILE * DP;
-    T* dOs = Qs + TILE * KP;
-    T* PT = dOs + TILE * KP;
-    T* dST = PT + TILE * TILE;
-    T* lse_s = dST + TILE * TILE;
-    T* del_s = lse_s + TILE;
+    A* Ks = reinterpret_cast<A*>(smem_base);
+    A* Vs = Ks + TILE * DP;
+    A* Qs = Vs + TILE * DP;
+    A* dOs = Qs + TILE * KP;
+    A* PT = dOs + TILE * KP;
+    A* dST = PT + TILE * TILE;
+    A* lse_s = dST + TILE * TILE;
+    A* del_s = lse_s + TILE;
     const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
+    philox_resolve(seed, ctr_lo, ctr_hi, rng);
         const int nkt = (S + TILE - 1) / TILE, nqt = (L + TILE - 1) / TILE;
     const bool causal = (flags & (1 << AF_causal)) != 0;
     for (i64 w = blockIdx.x; w < BH * nkt; w += gridDim.x) {
@@ -326,11 +340,11 @@ __device__ __forceinline__ void attn_backward_dkv(ATTN_PARAMS_IN, const T* __res
         __syncthreads();
         attn_load<T, TILE, DP, DP>(Ks, k + b * meta[3] + h * meta[4], meta[5], k0, S, D);
         attn_load<T, TILE, DP, DP>(Vs, v + b * meta[6] + h * meta[7], meta[8], k0, S, DV);
-        T gk[RI][DJ], gv[RI][DJ];
+        A gk[RI][DJ], gv[RI][DJ];
         #pragma unroll
         for (int i = 0; i < RI; ++i)
             #pragma unroll
-            for (int jj = 0; jj < DJ; ++jj) gk[i][jj] = gv[i][jj] = (T)0;
+            for (int jj = 0; jj < DJ; ++jj) gk[i][jj] = gv[i][jj] = (A)0;
         // under a causal mask only queries at or after the tile's first key see it
         for (int qt = causal ? k0 / TILE : 0; qt < nqt; ++qt) {
             const int q0 = qt * TILE;
@@ -339,14 +353,14 @@ __device__ __forceinline__ void attn_backward_dkv(ATTN_PARAMS_IN, const T* __res
             attn_load<T, TILE, DP, KP>(dOs, dout + bh * L * DV, DV, q0, L, DV);
             for (int r = threadIdx.x; r < TILE; r += ATTN_THREADS) {
                 const bool in = q0 + r < L;
-                lse_s[r] = in ? lse[bh * L + q0 + r] : (T)0;
-                del_s[r] = in ? delta[bh * L + q0 + r] : (T)0;
+                lse_s[r] = in ? lse[bh * L + q0 + r] : (A)0;
+                del_s[r] = in ? delta[bh * L + q0 + r] : (A)0;
             }
             const u32 kept = attn_keep_bits<RI, CJ, true>(drop, k0 + ty, q0 + tx, L, S);
             __syncthreads();
-            T s[RI][CJ], dp[RI][CJ];
-            attn_dot<T, RI, CJ, DP, DP, KP>(s, Ks, Qs, ty, tx);
-            attn_dot<T, RI, CJ, DP, DP, KP>(dp, Vs, dOs, ty, tx);
+            A s[RI][CJ], dp[RI][CJ];
+            attn_dot<A, RI, CJ, DP, DP, KP>(s, Ks, Qs, ty, tx);
+            attn_dot<A, RI, CJ, DP, DP, KP>(dp, Vs, dOs, ty, tx);
             #pragma unroll
             for (int i = 0; i < RI; ++i) {
                 const int key = k0 + ty + 8 * i;
@@ -354,7 +368,7 @@ __device__ __forceinline__ void attn_backward_dkv(ATTN_PARAMS_IN, const T* __res
                 for (int j = 0; j < CJ; ++j) {
                     const int c = tx + 32 * j;
                     const int row = q0 + c;
-                    T pd, ds;
+                    A pd, ds;
                     attn_grad(score(s[i][j], row, key), lse_s[c], dp[i][j], del_s[c], drop.on,
                               (kept >> (i * CJ + j)) & 1u, drop_scale, pd, ds);
                     PT[(ty + 8 * i) * TILE + c] = pd;
@@ -362,8 +376,8 @@ __device__ __forceinline__ void attn_backward_dkv(ATTN_PARAMS_IN, const T* __res
                 }
             }
             __syncthreads();
-            attn_accum<T, RI, DJ, TILE, KP>(gv, PT, dOs, ty, tx);
-            attn_accum<T, RI, DJ, TILE, KP>(gk, dST, Qs, ty, tx);
+            attn_accum<A, RI, DJ, TILE, KP>(gv, PT, dOs, ty, tx);
+            attn_accum<A, RI, DJ, TILE, KP>(gk, dST, Qs, ty, tx);
         }
         #pragma unroll
         for (int i = 0; i < RI; ++i) {
@@ -372,8 +386,8 @@ __device__ __forceinline__ void attn_backward_dkv(ATTN_PARAMS_IN, const T* __res
             #pragma unroll
             for (int jj = 0; jj < DJ; ++jj) {
                 const int c = tx + 32 * jj;
-                if (c < D) dk[(bh * S + key) * D + c] = gk[i][jj] * scale;
-                if (c < DV) dv[(bh * S + key) * DV + c] = gv[i][jj];
+                if (c < D) dk[(bh * S + key) * D + c] = mt_cast<T>(gk[i][jj] * scale);
+                if (c < DV) dv[(bh * S + key) * DV + c] = mt_cast<T>(gv[i][jj]);
             }
         }
     }
@@ -381,21 +395,23 @@ __device__ __forceinline__ void attn_backward_dkv(ATTN_PARAMS_IN, const T* __res
 
 template <typename T, int DJ>
 __device__ __forceinline__ void attn_backward_dq(ATTN_PARAMS_IN, const T* __restrict__ dout,
-                                                 const T* __restrict__ lse, const T* __restrict__ delta,
+                                                 const acc_t<T>* __restrict__ lse, const acc_t<T>* __restrict__ delta,
                                                  T* __restrict__ dq, ATTN_PARAMS_SHAPE) {
+    typedef acc_t<T> A;
     constexpr int TILE = AttnTile<T>::N, RI = TILE / 8, CJ = TILE / 32, DP = 32 * DJ;
-    constexpr int KP = DP + Packed128<T>::size;
+    constexpr int KP = DP + Packed128<A>::size;
     double* smem_base = attn_smem;  // (an implicit conversion: the simulator models the array as an object)
-    T* Qs = reinterpret_cast<T*>(smem_base);
-    T* dOs = Qs + TILE * DP;
-    T* Ks = dOs + TILE * DP;
-    T* Vs = Ks + TILE * KP;
-    T* dSs = Vs + TILE * KP;
+    A* Qs = reinterpret_cast<A*>(smem_base);
+    A* dOs = Qs + TILE * DP;
+    A* Ks = dOs + TILE * DP;
+    A* Vs = Ks + TILE * KP;
+    A* dSs = Vs + TILE * KP;
     // per-row LSE and delta in shared memory (read as broadcasts) rather than 2 RI registers: the dQ pass holds
     // S, dP and dQ, and those registers are what keeps it at two blocks per SM
-    T* lse_s = dSs + TILE * TILE;
-    T* del_s = lse_s + TILE;
+    A* lse_s = dSs + TILE * TILE;
+    A* del_s = lse_s + TILE;
     const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
+    philox_resolve(seed, ctr_lo, ctr_hi, rng);
         const int nqt = (L + TILE - 1) / TILE;
     for (i64 w = blockIdx.x; w < BH * nqt; w += gridDim.x) {
         const int qt = nqt - 1 - (int)(w / BH);
@@ -410,14 +426,14 @@ __device__ __forceinline__ void attn_backward_dq(ATTN_PARAMS_IN, const T* __rest
         attn_load<T, TILE, DP, DP>(dOs, dout + bh * L * DV, DV, q0, L, DV);
         for (int r = threadIdx.x; r < TILE; r += ATTN_THREADS) {
             const bool in = q0 + r < L;
-            lse_s[r] = in ? lse[bh * L + q0 + r] : (T)0;
-            del_s[r] = in ? delta[bh * L + q0 + r] : (T)0;
+            lse_s[r] = in ? lse[bh * L + q0 + r] : (A)0;
+            del_s[r] = in ? delta[bh * L + q0 + r] : (A)0;
         }
-        T gq[RI][DJ];
+        A gq[RI][DJ];
         #pragma unroll
         for (int i = 0; i < RI; ++i)
             #pragma unroll
-            for (int jj = 0; jj < DJ; ++jj) gq[i][jj] = (T)0;
+            for (int jj = 0; jj < DJ; ++jj) gq[i][jj] = (A)0;
         int kend = S;
         if (flags & (1 << AF_causal)) kend = kend < q0 + TILE ? kend : q0 + TILE;
         const int nkt = (kend + TILE - 1) / TILE;
@@ -428,23 +444,23 @@ __device__ __forceinline__ void attn_backward_dq(ATTN_PARAMS_IN, const T* __rest
             attn_load<T, TILE, DP, KP>(Vs, vp, meta[8], k0, S, DV);
             const u32 kept = attn_keep_bits<RI, CJ, false>(drop, q0 + ty, k0 + tx, L, S);
             __syncthreads();
-            T s[RI][CJ], dp[RI][CJ];
-            attn_dot<T, RI, CJ, DP, DP, KP>(s, Qs, Ks, ty, tx);
-            attn_dot<T, RI, CJ, DP, DP, KP>(dp, dOs, Vs, ty, tx);
+            A s[RI][CJ], dp[RI][CJ];
+            attn_dot<A, RI, CJ, DP, DP, KP>(s, Qs, Ks, ty, tx);
+            attn_dot<A, RI, CJ, DP, DP, KP>(dp, dOs, Vs, ty, tx);
             #pragma unroll
             for (int i = 0; i < RI; ++i) {
                 const int row = q0 + ty + 8 * i;
                 #pragma unroll
                 for (int j = 0; j < CJ; ++j) {
                     const int key = k0 + tx + 32 * j;
-                    T pd, ds;
+                    A pd, ds;
                     attn_grad(score(s[i][j], row, key), lse_s[ty + 8 * i], dp[i][j], del_s[ty + 8 * i], drop.on,
                               (kept >> (i * CJ + j)) & 1u, drop_scale, pd, ds);
                     dSs[(ty + 8 * i) * TILE + tx + 32 * j] = ds;
                 }
             }
             __syncthreads();
-            attn_accum<T, RI, DJ, TILE, KP>(gq, dSs, Ks, ty, tx);
+            attn_accum<A, RI, DJ, TILE, KP>(gq, dSs, Ks, ty, tx);
         }
         #pragma unroll
         for (int i = 0; i < RI; ++i) {
@@ -452,7 +468,7 @@ __device__ __forceinline__ void attn_backward_dq(ATTN_PARAMS_IN, const T* __rest
             if (row >= L) continue;
             #pragma unroll
             for (int jj = 0; jj < DJ; ++jj)
-                if (tx + 32 * jj < D) dq[(bh * L + row) * D + tx + 32 * jj] = gq[i][jj] * scale;
+                if (tx + 32 * jj < D) dq[(bh * L + row) * D + tx + 32 * jj] = mt_cast<T>(gq[i][jj] * scale);
         }
     }
 }
@@ -464,54 +480,54 @@ __device__ __forceinline__ void attn_backward_dq(ATTN_PARAMS_IN, const T* __rest
 
 template <typename T>
 __global__ void __launch_bounds__(ATTN_THREADS, 2) attention_forward_d32(ATTN_PARAMS_IN, T* __restrict__ out,
-                                                                     T* __restrict__ lse, ATTN_PARAMS_SHAPE) {
+                                                                     acc_t<T>* __restrict__ lse, ATTN_PARAMS_SHAPE) {
     attn_forward<T, 1>(ATTN_ARGS_IN, out, lse, ATTN_ARGS_SHAPE);
 }
 template <typename T>
 __global__ void __launch_bounds__(ATTN_THREADS, 2) attention_backward_dkv_d32(
-    ATTN_PARAMS_IN, const T* __restrict__ dout, const T* __restrict__ lse, const T* __restrict__ delta,
+    ATTN_PARAMS_IN, const T* __restrict__ dout, const acc_t<T>* __restrict__ lse, const acc_t<T>* __restrict__ delta,
     T* __restrict__ dk, T* __restrict__ dv, ATTN_PARAMS_SHAPE) {
     attn_backward_dkv<T, 1>(ATTN_ARGS_IN, dout, lse, delta, dk, dv, ATTN_ARGS_SHAPE);
 }
 template <typename T>
 __global__ void __launch_bounds__(ATTN_THREADS, 2) attention_backward_dq_d32(
-    ATTN_PARAMS_IN, const T* __restrict__ dout, const T* __restrict__ lse, const T* __restrict__ delta,
+    ATTN_PARAMS_IN, const T* __restrict__ dout, const acc_t<T>* __restrict__ lse, const acc_t<T>* __restrict__ delta,
     T* __restrict__ dq, ATTN_PARAMS_SHAPE) {
     attn_backward_dq<T, 1>(ATTN_ARGS_IN, dout, lse, delta, dq, ATTN_ARGS_SHAPE);
 }
 
 template <typename T>
 __global__ void __launch_bounds__(ATTN_THREADS, 2) attention_forward_d64(ATTN_PARAMS_IN, T* __restrict__ out,
-                                                                     T* __restrict__ lse, ATTN_PARAMS_SHAPE) {
+                                                                     acc_t<T>* __restrict__ lse, ATTN_PARAMS_SHAPE) {
     attn_forward<T, 2>(ATTN_ARGS_IN, out, lse, ATTN_ARGS_SHAPE);
 }
 template <typename T>
 __global__ void __launch_bounds__(ATTN_THREADS, 2) attention_backward_dkv_d64(
-    ATTN_PARAMS_IN, const T* __restrict__ dout, const T* __restrict__ lse, const T* __restrict__ delta,
+    ATTN_PARAMS_IN, const T* __restrict__ dout, const acc_t<T>* __restrict__ lse, const acc_t<T>* __restrict__ delta,
     T* __restrict__ dk, T* __restrict__ dv, ATTN_PARAMS_SHAPE) {
     attn_backward_dkv<T, 2>(ATTN_ARGS_IN, dout, lse, delta, dk, dv, ATTN_ARGS_SHAPE);
 }
 template <typename T>
 __global__ void __launch_bounds__(ATTN_THREADS, 2) attention_backward_dq_d64(
-    ATTN_PARAMS_IN, const T* __restrict__ dout, const T* __restrict__ lse, const T* __restrict__ delta,
+    ATTN_PARAMS_IN, const T* __restrict__ dout, const acc_t<T>* __restrict__ lse, const acc_t<T>* __restrict__ delta,
     T* __restrict__ dq, ATTN_PARAMS_SHAPE) {
     attn_backward_dq<T, 2>(ATTN_ARGS_IN, dout, lse, delta, dq, ATTN_ARGS_SHAPE);
 }
 
 template <typename T>
 __global__ void __launch_bounds__(ATTN_THREADS, 1) attention_forward_d128(ATTN_PARAMS_IN, T* __restrict__ out,
-                                                                     T* __restrict__ lse, ATTN_PARAMS_SHAPE) {
+                                                                     acc_t<T>* __restrict__ lse, ATTN_PARAMS_SHAPE) {
     attn_forward<T, 4>(ATTN_ARGS_IN, out, lse, ATTN_ARGS_SHAPE);
 }
 template <typename T>
 __global__ void __launch_bounds__(ATTN_THREADS, 1) attention_backward_dkv_d128(
-    ATTN_PARAMS_IN, const T* __restrict__ dout, const T* __restrict__ lse, const T* __restrict__ delta,
+    ATTN_PARAMS_IN, const T* __restrict__ dout, const acc_t<T>* __restrict__ lse, const acc_t<T>* __restrict__ delta,
     T* __restrict__ dk, T* __restrict__ dv, ATTN_PARAMS_SHAPE) {
     attn_backward_dkv<T, 4>(ATTN_ARGS_IN, dout, lse, delta, dk, dv, ATTN_ARGS_SHAPE);
 }
 template <typename T>
 __global__ void __launch_bounds__(ATTN_THREADS, 1) attention_backward_dq_d128(
-    ATTN_PARAMS_IN, const T* __restrict__ dout, const T* __restrict__ lse, const T* __restrict__ delta,
+    ATTN_PARAMS_IN, const T* __restrict__ dout, const acc_t<T>* __restrict__ lse, const acc_t<T>* __restrict__ delta,
     T* __restrict__ dq, ATTN_PARAMS_SHAPE) {
     attn_backward_dq<T, 4>(ATTN_ARGS_IN, dout, lse, delta, dq, ATTN_ARGS_SHAPE);
 }

@@ -7,12 +7,13 @@
 //     out; a role a kernel does not use holds any valid address and is never read), the element count, the
 //     "vec" bit (every used role 16-byte aligned, so 128-bit loads are safe), and the tensor's first chunk;
 //   then per chunk two entries: the tensor index and the chunk's first element.
-// Every tensor is cut into chunks of `chunk` elements (a multiple of MT_ILP, so a chunk of an aligned tensor
+// Every tensor is cut into chunks of `chunk` elements (a multiple of MtIlp<T>, so a chunk of an aligned tensor
 // starts aligned); block b walks chunks b, b + gridDim.x, ...
 //
-// mt_span runs a functor over one chunk with MT_ILP elements in flight per thread: every load of an iteration is
-// issued before the first use (128-bit loads on aligned tensors), then the functor computes on registers, then
-// the stores. Consecutive threads touch consecutive 16-byte pieces.
+// mt_span runs a functor over one chunk with MT_ILP elements in flight per thread (8 for the 16-bit types: one
+// 128-bit pack): every load of an iteration is issued before the first use (128-bit loads on aligned tensors),
+// then the functor computes on registers in the arithmetic type acc_t<T> (float for the 16-bit types: each
+// stored value is rounded once), then the stores. Consecutive threads touch consecutive 16-byte pieces.
 #ifndef MT_MULTI_TENSOR_CUH
 #define MT_MULTI_TENSOR_CUH
 
@@ -21,7 +22,10 @@
 #define MT_FIELD_SIZE 5
 #define MT_FIELD_VEC 6
 #define MT_FIELD_FIRST_CHUNK 7
-#define MT_ILP 4
+#define MT_ILP 4  // elements in flight per thread for float and double; the launcher's chunks are multiples of it
+
+// elements in flight per thread for T: at least MT_ILP, and a whole 128-bit pack (8 halves)
+template <typename T> struct MtIlp { static constexpr int value = 16 / (int)sizeof(T) > MT_ILP ? 16 / (int)sizeof(T) : MT_ILP; };
 
 template <typename T> __device__ __forceinline__ T* mt_role(const i64* __restrict__ table, i64 ti, int role) {
     return reinterpret_cast<T*>(static_cast<u64>(table[ti * MT_TENSOR_FIELDS + role]));
@@ -48,58 +52,61 @@ __device__ __forceinline__ MtChunk<T> mt_chunk(const i64* __restrict__ table, i6
     return m;
 }
 
-// MT_ILP consecutive elements from 16-byte aligned `src` (one 128-bit load for float, two for double)
-template <typename T> __device__ __forceinline__ void mt_load_vec(T (&r)[MT_ILP], const T* src) {
+// N consecutive elements from 16-byte aligned `src` into registers of the arithmetic type (one 128-bit load for
+// 4 floats or 8 halves, two for 4 doubles)
+template <typename T, int N> __device__ __forceinline__ void mt_load_vec(acc_t<T> (&r)[N], const T* src) {
     constexpr int P = Packed128<T>::size;
+    static_assert(N % P == 0, "a batch is whole 128-bit packs");
     #pragma unroll
-    for (int q = 0; q < MT_ILP / P; ++q) {
+    for (int q = 0; q < N / P; ++q) {
         Packed128<T> x = load128(src + q * P);
         #pragma unroll
-        for (int e = 0; e < P; ++e) r[q * P + e] = x.v[e];
+        for (int e = 0; e < P; ++e) r[q * P + e] = mt_acc(x.v[e]);
     }
 }
-template <typename T> __device__ __forceinline__ void mt_store_vec(T* dst, const T (&r)[MT_ILP]) {
+template <typename T, int N> __device__ __forceinline__ void mt_store_vec(T* dst, const acc_t<T> (&r)[N]) {
     constexpr int P = Packed128<T>::size;
     #pragma unroll
-    for (int q = 0; q < MT_ILP / P; ++q) {
+    for (int q = 0; q < N / P; ++q) {
         Packed128<T> x;
         #pragma unroll
-        for (int e = 0; e < P; ++e) x.v[e] = r[q * P + e];
+        for (int e = 0; e < P; ++e) x.v[e] = mt_cast<T>(r[q * P + e]);
         store128(dst + q * P, x);
     }
 }
 
 // Run f(r, k) for every element of the chunk, where r[role][k] holds element k of this thread's batch for each
-// role in `load` (a bit mask of roles), and afterwards store the roles in `store`. `R` is the number of roles the
-// kernel uses (at most MT_ROLES).
+// role in `load` (a bit mask of roles), in acc_t<T>, and afterwards store the roles in `store` (rounded to T).
+// `R` is the number of roles the kernel uses (at most MT_ROLES); f takes `acc_t<T> (&)[R][MtIlp<T>::value]`.
 template <typename T, int R, class F>
 __device__ __forceinline__ void mt_span(const MtChunk<T>& m, int load, int store, F& f) {
-    T r[R][MT_ILP];
+    constexpr int N = MtIlp<T>::value;
+    acc_t<T> r[R][N];
     i64 i = m.start;
     if (m.vec) {
-        i64 vstop = m.start + (m.stop - m.start) / MT_ILP * MT_ILP;
-        for (i64 j = m.start + (i64)threadIdx.x * MT_ILP; j < vstop; j += (i64)blockDim.x * MT_ILP) {
+        i64 vstop = m.start + (m.stop - m.start) / N * N;
+        for (i64 j = m.start + (i64)threadIdx.x * N; j < vstop; j += (i64)blockDim.x * N) {
             #pragma unroll
             for (int q = 0; q < R; ++q)
-                if (load & (1 << q)) mt_load_vec(r[q], m.ptr[q] + j);
+                if (load & (1 << q)) mt_load_vec<T, N>(r[q], m.ptr[q] + j);
             #pragma unroll
-            for (int k = 0; k < MT_ILP; ++k) f(r, k);
+            for (int k = 0; k < N; ++k) f(r, k);
             #pragma unroll
             for (int q = 0; q < R; ++q)
-                if (store & (1 << q)) mt_store_vec(m.ptr[q] + j, r[q]);
+                if (store & (1 << q)) mt_store_vec<T, N>(m.ptr[q] + j, r[q]);
         }
-        i = vstop;  // at most MT_ILP - 1 elements are left: the end of the tensor
+        i = vstop;  // at most N - 1 elements are left: the end of the tensor
     }
     // misaligned tensors and the last few elements of an aligned one: one element at a time (a misaligned
     // tensor is the exception, a view; batching it would double the kernel's registers for the common case)
     for (i64 j = i + threadIdx.x; j < m.stop; j += blockDim.x) {
         #pragma unroll
         for (int q = 0; q < R; ++q)
-            if (load & (1 << q)) r[q][0] = m.ptr[q][j];
+            if (load & (1 << q)) r[q][0] = mt_acc(m.ptr[q][j]);
         f(r, 0);
         #pragma unroll
         for (int q = 0; q < R; ++q)
-            if (store & (1 << q)) m.ptr[q][j] = r[q][0];
+            if (store & (1 << q)) m.ptr[q][j] = mt_cast<T>(r[q][0]);
     }
 }
 

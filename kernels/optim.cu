@@ -1,6 +1,9 @@
 // optim.cu: multi-tensor fused optimizer steps: one launch updates every tensor of a parameter group.
 //
-// Kernels (T = float | double), one per optimizer, all with the same parameters:
+// Kernels (T = float | double | __half | __nv_bfloat16), one per optimizer, all with the same parameters. A 16-bit
+// group (parameters, gradients and states all in T, as PyTorch's fused optimizers keep the state in the
+// parameter's dtype) computes in float with float scalars and rounds each stored value once: the CPU body's
+// float32 working copies, operation for operation.
 //   adam_step<T>      Adam or AdamW, with amsgrad and maximize
 //   sgd_step<T>       SGD with momentum, dampening, nesterov, weight decay and maximize
 //   rmsprop_step<T>   RMSprop, centered and with momentum
@@ -18,16 +21,18 @@
 //
 // The per-element update is optim_math.cuh's, shared with the CPU build (optim_cpu.cpp): it runs on the
 // registers of the thread's batch (element k of each role).
+//
+// @template-types: float double __half __nv_bfloat16
 #include "common.cuh"
 #include "multi_tensor.cuh"
 #include "optim_math.cuh"
 
-template <typename T, class Op> struct OptimBatch {
-    const T* s;
-    const T* t;
+template <typename A, class Op> struct OptimBatch {
+    const A* s;
+    const A* t;
     int f;
-    __device__ __forceinline__ void operator()(T (&r)[MT_ROLES][MT_ILP], int k) const {
-        Op::template apply<T>(k, r[0], r[1], r[2], r[3], r[4], s, t, f);
+    template <int N> __device__ __forceinline__ void operator()(A (&r)[MT_ROLES][N], int k) const {
+        Op::template apply<A>(k, r[0], r[1], r[2], r[3], r[4], s, t, f);
     }
 };
 
@@ -36,18 +41,19 @@ __device__ __forceinline__ void multi_tensor_step(const i64* __restrict__ table,
                                                   i64 chunk, int roles, int flags,
                                                   const double* __restrict__ per_tensor, int tensor_flags,
                                                   double t0, double t1, const double (&c)[MT_OPTIM_GROUP_SCALARS]) {
-    T s[MT_OPTIM_GROUP_SCALARS];
+    typedef acc_t<T> A;
+    A s[MT_OPTIM_GROUP_SCALARS];
     #pragma unroll
-    for (int k = 0; k < MT_OPTIM_GROUP_SCALARS; ++k) s[k] = (T)c[k];
-    T t[2] = {(T)t0, (T)t1};
-    OptimBatch<T, Op> op{s, t, flags | tensor_flags};
+    for (int k = 0; k < MT_OPTIM_GROUP_SCALARS; ++k) s[k] = (A)c[k];
+    A t[2] = {(A)t0, (A)t1};
+    OptimBatch<A, Op> op{s, t, flags | tensor_flags};
     const int load = roles | 3, store = roles | 1;  // the gradient is read, never written
     for (i64 ci = blockIdx.x; ci < n_chunks; ci += gridDim.x) {
         MtChunk<T> m = mt_chunk<T>(table, n_tensors, ci, chunk);
         if (per_tensor != nullptr) {
             op.f = flags | (int)per_tensor[3 * m.ti];
-            t[0] = (T)per_tensor[3 * m.ti + 1];
-            t[1] = (T)per_tensor[3 * m.ti + 2];
+            t[0] = (A)per_tensor[3 * m.ti + 1];
+            t[1] = (A)per_tensor[3 * m.ti + 2];
         }
         mt_span<T, MT_ROLES>(m, load, store, op);
     }

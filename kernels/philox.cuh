@@ -35,6 +35,18 @@ __device__ __forceinline__ Words4 philox(u64 ctr_lo, u64 ctr_hi, u64 key) {
     return Words4{{c0, c1, c2, c3}};
 }
 
+// The stream a launch draws from: its (key, counter) arguments, or, when `state` is not null, the generator's
+// {seed, offset} in device memory with the counter argument taken relative to that offset. A CUDA graph captures
+// the pointer, and the generator writes its seed and offset there before each replay, so every replay draws
+// fresh numbers at the position an eager run would (PyTorch's philox seed and offset "extragraph" tensors).
+__device__ __forceinline__ void philox_resolve(u64& key, u64& ctr_lo, u64& ctr_hi, const u64* __restrict__ state) {
+    if (state == nullptr) return;
+    key = state[0];
+    const u64 lo = ctr_lo + state[1];
+    ctr_hi += lo < ctr_lo ? 1 : 0;  // carry out of the low half
+    ctr_lo = lo;
+}
+
 // word i of the stream that starts at block (ctr_lo, ctr_hi)
 __device__ __forceinline__ u32 stream_word(u64 ctr_lo, u64 ctr_hi, u64 key, i64 i) {
     u64 b = (u64)(i >> 2);

@@ -6,7 +6,8 @@
 // nonlinearity, product and sum). Each thread owns one (row, unit) pair and reads that unit's gate columns; the
 // gates are PyTorch's, in its order and layout (B, 4H: i, f, g, o; B, 3H: r, z, n).
 //
-// Kernels (T = float | double; one thread per element of the (B, H) state, grid-stride loops):
+// Kernels (T = float | double | __half | __nv_bfloat16; one thread per element of the (B, H) state, grid-stride
+// loops; the 16-bit types compute in float, as PyTorch's fused CUDA cells do, and round each stored value once):
 //   lstm_cell_forward<T>   i, f, o = sigmoid(gi + gh), g = tanh(gi + gh); c' = f c + i g, h' = o tanh(c')
 //   lstm_cell_backward<T>  from dh' and dc' (either absent: a zero gradient) and the forward's own inputs (the
 //                          gates and c' are recomputed, so the forward saves nothing of its own): the gradient of
@@ -17,39 +18,54 @@
 //
 // Every array is C-contiguous (the launcher copies any that is not). Sigmoid is 1 / (1 + exp(-x)): exp overflows
 // to inf for very negative x and the quotient is the correct 0, with no NaN.
+//
+// @template-types: float double __half __nv_bfloat16
 #include "common.cuh"
 
-template <typename T> __device__ __forceinline__ T rnn_sigmoid(T x) { return (T)1 / ((T)1 + mt_exp(-x)); }
+template <typename A> __device__ __forceinline__ A rnn_sigmoid(A x) { return (A)1 / ((A)1 + mt_exp(-x)); }
 
-// the activated gates of state element e = (b, j) and the offset of its first gate column, b * gates * H + j
-template <typename T> struct LstmGates { T i, f, g, o; i64 row; };
-template <typename T> struct GruGates { T r, z, n; i64 row; };
+// the activated gates of state element e = (b, j), in the arithmetic type, and the offset of its first gate
+// column, b * gates * H + j
+template <typename A> struct LstmGates { A i, f, g, o; i64 row; };
+template <typename A> struct GruGates { A r, z, n; i64 row; };
 
+// gi[k] + gh[k] in the arithmetic type
 template <typename T>
-__device__ __forceinline__ LstmGates<T> lstm_gates(const T* __restrict__ gi, const T* __restrict__ gh, i64 e, i64 H) {
-    const i64 b = e / H;
-    const i64 row = b * 4 * H + (e - b * H);
-    return {rnn_sigmoid(gi[row] + gh[row]), rnn_sigmoid(gi[row + H] + gh[row + H]),
-            mt_tanh(gi[row + 2 * H] + gh[row + 2 * H]), rnn_sigmoid(gi[row + 3 * H] + gh[row + 3 * H]), row};
+__device__ __forceinline__ acc_t<T> rnn_pre(const T* __restrict__ gi, const T* __restrict__ gh, i64 k) {
+    return mt_acc(gi[k]) + mt_acc(gh[k]);
 }
 
 template <typename T>
-__device__ __forceinline__ GruGates<T> gru_gates(const T* __restrict__ gi, const T* __restrict__ gh, i64 e, i64 H) {
+__device__ __forceinline__ LstmGates<acc_t<T>> lstm_gates(const T* __restrict__ gi, const T* __restrict__ gh, i64 e,
+                                                          i64 H) {
+    const i64 b = e / H;
+    const i64 row = b * 4 * H + (e - b * H);
+    return {rnn_sigmoid(rnn_pre(gi, gh, row)), rnn_sigmoid(rnn_pre(gi, gh, row + H)),
+            mt_tanh(rnn_pre(gi, gh, row + 2 * H)), rnn_sigmoid(rnn_pre(gi, gh, row + 3 * H)), row};
+}
+
+template <typename T>
+__device__ __forceinline__ GruGates<acc_t<T>> gru_gates(const T* __restrict__ gi, const T* __restrict__ gh, i64 e,
+                                                        i64 H) {
+    typedef acc_t<T> A;
     const i64 b = e / H;
     const i64 row = b * 3 * H + (e - b * H);
-    const T r = rnn_sigmoid(gi[row] + gh[row]);
-    return {r, rnn_sigmoid(gi[row + H] + gh[row + H]), mt_tanh(gi[row + 2 * H] + r * gh[row + 2 * H]), row};
+    const A r = rnn_sigmoid(rnn_pre(gi, gh, row));
+    return {r, rnn_sigmoid(rnn_pre(gi, gh, row + H)),
+            mt_tanh(mt_acc(gi[row + 2 * H]) + r * mt_acc(gh[row + 2 * H])), row};
 }
 
 // ------------------------------------------------------------------------------------------ LSTM
 template <typename T>
 __global__ void lstm_cell_forward(const T* __restrict__ gi, const T* __restrict__ gh, const T* __restrict__ c,
                                   T* __restrict__ h_out, T* __restrict__ c_out, i64 B, i64 H) {
+    typedef acc_t<T> A;
     MT_GRID_STRIDE(e, B * H) {
-        const LstmGates<T> a = lstm_gates(gi, gh, e, H);
-        const T cn = a.f * c[e] + a.i * a.g;
-        c_out[e] = cn;
-        h_out[e] = a.o * mt_tanh(cn);
+        const LstmGates<A> a = lstm_gates(gi, gh, e, H);
+        const A cn = a.f * mt_acc(c[e]) + a.i * a.g;
+        c_out[e] = mt_cast<T>(cn);
+        // h' from the float c', not the rounded one (PyTorch's fused cell)
+        h_out[e] = mt_cast<T>(a.o * mt_tanh(cn));
     }
 }
 
@@ -58,20 +74,21 @@ __global__ void lstm_cell_backward(const T* __restrict__ dh, const T* __restrict
                                    const T* __restrict__ gi, const T* __restrict__ gh, const T* __restrict__ c,
                                    T* __restrict__ dgates, T* __restrict__ dc, i64 B, i64 H, int has_dh,
                                    int has_dc) {
+    typedef acc_t<T> A;
     MT_GRID_STRIDE(e, B * H) {
-        const LstmGates<T> a = lstm_gates(gi, gh, e, H);
-        const T i = a.i, f = a.f, g = a.g, o = a.o;
-        const T cp = c[e];
-        const T tc = mt_tanh(f * cp + i * g);
-        const T dh_ = has_dh ? dh[e] : (T)0;
+        const LstmGates<A> a = lstm_gates(gi, gh, e, H);
+        const A i = a.i, f = a.f, g = a.g, o = a.o;
+        const A cp = mt_acc(c[e]);
+        const A tc = mt_tanh(f * cp + i * g);
+        const A dh_ = has_dh ? mt_acc(dh[e]) : (A)0;
         // c' reaches the loss through h' = o tanh(c') and through the next step's c
-        const T gc = (has_dc ? dc_next[e] : (T)0) + dh_ * o * ((T)1 - tc * tc);
+        const A gc = (has_dc ? mt_acc(dc_next[e]) : (A)0) + dh_ * o * ((A)1 - tc * tc);
         T* d = dgates + a.row;
-        d[0] = gc * g * i * ((T)1 - i);
-        d[H] = gc * cp * f * ((T)1 - f);
-        d[2 * H] = gc * i * ((T)1 - g * g);
-        d[3 * H] = dh_ * tc * o * ((T)1 - o);
-        dc[e] = gc * f;
+        d[0] = mt_cast<T>(gc * g * i * ((A)1 - i));
+        d[H] = mt_cast<T>(gc * cp * f * ((A)1 - f));
+        d[2 * H] = mt_cast<T>(gc * i * ((A)1 - g * g));
+        d[3 * H] = mt_cast<T>(dh_ * tc * o * ((A)1 - o));
+        dc[e] = mt_cast<T>(gc * f);
     }
 }
 
@@ -79,9 +96,10 @@ __global__ void lstm_cell_backward(const T* __restrict__ dh, const T* __restrict
 template <typename T>
 __global__ void gru_cell_forward(const T* __restrict__ gi, const T* __restrict__ gh, const T* __restrict__ h,
                                  T* __restrict__ h_out, i64 B, i64 H) {
+    typedef acc_t<T> A;
     MT_GRID_STRIDE(e, B * H) {
-        const GruGates<T> a = gru_gates(gi, gh, e, H);
-        h_out[e] = a.n + a.z * (h[e] - a.n);
+        const GruGates<A> a = gru_gates(gi, gh, e, H);
+        h_out[e] = mt_cast<T>(a.n + a.z * (mt_acc(h[e]) - a.n));
     }
 }
 
@@ -89,19 +107,20 @@ template <typename T>
 __global__ void gru_cell_backward(const T* __restrict__ dh_next, const T* __restrict__ gi,
                                   const T* __restrict__ gh, const T* __restrict__ h, T* __restrict__ dgi,
                                   T* __restrict__ dgh, T* __restrict__ dh, i64 B, i64 H) {
+    typedef acc_t<T> A;
     MT_GRID_STRIDE(e, B * H) {
-        const GruGates<T> a = gru_gates(gi, gh, e, H);
-        const T r = a.r, z = a.z, n = a.n;
-        const T g = dh_next[e];
-        const T gn = g * ((T)1 - z) * ((T)1 - n * n);  // through tanh: the gradient of gi_n + r gh_n
-        const T gr = gn * gh[a.row + 2 * H] * r * ((T)1 - r);
-        const T gz = g * (h[e] - n) * z * ((T)1 - z);
-        dgi[a.row] = gr;
-        dgi[a.row + H] = gz;
-        dgi[a.row + 2 * H] = gn;
-        dgh[a.row] = gr;
-        dgh[a.row + H] = gz;
-        dgh[a.row + 2 * H] = gn * r;
-        dh[e] = g * z;
+        const GruGates<A> a = gru_gates(gi, gh, e, H);
+        const A r = a.r, z = a.z, n = a.n;
+        const A g = mt_acc(dh_next[e]);
+        const A gn = g * ((A)1 - z) * ((A)1 - n * n);  // through tanh: the gradient of gi_n + r gh_n
+        const A gr = gn * mt_acc(gh[a.row + 2 * H]) * r * ((A)1 - r);
+        const A gz = g * (mt_acc(h[e]) - n) * z * ((A)1 - z);
+        dgi[a.row] = mt_cast<T>(gr);
+        dgi[a.row + H] = mt_cast<T>(gz);
+        dgi[a.row + 2 * H] = mt_cast<T>(gn);
+        dgh[a.row] = mt_cast<T>(gr);
+        dgh[a.row + H] = mt_cast<T>(gz);
+        dgh[a.row + 2 * H] = mt_cast<T>(gn * r);
+        dh[e] = mt_cast<T>(g * z);
     }
 }

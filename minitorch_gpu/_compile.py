@@ -9,9 +9,10 @@ There is no tracing compiler here. What ``compile`` does, per device:
   graph's static inputs, the forward graph is replayed, and when gradients are needed the backward replays a
   backward graph (``make_graphed_callables``), which accumulates the module parameters' gradients as eager
   autograd does. Outputs are the graph's own buffers, overwritten by the next call of that signature (as with
-  PyTorch's CUDA graphs): ``clone()`` what you keep. A signature whose capture fails (the call reads a device
-  value, draws random numbers such as a dropout mask, or returns something other than tensors) runs eagerly from
-  then on, with one warning; so do calls with a CPU tensor, a non-tensor argument that is not hashable, or a
+  PyTorch's CUDA graphs): ``clone()`` what you keep. Dropout and ``rand``/``randn``/``randint`` are captured:
+  each replay draws fresh numbers from the generator. A signature whose capture fails (the call reads a device
+  value, draws from a distribution our kernels do not compute, or returns something other than tensors) runs
+  eagerly from then on, with one warning; so do calls with a CPU tensor, a non-tensor argument that is not hashable, or a
   backward through the output with ``create_graph=True`` (not supported: it raises).
 * Everything else (the CPU, the other modes): the callable runs eagerly, unchanged.
 

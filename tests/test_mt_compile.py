@@ -62,14 +62,39 @@ def test_a_compiled_function_and_the_decorator(device):
 def test_a_call_that_cannot_be_captured_runs_eagerly(device):
     if device == "cpu":
         pytest.skip("CUDA graphs")
-    drop = mt.compile(nn.Dropout(0.5), mode="reduce-overhead")
-    x = mt.ones(64, device=device)
+    f = mt.compile(lambda x: x[x > 0.5] * 2, mode="reduce-overhead")  # a shape read from the device
+    x = mt.arange(8.0, device=device) / 8
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
-        outs = [drop(x) for _ in range(4)]
+        outs = [f(x) for _ in range(4)]
     assert sum("runs eagerly" in str(m.message) for m in w) == 1
-    assert all(set(o.tolist()) <= {0.0, 2.0} for o in outs)
-    assert outs[2].tolist() != outs[3].tolist()  # a fresh mask each call
+    assert all(o.tolist() == [1.25, 1.5, 1.75] for o in outs)
+
+
+def test_compiled_dropout_draws_a_fresh_mask_each_call_like_eager(device):
+    """Dropout is captured (its kernel reads the generator's seed and offset from device memory): each replay draws
+    the mask an eager call would draw from the generator's position before it, and its backward applies the same
+    mask."""
+    if device == "cpu":
+        pytest.skip("CUDA graphs")
+    drop = mt.compile(nn.Dropout(0.5), mode="reduce-overhead")
+    x = mt.ones(64, device=device, requires_grad=True)
+    gen = mt.cuda.default_generators[0]
+    mt.manual_seed(3)
+    calls = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # captured: no "runs eagerly" warning
+        for _ in range(5):
+            at = gen.get_offset()
+            y = drop(x)
+            y.sum().backward()
+            calls.append((at, y.tolist(), x.grad.tolist()))
+            x.grad = None
+    for at, y, g in calls[2:]:  # the replays
+        assert y == g  # the gradient of sum(dropout(ones)) is the scaled mask itself
+        gen.set_offset(at)
+        assert y == nn.functional.dropout(x, 0.5, training=True).tolist()
+    assert calls[3][1] != calls[4][1]  # a fresh mask each call
 
 
 def test_compile_arguments():

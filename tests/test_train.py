@@ -350,12 +350,14 @@ def test_cli_bad_input_has_no_traceback(tmp_path):
     assert r.returncode == 2 and "Traceback" not in r.stderr and "--steps" in r.stderr
 
 
-def test_cuda_graph_gives_the_losses_of_the_eager_run(corpus, tmp_path):
-    # on the simulator; --cuda-graph captures the step after warm-up and replays it, resume included
+@pytest.mark.parametrize("dtype,dropout", [("float32", "0"), ("float32", "0.1"), ("bfloat16", "0.1")])
+def test_cuda_graph_gives_the_losses_of_the_eager_run(corpus, tmp_path, dtype, dropout):
+    # on the simulator; --cuda-graph captures the step after warm-up and replays it, resume included; every replay
+    # draws the dropout masks the eager step draws (the kernels read the generator's seed and offset from device
+    # memory), and under bfloat16 autocast every cast is a backend primitive, so the replay repeats the casts too
     env = dict(ENV, MINITORCH_GPU_SIM="1")
-    # float32 on both sides: auto would give the eager run bfloat16, which the simulator cannot graph
-    args = ["--data", corpus, *TINY, "--steps", "8", "--eval-every", "4", "--dropout", "0", "--device", "cuda",
-            "--dtype", "float32"]
+    args = ["--data", corpus, *TINY, "--steps", "8", "--eval-every", "4", "--dropout", dropout, "--device", "cuda",
+            "--dtype", dtype]
     eager, graphed = str(tmp_path / "eager"), str(tmp_path / "graphed")
     r = run_cli(*args, "--out", eager, env=env)
     assert r.returncode == 0, r.stderr
@@ -365,23 +367,20 @@ def test_cuda_graph_gives_the_losses_of_the_eager_run(corpus, tmp_path):
     assert r.returncode == 0, r.stderr
     a, b = read_metrics(eager), read_metrics(graphed)
     assert [rec["step"] for rec in b] == list(range(1, 9))
-    # capturable AdamW computes its bias corrections on the device in float32: the same losses to rounding
-    np.testing.assert_allclose([rec["loss"] for rec in b], [rec["loss"] for rec in a], rtol=1e-5)
+    # capturable AdamW computes its bias corrections on the device in float32: the same losses to rounding (a
+    # bfloat16 forward turns the last-bit differences of the float32 weights into a few 1e-5 of the loss; a cast
+    # replayed as the constant the capture saw would drift by 10% within a few steps)
+    rtol = 1e-5 if dtype == "float32" else 5e-4
+    np.testing.assert_allclose([rec["loss"] for rec in b], [rec["loss"] for rec in a], rtol=rtol)
     np.testing.assert_allclose([rec["val_loss"] for rec in b if "val_loss" in rec],
-                               [rec["val_loss"] for rec in a if "val_loss" in rec], rtol=1e-5)
+                               [rec["val_loss"] for rec in a if "val_loss" in rec], rtol=rtol)
 
 
-def test_cuda_graph_is_refused_on_the_cpu_and_with_dropout(corpus, tmp_path, capsys):
+def test_cuda_graph_is_refused_on_the_cpu(corpus, tmp_path, capsys):
     small = ["--data", corpus, "--steps", "2", "--batch-size", "2", "--block-size", "8", "--n-layer", "1",
              "--n-head", "1", "--n-embd", "8", "--quiet", "--out", str(tmp_path / "o"), "--cuda-graph"]
     code, err = _main(small + ["--device", "cpu"], capsys)
     assert code == 2 and "--cuda-graph needs a CUDA device, but the run is on cpu" in err
-    prev = mt.cuda.use_simulator(True)
-    try:
-        code, err = _main(small + ["--device", "cuda", "--dropout", "0.1"], capsys)
-    finally:
-        mt.cuda.use_simulator(prev)
-    assert code == 2 and "--cuda-graph needs --dropout 0" in err
 
 
 # ------------------------------------------------------------------------------------------------ --dtype
@@ -432,9 +431,6 @@ def test_dtype_auto_and_refusals(corpus, tmp_path, capsys, monkeypatch):
         code, err = _main(small + ["--device", "cuda", "--dtype", "float16", "--cuda-graph", "--dropout", "0",
                                    "--out", str(tmp_path / "z")], capsys)
         assert code == 2 and "--cuda-graph cannot be used with --dtype float16" in err
-        code, err = _main(small + ["--device", "cuda", "--dtype", "bfloat16", "--cuda-graph", "--dropout", "0",
-                                   "--out", str(tmp_path / "w")], capsys)
-        assert code == 2 and "does not run on the CUDA simulator" in err
     finally:
         mt.cuda.use_simulator(prev)
     monkeypatch.setattr(mt.cuda, "is_bf16_supported", lambda including_emulation=True: True)

@@ -7,7 +7,9 @@ library's function or the method below that computes it, so a call costs one dic
 against ``self.xp`` so they serve NumPy and CuPy alike.
 
 Inputs arrive already in their result dtype (the op layer applies PyTorch's promotion); a Python scalar
-operand keeps the array's dtype (NEP 50 "weak" scalars), which is PyTorch's rule as well.
+operand keeps the array's dtype (NEP 50 "weak" scalars), which is PyTorch's rule as well. With a 16-bit float
+array a Python float computes in float32 with the scalar's float32 value and rounds once (PyTorch's "opmath";
+the op layer rounds the scalar to the 16-bit type first where PyTorch does): the CUDA kernels do that in one pass.
 """
 from __future__ import annotations
 
@@ -93,8 +95,29 @@ class ElementwiseMixin(PrimitiveHost):
         except AttributeError:
             self._build_tables()
             fn = self._btab[name]
+        if a.__class__ is float or b.__class__ is float:
+            arr = b if a.__class__ is float else a
+            nd: Any = self._ndarray
+            if arr.__class__ is nd and arr.dtype.itemsize == 2 and arr.dtype.kind in "fV":
+                return self._binary_low_scalar(fn, a, b, arr, out)
         r = fn(a, b) if out is None else fn(a, b, out=out)
         return r if r.__class__ is self._ndarray else self.xp.asarray(r)
+
+    def _binary_low_scalar(self, fn: Map, a: Operand, b: Operand, arr: Array, out: Array | None) -> Array:
+        """``fn(a, b)`` of a 16-bit float array ``arr`` and a Python float: in float32, the scalar's float32 value,
+        a float result rounded once to the array's dtype (a comparison's bool result as it is)."""
+        xp = self.xp
+        wide = arr.astype(np.float32)
+        # a scalar beyond float32's range is inf, and so is a result beyond the 16-bit range, as PyTorch converts
+        with np.errstate(all="ignore"):
+            s = np.float32(b if arr is a else a)
+            r = xp.asarray(fn(wide, s) if arr is a else fn(s, wide))
+            if r.dtype == np.float32:
+                if out is None:
+                    return r.astype(arr.dtype)
+                xp.copyto(out, r, casting="unsafe")
+                return out
+        return _copy_to(xp, out, r)
 
     def where(self, cond: Array, a: Operand, b: Operand) -> Array:
         return self.xp.asarray(self.xp.where(cond, a, b))

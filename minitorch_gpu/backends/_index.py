@@ -94,7 +94,15 @@ class IndexMixin(PrimitiveHost):
 
     # ---------------------------------------------------------------- writes with repeated indices
     def add_at(self, a: Array, index: Any, values: Operand) -> None:
-        """a[index] += values where every repeated index adds its own contribution."""
+        """a[index] += values where every repeated index adds its own contribution; a 16-bit float ``a`` sums in
+        float32 and rounds once per element (PyTorch's CUDA accumulation; an add in the 16-bit type would round
+        at every repeated index)."""
+        dt = a.dtype
+        if dt.itemsize == 2 and dt.kind in "fV":
+            buf = a.astype(_np.float32)
+            self.add_at(buf, index, self.xp.asarray(values).astype(_np.float32))
+            a[...] = buf.astype(dt)
+            return
         if self.xp is _np:
             pos = _flat_positions(a, index)
             if pos is not None:

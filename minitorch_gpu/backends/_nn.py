@@ -424,17 +424,18 @@ class NNMixin(PrimitiveHost):
     # matmul, softmax and dropout, which is also the reference the fused kernels (attention.cu on CUDA) are tested
     # against. A backend that serves the forward serves the backward of that call too.
     def attention_forward(self, q: Array, k: Array, v: Array, mask: Array | None, causal: bool, scale: float,
-                          dropout_p: float, seed: int, offset: int) -> tuple[Array, Array] | None:
+                          dropout_p: float, seed: int, offset: int,
+                          rng_state: Array | None = None) -> tuple[Array, Array] | None:
         """(softmax(q k^T scale + mask) v with dropout, per-row LSE for the backward), or None (not fused here).
 
         ``mask``: bool (True takes part) or float (added), broadcasting to (*batch, L, S); ``causal`` masks keys
         after each query. Dropout keeps score (b, q, k) when word (b L + q) S + k of the Philox stream of
         ``seed`` from block ``offset`` is below (1 - p) 2^32: the mask ``rand_bernoulli(1 - p)`` of shape
-        (*batch, L, S) draws from the same state."""
+        (*batch, L, S) draws from the same state; ``rng_state`` as for the ``rand_*`` primitives."""
         return None
 
     def attention_backward(self, g: Array, q: Array, k: Array, v: Array, out: Array, lse: Array,
                            mask: Array | None, causal: bool, scale: float, dropout_p: float, seed: int,
-                           offset: int) -> tuple[Array, Array, Array] | None:
+                           offset: int, rng_state: Array | None = None) -> tuple[Array, Array, Array] | None:
         """(dq, dk, dv) of ``attention_forward``'s call with the same arguments, or None (not fused here)."""
         return None

@@ -148,6 +148,16 @@ def _piece_shape(shape: Shape, index: Index) -> Shape:
     return (s.stop - s.start, *shape[k + 1:])
 
 
+def refuse_device_state(rng_state: Array | None, what: str) -> None:
+    """A draw that was handed a CUDA graph's device copy of its generator state (``rng_state``) but computes with
+    the host's seed and offset (the array-library bodies): a replay would repeat the capture's numbers, so it
+    raises instead. Only the Philox kernels read the state from device memory."""
+    if rng_state is not None:
+        raise RuntimeError(f"{what} cannot be captured in a CUDA graph here: only our kernels read the generator's "
+                           "seed and offset from device memory, and they do not take this call (its dtype or "
+                           "layout, or MINITORCH_GPU_KERNELS=0); draw the numbers outside the graph")
+
+
 def dropout_threshold(p: float) -> int:
     """The integer ``t`` with ``word < t`` exactly when ``word * 2**-32 < 1 - p`` (the float64 comparison of the
     bernoulli draw; scaling by 2**32 is exact, so the bound is the ceiling of ``(1 - p) * 2**32``); at most 2**32."""
@@ -299,9 +309,14 @@ class RandomMixin(PrimitiveHost):
     # ------------------------------------------------------------------ distributions
     # Each returns (array, blocks used); the caller advances its generator's offset by the blocks. Those that
     # take ``out`` write the sample into it (an array of ``shape`` and ``np_dtype``) instead of a new array.
+    #
+    # ``rng_state`` (rand_uniform, rand_normal, rand_int, rand_dropout): a CUDA graph's device array of the
+    # generator's {seed, offset}, which the kernels read instead of the host's pair (``offset`` is then relative to
+    # the stored offset); these bodies refuse it (``refuse_device_state``).
     def rand_uniform(self, seed: int, offset: int, shape: Shape, np_dtype: NpDtype, low: float = 0.0,
-                     high: float = 1.0, out: Array | None = None) -> Drawn:
+                     high: float = 1.0, out: Array | None = None, *, rng_state: Array | None = None) -> Drawn:
         """Uniform floats in [low, high) of ``np_dtype``."""
+        refuse_device_state(rng_state, "rand")
         xp = self.xp
         d = _digits(np_dtype)
 
@@ -333,8 +348,9 @@ class RandomMixin(PrimitiveHost):
         return self._sample(shape, np_dtype, out, piece), (words + 3) // 4
 
     def rand_normal(self, seed: int, offset: int, shape: Shape, np_dtype: NpDtype, mean: float | Array = 0.0,
-                    std: float | Array = 1.0, out: Array | None = None) -> Drawn:
+                    std: float | Array = 1.0, out: Array | None = None, *, rng_state: Array | None = None) -> Drawn:
         """Normal samples ``mean + std * z``; mean and std are scalars or arrays broadcasting to ``shape``."""
+        refuse_device_state(rng_state, "randn")
         xp = self.xp
         unit_std = isinstance(std, (int, float)) and std == 1
         zero_mean = isinstance(mean, (int, float)) and mean == 0
@@ -360,8 +376,9 @@ class RandomMixin(PrimitiveHost):
         return self._normal(seed, offset, shape, np_dtype, out, finish)
 
     def rand_int(self, seed: int, offset: int, shape: Shape, low: int, high: int, np_dtype: NpDtype,
-                 out: Array | None = None) -> Drawn:
+                 out: Array | None = None, *, rng_state: Array | None = None) -> Drawn:
         """Integers uniform in [low, high) (Python ints, any span up to 2**64), as ``np_dtype``."""
+        refuse_device_state(rng_state, "randint")
         xp = self.xp
         span = high - low
         narrow = span <= 1 << 32
@@ -384,6 +401,16 @@ class RandomMixin(PrimitiveHost):
 
         words = math.prod(shape) * (1 if narrow else 2)
         return self._sample(shape, np_dtype, out, piece), (words + 3) // 4
+
+    # ------------------------------------------------------------------ a CUDA graph's copy of a generator's state
+    def graph_rng_state(self) -> Array:
+        """A device array of two uint64 for a CUDA graph's copy of a generator's {seed, offset} (see
+        ``refuse_device_state``); allocated before the capture, so that the graph does not own it."""
+        return self.xp.zeros(2, dtype=np.uint64)
+
+    def set_graph_rng_state(self, state: Array, seed: int, offset: int) -> None:
+        """Write {seed, offset} into ``state`` (queued before a replay on a GPU)."""
+        state[...] = self.xp.asarray(np.array([seed & _MASK64, offset & _MASK64], dtype=np.uint64))
 
     def rand_perm(self, seed: int, offset: int, n: int, np_dtype: NpDtype) -> Drawn:
         """A random permutation of 0..n-1: indices sorted by (random word, index). The index in the low bits
@@ -412,11 +439,13 @@ class RandomMixin(PrimitiveHost):
         return self._from_unit(seed, offset, shape, np_dtype, False, out,
                                lambda u, index: u < (p_b if isinstance(p_b, (int, float)) else p_b[index]))
 
-    def rand_dropout(self, seed: int, offset: int, x: Array, p: float, residual: Array | None = None) -> Drawn:
+    def rand_dropout(self, seed: int, offset: int, x: Array, p: float, residual: Array | None = None, *,
+                     rng_state: Array | None = None) -> Drawn:
         """``x * keep / (1 - p)`` (``+ residual``, an array of ``x``'s shape and dtype) for ``0 < p < 1``: element
         ``i`` is kept when word ``i`` of the stream is below ``dropout_threshold(p)``, the same draw as
         ``rand_bernoulli(..., 1 - p, ...)``. Applying it again with the same seed and offset (to a gradient)
         applies the same mask, which is how dropout's backward regenerates its mask instead of storing it."""
+        refuse_device_state(rng_state, "dropout")
         xp = self.xp
         dt = x.dtype
         w, nb = self.random_words(seed, offset, x.size)

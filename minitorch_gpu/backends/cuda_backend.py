@@ -386,36 +386,38 @@ def _into(be: CudaBackend, out: Array | None, r: tuple[Array, int]) -> tuple[Arr
 
 
 def _rand_uniform(be: CudaBackend, kern: Launcher, seed: int, offset: int, shape: tuple[int, ...], np_dtype: Any,
-                  low: float = 0.0, high: float = 1.0, out: Array | None = None) -> tuple[Array, int] | None:
-    r = kern.uniform(seed, offset, math.prod(shape), np.dtype(np_dtype), low, high)
+                  low: float = 0.0, high: float = 1.0, out: Array | None = None, *,
+                  rng_state: Array | None = None) -> tuple[Array, int] | None:
+    r = kern.uniform(seed, offset, math.prod(shape), np.dtype(np_dtype), low, high, rng_state)
     return None if r is None else _into(be, out, (r[0].reshape(shape), r[1]))
 
 
 def _scalar_moments(seed: int, offset: int, shape: tuple[int, ...], np_dtype: Any, mean: Any = 0.0,
-                    std: Any = 1.0, out: Array | None = None) -> bool:
+                    std: Any = 1.0, out: Array | None = None, *, rng_state: Array | None = None) -> bool:
     return isinstance(mean, (int, float)) and isinstance(std, (int, float))
 
 
 def _rand_normal(be: CudaBackend, kern: Launcher, seed: int, offset: int, shape: tuple[int, ...], np_dtype: Any,
-                 mean: float = 0.0, std: float = 1.0, out: Array | None = None) -> tuple[Array, int] | None:
-    r = kern.normal(seed, offset, math.prod(shape), np.dtype(np_dtype), float(mean), float(std))
+                 mean: float = 0.0, std: float = 1.0, out: Array | None = None, *,
+                 rng_state: Array | None = None) -> tuple[Array, int] | None:
+    r = kern.normal(seed, offset, math.prod(shape), np.dtype(np_dtype), float(mean), float(std), rng_state)
     return None if r is None else _into(be, out, (r[0].reshape(shape), r[1]))
 
 
 def _span_fits(seed: int, offset: int, shape: tuple[int, ...], low: int, high: int, np_dtype: Any,
-               out: Array | None = None) -> bool:
+               out: Array | None = None, *, rng_state: Array | None = None) -> bool:
     return bool(high - low <= 1 << 64)
 
 
 def _rand_int(be: CudaBackend, kern: Launcher, seed: int, offset: int, shape: tuple[int, ...], low: int, high: int,
-              np_dtype: Any, out: Array | None = None) -> tuple[Array, int]:
-    r, nb = kern.randint(seed, offset, math.prod(shape), int(low), int(high))
+              np_dtype: Any, out: Array | None = None, *, rng_state: Array | None = None) -> tuple[Array, int]:
+    r, nb = kern.randint(seed, offset, math.prod(shape), int(low), int(high), rng_state)
     return _into(be, out, (r.reshape(shape).astype(np_dtype, copy=False), nb))
 
 
 def _rand_dropout(be: CudaBackend, kern: Launcher, seed: int, offset: int, x: Array, p: float,
-                  residual: Array | None = None) -> tuple[Array, int] | None:
-    return kern.dropout(seed, offset, x, p, dropout_threshold(p), residual)
+                  residual: Array | None = None, *, rng_state: Array | None = None) -> tuple[Array, int] | None:
+    return kern.dropout(seed, offset, x, p, dropout_threshold(p), residual, rng_state)
 
 
 # embedding.cu: a scatter-add of rows, in place

@@ -26,9 +26,12 @@ host call per op. Whole-network capture, as PyTorch documents it::
 What runs during capture is not run (the weights above are unchanged until the first replay), Python code runs
 only once (host values such as a learning rate are fixed at capture: use ``capturable=True`` optimizers and
 tensor hyperparameters), and nothing inside may wait for the device (``item()``, printing, ``synchronize``, a
-data-dependent shape): that raises RuntimeError and abandons the capture, as CUDA does. Random numbers inside a
-capture raise too (see ``backends/cuda/graphs.py``). On the simulator the capture is emulated by recording every
-backend primitive and calling them again on replay.
+data-dependent shape): that raises RuntimeError and abandons the capture, as CUDA does. Random numbers are
+captured as in PyTorch: the device's default generator (and any passed to ``register_generator_state``) hands the
+captured kernels a device copy of its seed and offset, refreshed before every replay, and moves past the blocks
+the graph draws, so each replay draws fresh numbers and N replays leave the generator where N eager steps would
+(``rand``, ``randn``, ``randint``, dropout and attention dropout; other distributions raise inside a capture). On
+the simulator the capture is emulated by recording every backend primitive and calling them again on replay.
 """
 from __future__ import annotations
 
@@ -40,8 +43,10 @@ from .. import _device
 from ..autograd.function import Function, once_differentiable
 from ..autograd import grad as _autograd_grad
 from ..backends.cuda import device as _probe
-from ..backends.cuda.graphs import Capture, CapturedGraph, GraphPool, capturing, new_pool
+from ..backends.cuda.graphs import (CAPTURE_ERROR, Capture, CapturedGraph, GraphPool, capturing, check_no_capture,
+                                    new_pool)
 from ..ops.creation import empty_like
+from ..ops import random as _random
 from ..tensor import Tensor
 from .memory import empty_cache
 from .streams import Stream, current_stream, stream as _stream_ctx
@@ -82,6 +87,32 @@ class CUDAGraph:
         self._capture: Capture | None = None
         self._graph: CapturedGraph | None = None
         self._pool: GraphPool | None = None
+        # generators whose draws the graph captures: the ones registered, and the device's default at capture
+        self._generators: list[Any] = []
+        # per captured generator: (generator, its device state array, blocks one replay draws)
+        self._rng: list[tuple[Any, Any, int]] = []
+
+    def register_generator_state(self, generator: Any) -> None:
+        """Let the graph capture draws from ``generator`` (a CUDA ``Generator``) as well as from the device's
+        default one: each replay then draws fresh numbers from it and moves it on."""
+        if not isinstance(generator, _random.Generator) or generator.device.type != "cuda":
+            raise RuntimeError("register_generator_state(): expected a CUDA Generator, got "
+                               f"{generator!r}")
+        if generator in self._generators or generator in (g for g, _, _ in self._rng):
+            return
+        self._generators.append(generator)
+        if self._capture is not None:
+            self._rng.append((generator, self._begin_generator(generator), 0))
+
+    def _begin_generator(self, generator: Any) -> Any:
+        state = self._backend.graph_rng_state()
+        generator._graph_begin(state)
+        return state
+
+    def _end_generators(self, keep: bool) -> None:
+        """Take the generators out of capture mode, keeping (``keep``) the blocks each replay draws."""
+        ended = [(g, state, g._graph_end()) for g, state, _ in self._rng]
+        self._rng = ended if keep else []
 
     def capture_begin(self, pool: GraphPool | None = None, capture_error_mode: str = "global") -> None:
         """Begin capturing the current stream's work. ``pool``: share another graph's memory pool
@@ -98,7 +129,18 @@ class CUDAGraph:
                             f"{type(capture_error_mode).__name__}")
         pool = pool if pool is not None else new_pool(self._backend)
         capture = Capture(self._backend, pool, capture_error_mode)
-        capture.begin()
+        check_no_capture()
+        default = _random.cuda_default_generator(self._backend.index)
+        gens = [default] + [g for g in self._generators if g is not default]
+        # the state arrays exist before the capture: memory the graph reads, not memory it owns
+        self._rng = []
+        try:
+            for g in gens:
+                self._rng.append((g, self._begin_generator(g), 0))
+            capture.begin()
+        except BaseException:
+            self._end_generators(keep=False)
+            raise
         self._capture, self._pool = capture, pool
 
     def capture_end(self) -> None:
@@ -112,17 +154,25 @@ class CUDAGraph:
             self._graph = capture.end()
         except BaseException:
             self._pool = None
+            self._end_generators(keep=False)
             raise
+        self._end_generators(keep=True)
 
     def _abandon(self, why: str) -> None:
         capture, self._capture, self._pool = self._capture, None, None
         if capture is not None:
             capture.abort(why)
+            self._end_generators(keep=False)
 
     def replay(self) -> None:
         """Run the captured work again (on a GPU: enqueued on the current stream)."""
         if self._graph is None:
             raise RuntimeError("Called CUDAGraph::replay without a preceding successful capture.")
+        if capturing():
+            raise RuntimeError(CAPTURE_ERROR + ": a graph cannot be replayed while a capture is under way")
+        for g, state, nblocks in self._rng:
+            if nblocks:
+                g._graph_replay(self._backend, state, nblocks)
         self._graph.replay()
 
     def reset(self) -> None:
@@ -130,6 +180,7 @@ class CUDAGraph:
         self._abandon("reset() during capture")
         self._graph = None
         self._pool = None
+        self._rng = []
 
     def pool(self) -> GraphPool:
         """The handle of this graph's memory pool, for another capture to share."""

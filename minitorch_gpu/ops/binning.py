@@ -38,8 +38,8 @@ def _search(boundaries, values, right, sorter, out_int32):
     b, v = boundaries._data, values._data
     if values._be is not be:
         v = be.asarray(values._be.to_numpy(v))
-    b = b if b.dtype == npd else b.astype(npd)
-    v = v if v.dtype == npd else v.astype(npd)
+    b = be.astype(b, npd)
+    v = be.astype(v, npd)
     r = be.searchsorted(b, v, right, None if sorter is None else sorter._data)
     return Tensor._make(be.astype(r, _dtype.int32.np_dtype) if out_int32 else r, be)
 

@@ -100,58 +100,58 @@ def _wrap_int(v, npd):
     return (v - lo) % span + lo
 
 
-def _prep_scalar(d, s, keep=False):
-    """``(array, scalar, round_to)`` for ``array op scalar``: the array cast to PyTorch's result dtype, the
-    scalar as the backend should see it, and the dtype to round the result to when the op computes in
-    float32 for a 2-byte float (PyTorch's "opmath"), else None. In that float32 computation the scalar is first
-    rounded to the 2-byte type, as PyTorch's CPU kernels read it, unless ``keep`` (its mul and div keep the
-    scalar's full value)."""
+def _prep_scalar(be, d, s, keep=False):
+    """``(array, scalar)`` for ``array op scalar`` on backend ``be``: the array cast to PyTorch's result dtype and
+    the scalar as the backend should see it. A 2-byte float array with a float scalar computes in float32 inside
+    the backend's binary primitive (PyTorch's "opmath", one pass and one rounding); the scalar is first rounded to
+    the 2-byte type, as PyTorch's CPU kernels read it, unless ``keep`` (its mul and div keep the scalar's full
+    value)."""
     cat, lo, hi, low = _INFO[d.dtype]
     ts = type(s)
     if ts is float:
         if cat != _FLOAT:
-            d = d.astype(_default[0].np_dtype)
+            d = be.astype(d, _default[0].np_dtype)
             low = d.dtype.itemsize == 2
         if not low:
-            return d, s, None
+            return d, s
     elif ts is int:
         if cat == _FLOAT:
             s = float(s)
         elif cat == _INT:
             if s < lo or s > hi:
                 s = _wrap_int(s, d.dtype)
-            return d, s, None
+            return d, s
         else:
-            d = d.astype(_I64)
+            d = be.astype(d, _I64)
             if s < -(1 << 63) or s >= (1 << 63):
                 s = _wrap_int(s, _I64)
-            return d, s, None
+            return d, s
         if not low:
-            return d, s, None
+            return d, s
     else:  # bool: never changes the category of a tensor
         if cat == _FLOAT:
             s = float(s)
             if not low:
-                return d, s, None
+                return d, s
         else:
-            return d, (int(s) if cat == _INT else s), None
+            return d, (int(s) if cat == _INT else s)
     if not keep:
         with _np.errstate(over="ignore"):  # beyond the type's range: inf, as the cast gives it
             s = float(_np.asarray(s, dtype=d.dtype))
-    return d.astype(_F32), s, d.dtype
+    return d, s
 
 
 # the binary primitives whose PyTorch CPU kernels keep a Python scalar's full value with a 2-byte float tensor
 _FULL_SCALAR = frozenset({"mul", "div", "floor_divide", "trunc_divide"})
 
 
-def _prep_scalar_float(d, s, keep=False):
+def _prep_scalar_float(be, d, s, keep=False):
     """Like ``_prep_scalar`` for ops whose result is always floating (true division)."""
     if _INFO[d.dtype][0] != _FLOAT:
-        d = d.astype(_default[0].np_dtype)
+        d = be.astype(d, _default[0].np_dtype)
         if type(s) is not float:
             s = float(s)
-    return _prep_scalar(d, s, keep)
+    return _prep_scalar(be, d, s, keep)
 
 
 def _pair(a, b):
@@ -161,19 +161,17 @@ def _pair(a, b):
     if ad.dtype is bd.dtype:
         return ad, bd
     npd = _dtype.result_type(a, b).np_dtype
-    if ad.dtype != npd:
-        ad = ad.astype(npd)
-    if bd.dtype != npd:
-        bd = bd.astype(npd)
-    return ad, bd
+    be = a._be
+    return be.astype(ad, npd), be.astype(bd, npd)
 
 
 def _pair_float(a, b):
     ad, bd = _pair(a, b)
     if _INFO[ad.dtype][0] != _FLOAT:
         npd = _default[0].np_dtype
-        ad = ad.astype(npd)
-        bd = bd.astype(npd)
+        be = a._be
+        ad = be.astype(ad, npd)
+        bd = be.astype(bd, npd)
     return ad, bd
 
 
@@ -308,13 +306,12 @@ class _BinaryOp(Op):
 
     def _scalar(self, a, s, reverse=False):
         """``a <prim> s`` (``s <prim> a`` when ``reverse``) for a Python scalar ``s``, as an array."""
-        d, s, rt = (_prep_scalar_float if self.true_division else _prep_scalar)(a._data, s,
-                                                                                 self.prim in _FULL_SCALAR)
+        be = a._be
+        d, s = (_prep_scalar_float if self.true_division else _prep_scalar)(be, a._data, s,
+                                                                           self.prim in _FULL_SCALAR)
         if self.bool_kernel is not None:
             _refuse_bool(d, self.bool_kernel)
-        be = a._be
-        r = be.binary(self.prim, s, d) if reverse else be.binary(self.prim, d, s)
-        return r if rt is None else be.narrow(r, rt)
+        return be.binary(self.prim, s, d) if reverse else be.binary(self.prim, d, s)
 
     def _tensors(self, a, b):
         """The arrays of ``a`` and ``b`` in their result dtype; records what backward needs to reduce and cast
@@ -434,13 +431,13 @@ class RsubBackward1(_BinaryOp):
     prim = "sub"
 
     def forward(self, a, other, alpha=1):
-        d, s, rt = _prep_scalar(a._data, other)
         be = a._be
-        if alpha != 1:
-            d = be.binary("mul", d, _scalar_like(alpha, d))
-        r = be.binary("sub", s, d)
+        d, s = _prep_scalar(be, a._data, other)
         self.alpha = alpha
-        return r if rt is None else be.narrow(r, rt)
+        if alpha != 1:
+            # alpha * input is rounded to a 16-bit input's type before the subtraction, as PyTorch's CPU rounds it
+            d = be.binary("mul", d, _scalar_like(alpha, d))
+        return be.binary("sub", s, d)
 
     def backward(self, g):
         return (g * (-self.alpha),)
@@ -509,17 +506,16 @@ class PowBackward0(_BinaryOp):
         cat, lo, hi, _ = _INFO[a._data.dtype]
         if cat == _INT and type(exponent) is int and not lo <= exponent <= hi:
             raise RuntimeError(f"value cannot be converted to type {a.dtype._cpp_name} without overflow")
-        d, s, rt = _prep_scalar(a._data, exponent, True)
+        be = a._be
+        d, s = _prep_scalar(be, a._data, exponent, True)
         self.save_for_backward(a)
         self.exponent = exponent
-        be = a._be
         if d.dtype.kind == "b":
             # bool ** bool stays bool: x ** True is x, x ** False is True
             return be.binary("logical_or", d, not s)
         if _INFO[d.dtype][0] != _FLOAT and s < 0:
             raise RuntimeError("Integers to negative integer powers are not allowed.")
-        r = be.binary("pow", d, s)
-        return r if rt is None else be.narrow(r, rt)
+        return be.binary("pow", d, s)
 
     def backward(self, g):
         a, = self.saved_tensors
@@ -944,8 +940,8 @@ def _direct_inplace(self, other, prim, alpha=1):
         s = _scalar_value(other)
         if s is None:
             return False
-        d2, od, rt = _prep_scalar(d, s if alpha == 1 else s * alpha)
-        if d2 is not d or rt is not None:
+        d2, od = _prep_scalar(self._be, d, s if alpha == 1 else s * alpha)
+        if d2 is not d:
             return False
     self._check_inplace()
     try:
@@ -1037,7 +1033,7 @@ def _compare(prim, a, b):
             s = _scalar_value(a)
             if s is None:
                 return NotImplemented
-            d, s, _ = _prep_scalar(b._data, s)
+            d, s = _prep_scalar(b._be, b._data, s)
             return Tensor._make(b._be.binary(prim, s, d), b._be)
         if a._be is not b._be:
             a, b = _same_device(a, b)
@@ -1046,7 +1042,7 @@ def _compare(prim, a, b):
     s = _scalar_value(b)
     if s is None:
         return NotImplemented
-    d, s, _ = _prep_scalar(a._data, s)
+    d, s = _prep_scalar(a._be, a._data, s)
     return Tensor._make(a._be.binary(prim, d, s), a._be)
 
 
@@ -1181,7 +1177,7 @@ def _bitwise(prim, name, sym):
                 _check_integral(b, name)
                 if isinstance(s, float):
                     _no_kernel(name, "Float")
-                d, s, _ = _prep_scalar(b._data, s)
+                d, s = _prep_scalar(b._be, b._data, s)
                 return Tensor._make(b._be.binary(prim, s, d), b._be)
             a, b = _same_device(a, b)
             _check_integral(a, name)
@@ -1194,7 +1190,7 @@ def _bitwise(prim, name, sym):
         _check_integral(a, name)
         if isinstance(s, float):
             _no_kernel(name, "Float")
-        d, s, _ = _prep_scalar(a._data, s)
+        d, s = _prep_scalar(a._be, a._data, s)
         return Tensor._make(a._be.binary(prim, d, s), a._be)
 
     def fn(input, other, *, out=None):
@@ -1252,9 +1248,10 @@ class _OutputGrad(Op):
         ng, ny = self.needs_input_grad
         self.save_for_backward(g if ny else None, y)
         gd, yd = g._data, y._data
+        be = y._be
         if gd.dtype is not yd.dtype:
-            gd = gd.astype(yd.dtype)
-        return getattr(y._be, self.prim)(gd, yd)
+            gd = be.astype(gd, yd.dtype)
+        return getattr(be, self.prim)(gd, yd)
 
 
 class TanhBackwardBackward0(_OutputGrad):
@@ -1299,7 +1296,7 @@ class ThresholdBackwardBackward0(Op):
             self.save_for_backward(y)
         gd, yd = g._data, y._data
         if gd.dtype != yd.dtype:
-            gd = gd.astype(yd.dtype)
+            gd = y._be.astype(gd, yd.dtype)
         return y._be.threshold_backward(gd, yd, threshold)
 
     def backward(self, gg):
@@ -1351,7 +1348,7 @@ def _unary_node(node, prim, dtype, saves, grad, check=None):
         if not keeps_dtype and _INFO[d.dtype][0] != _FLOAT:
             if exact:
                 return x._be.copy(d)
-            d = d.astype(_default[0].np_dtype)
+            d = x._be.astype(d, _default[0].np_dtype)
         if saves_input:
             self.save_for_backward(x)
         return x._be.unary(prim, d)
@@ -1496,7 +1493,7 @@ class PolygammaBackward0(Op):
         self.save_for_backward(x)
         d = x._data
         if _INFO[d.dtype][0] != _FLOAT:
-            d = d.astype(_default[0].np_dtype)
+            d = x._be.astype(d, _default[0].np_dtype)
         return x._be.polygamma(n, d)
 
     def backward(self, g):
@@ -1593,7 +1590,7 @@ class GeluBackwardBackward0(Op):
         self.approximate = approximate
         gd, xd = g._data, x._data
         if gd.dtype is not xd.dtype:
-            gd = gd.astype(xd.dtype)
+            gd = x._be.astype(gd, xd.dtype)
         return x._be.gelu_backward(gd, xd, approximate)
 
     def backward(self, gg):
@@ -1742,7 +1739,7 @@ class ClampBackward1(Op):
         d = x._data
         cat = _INFO[d.dtype][0]
         if (cat != _FLOAT and (isinstance(min, float) or isinstance(max, float))):
-            d = d.astype(_default[0].np_dtype)
+            d = x._be.astype(d, _default[0].np_dtype)
         lo = None if min is None else _scalar_like(min, d)
         hi = None if max is None else _scalar_like(max, d)
         return x._be.clamp(d, lo, hi)
@@ -1774,7 +1771,7 @@ class ClampBackward0(Op):
         self.save_for_backward(x, lo, hi)
         operands = [t for t in (x, lo, hi) if t is not None]
         npd = _dtype.result_type(*operands).np_dtype
-        arrays = [t._data if t._data.dtype == npd else t._data.astype(npd) for t in operands]
+        arrays = [x._be.astype(t._data, npd) for t in operands]
         d = arrays[0]
         lo_d = arrays[1] if lo is not None else None
         hi_d = arrays[-1] if hi is not None else None
@@ -1904,16 +1901,16 @@ class WhereBackward0(Op):
         be = cond._be
         xd = x._data if x is not None else _scalar_for(xs, npd)
         yd = y._data if y is not None else _scalar_for(ys, npd)
-        if x is not None and xd.dtype != npd:
-            xd = xd.astype(npd)
-        if y is not None and yd.dtype != npd:
-            yd = yd.astype(npd)
+        if x is not None:
+            xd = be.astype(xd, npd)
+        if y is not None:
+            yd = be.astype(yd, npd)
         self.save_for_backward(cond)
         self.shapes = (None if x is None else x._data.shape, None if y is None else y._data.shape)
         self.dtypes = (None if x is None else x.dtype, None if y is None else y.dtype)
         r = _broadcasting(be.where, cond._data, xd, yd)
         if r.dtype != npd:  # two Python scalars: keep the promoted dtype
-            r = r.astype(npd)
+            r = be.astype(r, npd)
         return r
 
     def backward(self, g):
@@ -2046,7 +2043,7 @@ class _AddcBackward(Op):
         self.meta = ((x._data.shape, x.dtype), (t1._data.shape, t1.dtype), (t2._data.shape, t2.dtype))
         npd = _dtype.result_type(x, t1, t2).np_dtype
         be = x._be
-        xd, ad, bd = (t._data if t._data.dtype == npd else t._data.astype(npd) for t in (x, t1, t2))
+        xd, ad, bd = (be.astype(t._data, npd) for t in (x, t1, t2))
         return _broadcasting(self._addc, be, xd, ad, bd, value)
 
     def _addc(self, be, xd, ad, bd, value):

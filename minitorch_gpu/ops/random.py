@@ -9,6 +9,7 @@ devices draw the same numbers. Samples are not differentiable with respect to th
 gives zero gradients); the in-place samplers record a node whose gradient for the old value is zero.
 """
 import contextlib
+import inspect
 import os
 import struct
 import sys
@@ -65,6 +66,7 @@ class Generator:
         self._seed = _DEFAULT_SEED
         self._offset = 0
         self._lock = threading.Lock()
+        self._graph = None  # under CUDA-graph capture: [device state array, blocks claimed since capture began]
 
     @property
     def device(self):
@@ -127,25 +129,65 @@ class Generator:
         g = Generator.__new__(Generator)
         g._device = self._device
         g._lock = threading.Lock()
+        g._graph = None
         with self._lock:
             g._seed, g._offset = self._seed, self._offset
         return g
 
     def _draw(self, fn, *args, **kwargs):
         """Run a backend sampling primitive ``fn(seed, offset, *args, **kwargs)`` and move past the blocks it
-        used."""
+        used. Under CUDA-graph capture a primitive that takes ``rng_state`` gets the graph's device copy of this
+        generator's state and an offset relative to it; one that does not runs as usual, and the capture refuses
+        it."""
         with self._lock:
+            g = self._graph
+            if g is not None and "rng_state" in inspect.signature(fn).parameters:
+                arr, used = fn(self._seed, g[1], *args, rng_state=g[0], **kwargs)
+                g[1] += used
+                return arr
             arr, used = fn(self._seed, self._offset, *args, **kwargs)
             self._offset = (self._offset + used) & _MASK64
         return arr
 
     def _claim(self, nblocks):
-        """(seed, offset) of the next ``nblocks`` blocks, moving past them: for an op that draws inside its own
-        kernel and replays the same blocks later (dropout regenerates its mask in backward from these two)."""
+        """(seed, offset, rng_state) of the next ``nblocks`` blocks, moving past them: for an op that draws inside
+        its own kernel and replays the same blocks later (dropout regenerates its mask in backward from these).
+        ``rng_state`` is None, or under CUDA-graph capture the graph's device copy of this generator's state (the
+        offset is then relative to it)."""
         with self._lock:
+            g = self._graph
+            if g is not None:
+                offset = g[1]
+                g[1] += nblocks
+                return self._seed, offset, g[0]
             seed, offset = self._seed, self._offset
             self._offset = (offset + nblocks) & _MASK64
-        return seed, offset
+        return seed, offset, None
+
+    # ------------------------------------------------------------------ CUDA-graph capture
+    # PyTorch's scheme: during capture the kernels read the seed and the offset from a small device array that the
+    # graph owns (``state``: two uint64) and take their own offsets relative to it; the generator counts the blocks
+    # the captured work claims, and before each replay writes its current seed and offset into the array and moves
+    # past those blocks. A replayed step so draws exactly what the same step run eagerly would.
+    def _graph_begin(self, state):
+        """Start handing ``state`` (a device array of two uint64) to the draws of a capture."""
+        with self._lock:
+            if self._graph is not None:
+                raise RuntimeError(f"{self!r} is already registered with a CUDA graph capture under way")
+            self._graph = [state, 0]
+
+    def _graph_end(self):
+        """End the capture's use of this generator: the blocks its work claimed (each replay's advance)."""
+        with self._lock:
+            g, self._graph = self._graph, None
+        return 0 if g is None else g[1]
+
+    def _graph_replay(self, be, state, nblocks):
+        """Before a replay: the current seed and offset into ``state`` (on ``be``'s device), and move past the
+        ``nblocks`` blocks the replay draws."""
+        with self._lock:
+            be.set_graph_rng_state(state, self._seed, self._offset)
+            self._offset = (self._offset + nblocks) & _MASK64
 
     def __reduce__(self):
         return (_rebuild_generator, (str(self._device), self._seed, self._offset))

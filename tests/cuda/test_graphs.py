@@ -92,15 +92,76 @@ def test_an_error_inside_the_block_abandons_the_capture(gpu):
     assert_close(w, [5.0] * 3)
 
 
-def test_random_numbers_inside_a_capture_raise(gpu):
+def _dropout_step(x, w, q):
+    """A step that draws in all three captured ways: dropout (forward and its regenerated backward), fused
+    attention dropout (forward and backward) and rand / randn / randint."""
+    h = F.dropout(x * w, 0.4, training=True)
+    a = F.scaled_dot_product_attention(q, q, q, dropout_p=0.3, is_causal=True)
+    noise = mt.rand(5, device=x.device) + mt.randn(3, device=x.device).sum() + mt.randint(0, 9, (5,), device=x.device)
+    loss = h.sum() + (a * a).sum() + noise.sum()
+    loss.backward()
+    return loss
+
+
+def test_captured_random_numbers_replay_like_eager_steps(gpu):
+    """PyTorch's scheme: the kernels read the generator's seed and offset from device memory that the graph owns,
+    refreshed before each replay. N replays equal N eager steps drawn from the same generator state, bit for bit on
+    the simulator, and leave the generator's offset where the eager steps leave it."""
+    x = mt.ones(301, device=gpu)
+    q0 = mt.randn(1, 2, 9, 8, device=gpu)
+    gen = mt.cuda.default_generators[0]
+
+    def leaves():
+        return mt.full((301,), 0.5, device=gpu, requires_grad=True), q0.clone().requires_grad_()
+
+    mt.manual_seed(7)
+    eager = []
+    for _ in range(4):
+        w, q = leaves()
+        loss = _dropout_step(x, w, q)
+        eager.append((to_np(loss), to_np(w.grad), to_np(q.grad)))
+    eager_offset = gen.get_offset()
+
+    mt.manual_seed(7)
+    w, q = leaves()
+    g = mt.cuda.CUDAGraph()
+    with mt.cuda.graph(g):
+        static_loss = _dropout_step(x, w, q)
+    assert gen.get_offset() == 0  # a capture draws nothing
+    for want in eager:
+        w.grad.zero_()
+        q.grad.zero_()
+        g.replay()
+        for got, exp in zip((static_loss, w.grad, q.grad), want):
+            np.testing.assert_array_equal(to_np(got), exp)
+    assert gen.get_offset() == eager_offset
+    assert not np.array_equal(eager[0][1], eager[1][1])  # every replay drew fresh numbers
+
+
+def test_random_numbers_the_kernels_do_not_draw_raise_inside_a_capture(gpu):
     x = mt.ones(8, device=gpu)
     with pytest.raises(RuntimeError, match="random numbers"):
         with mt.cuda.graph(mt.cuda.CUDAGraph()):
-            F.dropout(x, 0.5, training=True)
+            mt.randperm(5, device=gpu)
     with pytest.raises(RuntimeError, match="random numbers"):
         with mt.cuda.graph(mt.cuda.CUDAGraph()):
-            mt.rand(3, device=gpu)
-    assert F.dropout(x, 0.5, training=True).shape == (8,)
+            x.exponential_()
+    other = mt.Generator("cuda").manual_seed(3)
+    with pytest.raises(RuntimeError, match="random numbers"):
+        with mt.cuda.graph(mt.cuda.CUDAGraph()):
+            mt.rand(3, device=gpu, generator=other)
+    # a generator registered with the graph is captured as the default one is
+    g = mt.cuda.CUDAGraph()
+    g.register_generator_state(other)
+    with mt.cuda.graph(g):
+        y = mt.rand(3, device=gpu, generator=other)
+    want = mt.rand(3, device=gpu, generator=other.clone_state())
+    g.replay()
+    np.testing.assert_array_equal(to_np(y), to_np(want))
+    assert other.get_offset() == 1
+    with pytest.raises(RuntimeError, match="expected a CUDA Generator"):
+        g.register_generator_state(mt.Generator())
+    assert F.dropout(x, 0.5, training=True).shape == (8,)  # the device keeps working
 
 
 def test_graph_errors(gpu):
@@ -208,9 +269,10 @@ def test_whole_network_capture_of_an_mlp_gives_the_eager_losses(gpu):
     assert len(set(graphed)) == len(graphed)  # every replay computed its own batch's loss
 
 
-def test_whole_network_capture_of_the_gpt_gives_the_eager_losses(gpu):
-    # dropout 0: random numbers cannot be captured (see test_random_numbers_inside_a_capture_raise)
-    cfg = GPTConfig(vocab_size=11, block_size=8, n_layer=1, n_head=2, n_embd=16, dropout=0.0, bias=True)
+@pytest.mark.parametrize("dropout", [0.0, 0.2])
+def test_whole_network_capture_of_the_gpt_gives_the_eager_losses(gpu, dropout):
+    # with dropout every replay draws the masks the eager step would (test_captured_random_numbers_replay_...)
+    cfg = GPTConfig(vocab_size=11, block_size=8, n_layer=1, n_head=2, n_embd=16, dropout=dropout, bias=True)
 
     def make():
         mt.manual_seed(0)
@@ -223,6 +285,27 @@ def test_whole_network_capture_of_the_gpt_gives_the_eager_losses(gpu):
     eager, graphed, _ = _whole_network(make, lambda m, x, t: m(x, t)[1], batches, warmup=2)
     np.testing.assert_allclose(graphed, eager, rtol=1e-6, atol=1e-7)
 
+
+
+def test_whole_network_capture_under_bfloat16_autocast_gives_the_eager_losses(gpu):
+    """Every cast under autocast (weights to bfloat16, mixed operands promoted, the loss in float32) is a backend
+    primitive, so a replay casts this step's weights, not the ones the capture saw."""
+    cfg = GPTConfig(vocab_size=11, block_size=8, n_layer=1, n_head=2, n_embd=16, dropout=0.0, bias=True)
+
+    def make():
+        mt.manual_seed(0)
+        model = GPT(cfg).to(gpu)
+        return model, mt.optim.AdamW(model.parameters(), lr=1e-2, betas=(0.9, 0.99), capturable=True)
+
+    def loss_of(m, x, t):
+        with mt.autocast("cuda", dtype=mt.bfloat16):
+            return m(x, t)[1]
+
+    gen = mt.Generator().manual_seed(1)
+    batches = [(mt.randint(0, 11, (2, 8), generator=gen).to(gpu), mt.randint(0, 11, (2, 8), generator=gen).to(gpu))
+               for _ in range(6)]
+    eager, graphed, _ = _whole_network(make, loss_of, batches, warmup=2)
+    np.testing.assert_array_equal(graphed, eager)
 
 # ---------------------------------------------------------------------- make_graphed_callables
 def test_make_graphed_callables_replays_forward_and_backward(gpu):

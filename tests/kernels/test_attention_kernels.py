@@ -1,15 +1,19 @@
 """attention.cu on the simulator against a NumPy reference: forward (output and log-sum-exp) and backward (dq, dk,
 dv) over awkward sizes (1, primes, tile boundaries +- 1, L != S), head dims from 1 to 128 (every kernel width),
 causal / bool / float masks with broadcast dims and fully masked rows, dropout (the mask is rand_bernoulli's from
-the same generator state), strided and misaligned views read in place, float32 and float64, and a grid smaller
-than the work (the grid-stride loop over tiles)."""
+the same generator state), strided and misaligned views read in place, float32, float64, float16 and bfloat16,
+and a grid smaller than the work (the grid-stride loop over tiles)."""
 import math
 
+import ml_dtypes
 import numpy as np
 import pytest
 
 RNG = np.random.default_rng(7)
 LOG2E = 1.4426950408889634
+BF16 = np.dtype(ml_dtypes.bfloat16)
+HALVES = [np.float16, BF16]
+ALL = [np.float32, np.float64] + HALVES
 
 
 def _ref(q, k, v, mask=None, causal=False, scale=None, keep=None, g=None):
@@ -39,8 +43,18 @@ def _ref(q, k, v, mask=None, causal=False, scale=None, keep=None, g=None):
     return out, lse, ds @ k * scale, np.swapaxes(ds, -1, -2) @ q * scale, np.swapaxes(pd, -1, -2) @ g
 
 
-def _tol(dt):
-    return dict(rtol=2e-4, atol=2e-5) if dt == np.float32 else dict(rtol=1e-10, atol=1e-12)
+def _close(got, want, dt):
+    """float32 / float64 against the float64 reference; the 16-bit types compute in float32 from their rounded
+    inputs and round each result once: two units of the type's last place, relative to the result's scale."""
+    dt = np.dtype(dt)
+    got = got.astype(np.float64)
+    if dt.itemsize == 2:
+        eps = 2.0 ** -10 if dt == np.float16 else 2.0 ** -7
+        scale = float(np.abs(want[np.isfinite(want)]).max(initial=1.0))
+        np.testing.assert_allclose(got, want, rtol=2 * eps, atol=2 * eps * scale)
+        return
+    np.testing.assert_allclose(got, want, **(dict(rtol=2e-4, atol=2e-5) if dt == np.float32
+                                             else dict(rtol=1e-10, atol=1e-12)))
 
 
 def _check(k, q, kk, v, mask=None, causal=False, scale=None, dropout_p=0.0, seed=0, offset=0, be=None):
@@ -57,12 +71,16 @@ def _check(k, q, kk, v, mask=None, causal=False, scale=None, dropout_p=0.0, seed
     g = RNG.standard_normal(out.shape).astype(dt)
     ro, rl, rdq, rdk, rdv = _ref(q, kk, v, mask, causal, sc, keep, g)
     assert out.dtype == dt and out.shape == ro.shape
-    np.testing.assert_allclose(out, ro, **_tol(dt))
-    np.testing.assert_allclose(lse.reshape(rl.shape), rl, **_tol(dt))
+    _close(out, ro, dt)
+    # the log-sum-exp stays in the arithmetic type: float32 for the 16-bit types
+    assert lse.dtype == (np.float32 if dt.itemsize == 2 else dt)
+    np.testing.assert_allclose(lse.reshape(rl.shape), rl, **(dict(rtol=2e-4, atol=2e-5) if dt != np.float64
+                                                            else dict(rtol=1e-10, atol=1e-12)))
     dq, dk, dv = k.attention_backward(g, q, kk, v, out, lse, mask, causal, sc, dropout_p, seed, offset)
     assert dq.shape == q.shape and dk.shape == kk.shape and dv.shape == v.shape
     for got, want in ((dq, rdq), (dk, rdk), (dv, rdv)):
-        np.testing.assert_allclose(got, want, **_tol(dt))
+        assert got.dtype == dt
+        _close(got, want, dt)
     return out
 
 
@@ -74,7 +92,7 @@ def _qkv(shape_q, S, dt, dv=None):
     return q, kk, v
 
 
-@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("dt", ALL)
 @pytest.mark.parametrize("L,S,D,causal", [
     (1, 1, 8, False), (1, 1, 1, True), (5, 5, 16, True), (17, 33, 8, False), (33, 17, 64, True),
     (64, 64, 64, True), (65, 63, 33, False), (31, 95, 100, True), (70, 129, 128, False)])
@@ -93,7 +111,7 @@ def test_batch_dims_of_any_rank(k):
     _check(k, *_qkv((2, 2, 3, 5, 8), 9, np.float64), causal=True)
 
 
-@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("dt", ALL)
 def test_masks(k, dt):
     q, kk, v = _qkv((2, 3, 21, 16), 37, dt)
     bmask = RNG.random((21, 37)) > 0.4
@@ -108,7 +126,7 @@ def test_masks(k, dt):
     _check(k, q, kk, v, fmask.astype(np.float32 if dt == np.float64 else np.float64))  # converted to q's dtype
 
 
-@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("dt", ALL)
 def test_dropout_matches_rand_bernoulli_mask(k, sim_backend, dt):
     q, kk, v = _qkv((2, 2, 33, 16), 41, dt)
     _check(k, q, kk, v, causal=True, dropout_p=0.3, seed=1234, offset=5, be=sim_backend)
@@ -133,7 +151,7 @@ def test_strided_views_are_read_in_place(k):
 
 def test_declines_what_it_does_not_cover(k):
     q, kk, v = _qkv((1, 2, 5, 8), 6, np.float32)
-    assert k.attention_forward(q.astype(np.float16), kk.astype(np.float16), v.astype(np.float16), None, False, 1.0,
+    assert k.attention_forward(q.astype(np.float16), kk.astype(BF16), v.astype(np.float16), None, False, 1.0,
                                0.0, 0, 0) is None
     big = np.zeros((1, 1, 5, 129), np.float32)
     assert k.attention_forward(big, big, big, None, False, 1.0, 0.0, 0, 0) is None

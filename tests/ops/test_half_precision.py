@@ -138,6 +138,35 @@ def test_binary(device, torch, dtype, name):
 
 
 @pytest.mark.parametrize("dtype", LOW)
+def test_python_scalars_in_one_pass(device, torch, monkeypatch, dtype):
+    """A 16-bit tensor with a Python scalar: PyTorch's values bit for bit (float32 arithmetic; the scalar rounded to
+    the 16-bit type first except for * and /), and on CUDA one kernel launch per op, in place too."""
+    from helpers import kernel_launches
+
+    from minitorch_gpu.backends import get_backend
+    a = np.array([1.0, 2049.0, 0.1, 60000.0, 3.3, -7.7, 1e-3, 250.0], np.float32)
+    m, t = _pair(torch, a, dtype, device)
+    exprs = ("x * 1.0001", "x + 0.6", "x - 0.3", "x / 3.0", "x * 70000.0", "2 - x", "x ** 1.5", "x < 0.1",
+             "x >= 3.3", "torch.rsub(x, 2.5, alpha=3)", "x.clone().add_(0.3)", "x.clone().mul_(1.0001)",
+             "x.clone().sub_(0.3, alpha=2)", "x // 0.7", "x % 0.7")
+    for expr in exprs:
+        ours = eval(expr, {"x": m, "torch": mt})
+        theirs = eval(expr, {"x": t, "torch": torch})
+        _same(ours, theirs, dtype, rtol=0, atol=0)
+    if device == "cpu":
+        return
+    calls = kernel_launches(monkeypatch, get_backend(device))
+    for expr in ("x * 1.0001", "x + 0.6", "2 - x", "x ** 1.5"):
+        calls.clear()
+        eval(expr, {"x": m})
+        assert [k for _, k in calls] == [f"binary_forward<{ {'float16': '__half', 'bfloat16': '__nv_bfloat16'}[dtype]}>"], \
+            (expr, calls)
+    y = m.clone()
+    calls.clear()
+    y.add_(0.3)
+    assert len(calls) == 1, calls
+
+@pytest.mark.parametrize("dtype", LOW)
 def test_mixed_dtypes_promote_like_torch(device, torch, dtype):
     a = _input("add", (3, 8))
     m, t = _pair(torch, a, dtype, device)
@@ -375,3 +404,130 @@ def test_kernels_serve_the_low_types(device, monkeypatch, dtype):
                    "softmax_forward_v1", "softmax_backward_v1", "layernorm_forward_v1", "layernorm_backward_v1",
                    "layernorm_backward_params", "cross_entropy_forward_v1", "cross_entropy_scale"):
         assert f"{kernel}<{tname}>" in launched, (kernel, launched)
+
+
+
+@pytest.mark.parametrize("dtype", LOW)
+def test_step_kernels_serve_the_low_types(device, monkeypatch, dtype):
+    """Random numbers, dropout, embedding backward, the multi-tensor kernels (optimizer step, norms, clipping),
+    attention and the recurrent cells run their 16-bit instantiations on CUDA, not built-ins."""
+    from helpers import kernel_launches
+
+    import minitorch_gpu.nn.functional as F
+    from minitorch_gpu.backends import get_backend
+    if device == "cpu":
+        pytest.skip("the CUDA kernels")
+    tname = {"float16": "__half", "bfloat16": "__nv_bfloat16"}[dtype]
+    low = _low(dtype)
+    calls = kernel_launches(monkeypatch, get_backend(device))
+    mt.rand(40, dtype=low, device=device)
+    mt.randn(40, dtype=low, device=device)
+    emb = mt.nn.Embedding(300, 8).to(device=device, dtype=low)  # past the one-hot product of small tables
+    lstm = mt.nn.LSTMCell(8, 8).to(device=device, dtype=low)
+    params = list(emb.parameters()) + list(lstm.parameters())
+    opt = mt.optim.AdamW(params, fused=True)
+    x = emb(mt.tensor([[1, 2, 2], [3, 1, 0]], device=device))
+    x = F.dropout(x, 0.2, training=True)
+    q = x.reshape(2, 1, 3, 8)
+    a = F.scaled_dot_product_attention(q, q, q, dropout_p=0.1, is_causal=True)
+    h, c = lstm(a.reshape(6, 8))
+    (h.float().sum() + c.float().sum()).backward()
+    mt.nn.utils.clip_grad_norm_(params, 0.5)
+    opt.step()
+    launched = {k for _, k in calls}
+    for kernel in ("uniform_forward", "normal_forward", "dropout_forward", "embedding_backward_sorted",
+                   "attention_forward_d32", "attention_backward_prep", "attention_backward_dkv_d32",
+                   "attention_backward_dq_d32", "lstm_cell_forward", "lstm_cell_backward", "multi_norm_partial",
+                   "multi_norm_finish", "multi_clip_scale", "adam_step"):
+        assert f"{kernel}<{tname}>" in launched, (kernel, sorted(launched))
+
+# ====================================================================== optimizers, norms and clipping
+@pytest.mark.parametrize("dtype", LOW)
+@pytest.mark.parametrize("name,kw", [("AdamW", dict(lr=1e-2, weight_decay=0.1)), ("Adam", dict(lr=1e-2, amsgrad=True)),
+                                     ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True))])
+def test_fused_optimizers_on_low_params(device, torch, dtype, name, kw):
+    """Parameters, gradients and state in the 16-bit type (PyTorch's fused optimizers keep the state in the
+    parameter's dtype), the update computed in float32 and rounded once per stored value."""
+    shapes = [(37,), (5, 9), (260,)]
+    ps = [RNG.standard_normal(s).astype(np.float32) for s in shapes]
+    ours = [_pair(torch, p, dtype, device, requires_grad=True) for p in ps]
+    m_opt = getattr(mt.optim, name)([m for m, _ in ours], fused=True, **kw)
+    # NOTE: PyTorch 2.13's CPU fused SGD skips the first momentum step of the vectorised part of a 16-bit tensor
+    # (a 37-element float16 parameter keeps its first 32 values); its per-tensor SGD is the reference there
+    t_opt = getattr(torch.optim, name)([t for _, t in ours], fused=name != "SGD", **kw)
+    for _ in range(3):
+        for m, t in ours:
+            g = RNG.standard_normal(tuple(t.shape)).astype(np.float32)
+            m.grad, t.grad = _pair(torch, g, dtype, device)
+        m_opt.step()
+        t_opt.step()
+    for m, t in ours:
+        assert m.dtype is _low(dtype)
+        _same(m.detach(), t.detach(), dtype, rtol=2.0, atol=4 * EPS[dtype])
+    for key, v in t_opt.state[ours[0][1]].items():
+        if key != "step":
+            assert m_opt.state[ours[0][0]][key].dtype is _low(dtype), key
+
+
+@pytest.mark.parametrize("dtype", LOW)
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, float("inf")])
+def test_clip_grad_norm_of_low_gradients(device, torch, dtype, norm_type):
+    shapes = [(40,), (3, 11), (300,)]
+    ours, theirs = [], []
+    for s in shapes:
+        m, t = _pair(torch, RNG.standard_normal(s).astype(np.float32), dtype, device, requires_grad=True)
+        m.grad, t.grad = _pair(torch, RNG.standard_normal(s).astype(np.float32) * 3, dtype, device)
+        ours.append(m)
+        theirs.append(t)
+    total = mt.nn.utils.clip_grad_norm_(ours, 1.0, norm_type)
+    want = torch.nn.utils.clip_grad_norm_(theirs, 1.0, norm_type)
+    _same(total, want, dtype, rtol=4.0)
+    for m, t in zip(ours, theirs):
+        _same(m.grad, t.grad, dtype, rtol=4.0, atol=4 * EPS[dtype])
+    norms = mt._foreach_norm([m.grad for m in ours], norm_type)
+    for n, t in zip(norms, torch._foreach_norm([t.grad for t in theirs], norm_type)):
+        _same(n, t, dtype, rtol=2.0)
+
+
+# ====================================================================== recurrent layers
+@pytest.mark.parametrize("dtype", LOW)
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+def test_recurrent_layers(device, torch, dtype, kind):
+    """nn.LSTM / nn.GRU with 16-bit weights and inputs (the cells' pointwise step in float32 on CUDA, rounded once
+    per stored value; PyTorch's CPU rounds after every op), forward and gradients."""
+    torch.manual_seed(0)
+    theirs = getattr(torch.nn, kind)(6, 8, batch_first=True).to(getattr(torch, dtype))
+    ours = getattr(mt.nn, kind)(6, 8, batch_first=True).to(_low(dtype)).to(device)
+    with mt.no_grad():
+        for (name, p), (_, q) in zip(ours.named_parameters(), theirs.named_parameters()):
+            p.copy_(mt.tensor(q.detach().float().numpy(), dtype=_low(dtype), device=device))
+    x = RNG.standard_normal((3, 5, 6)).astype(np.float32)
+    mx, tx = _pair(torch, x, dtype, device, requires_grad=True)
+    out, _ = ours(mx)
+    want, _ = theirs(tx)
+    _same(out, want, dtype, rtol=8.0, atol=8 * EPS[dtype])
+    out.float().sum().backward()
+    want.float().sum().backward()
+    _same(mx.grad, tx.grad, dtype, rtol=16.0, atol=16 * EPS[dtype])
+
+
+# ====================================================================== attention
+@pytest.mark.parametrize("dtype", LOW)
+@pytest.mark.parametrize("causal", [False, True])
+def test_scaled_dot_product_attention(device, torch, dtype, causal):
+    """16-bit q, k, v (the fused kernels on CUDA compute in float32 and round the output and the gradients once)."""
+    import minitorch_gpu.nn.functional as F
+    shapes = [(2, 3, 19, 16), (2, 3, 23, 16), (2, 3, 23, 24)]
+    pairs = [_pair(torch, RNG.standard_normal(s).astype(np.float32), dtype, device, requires_grad=True)
+             for s in shapes]
+    if causal:  # PyTorch's causal mask is top-left aligned: square scores
+        pairs = [_pair(torch, RNG.standard_normal((2, 3, 19, s[-1])).astype(np.float32), dtype, device,
+                       requires_grad=True) for s in shapes]
+    ours = F.scaled_dot_product_attention(*(m for m, _ in pairs), is_causal=causal)
+    theirs = torch.nn.functional.scaled_dot_product_attention(*(t for _, t in pairs), is_causal=causal)
+    _same(ours, theirs, dtype, rtol=4.0, atol=4 * EPS[dtype])
+    g = RNG.standard_normal(tuple(theirs.shape)).astype(np.float32)
+    (ours.float() * mt.tensor(g, device=device)).sum().backward()
+    (theirs.float() * torch.tensor(g)).sum().backward()
+    for m, t in pairs:
+        _same(m.grad, t.grad, dtype, rtol=8.0, atol=8 * EPS[dtype] * max(1.0, float(t.grad.abs().max().float())))

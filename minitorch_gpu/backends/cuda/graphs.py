@@ -21,14 +21,18 @@ On both, while a capture is under way, whatever would make the host wait for the
 error (``CAPTURE_ERROR``) and abandons the capture, leaving the device usable and the graph empty: a read of
 device data (``to_numpy``: ``item()``, ``tolist()``, printing), ``synchronize``, a launcher's error-flag read,
 a primitive whose answer is a host value or whose result's shape depends on device data (``nonzero``,
-``unique``, a boolean-mask index). Random numbers raise too: our kernels take the generator's seed and offset
-as launch arguments, so every replay would draw the same numbers (PyTorch's read them from device memory).
+``unique``, a boolean-mask index). Random numbers are captured as PyTorch captures them: the generator hands the
+primitive ``rng_state``, a device array the graph owns, from which the Philox kernels read the seed and the
+offset (the call's own offset is relative to it), and writes its current seed and offset there before each
+replay (``ops/random.py``). A draw without that array (a distribution our kernels do not compute, the raw
+stream, a generator the graph does not know) raises: its seed and offset would be constants of the graph.
 Checks deferred to the next synchronisation (``checks.py``) are not read during capture: a GPU re-queues the
 captured ones after every replay, and on the simulator the replayed primitives queue them again.
 
 NOTE: on the simulator only the work that goes through backend primitives is replayed. Array code above the
-dispatch layer (an ``astype`` of a mixed-dtype operand done by an op itself) runs once, at capture, and its
-result is replayed as a constant; on a GPU stream capture records it like everything else.
+dispatch layer would run once, at capture, and its result would be replayed as a constant (on a GPU stream capture
+records it like everything else): this is why the layers above never compute on arrays themselves, dtype casts
+included (``be.astype``).
 """
 from __future__ import annotations
 
@@ -72,6 +76,13 @@ _active: list[Capture] = []
 def capturing() -> bool:
     """Whether a capture is under way in this process (one at a time, as in PyTorch)."""
     return bool(_active)
+
+
+def check_no_capture() -> None:
+    """RuntimeError when a capture is under way: a second one cannot begin."""
+    if _active:
+        raise RuntimeError("Cannot begin a CUDA graph capture while another capture is under way in this "
+                           "process; end it with capture_end() first")
 
 
 class GraphPool:
@@ -171,9 +182,7 @@ class Capture:
     # ------------------------------------------------------------------ begin / end
     def begin(self) -> None:
         """Start capturing the backend's work on the current stream."""
-        if _active:
-            raise RuntimeError("Cannot begin a CUDA graph capture while another capture is under way in this "
-                               "process; end it with capture_end() first")
+        check_no_capture()
         if not self.sim:
             self._begin_stream_capture()
         self._install()
@@ -282,10 +291,11 @@ class Capture:
             if draws_random and _draws(method, switch, args, kwargs):
                 self.abort(f"random numbers in {name}")
                 raise RuntimeError(
-                    f"random numbers ({name}) cannot be captured in a CUDA graph here: our kernels take the "
-                    "generator's seed and offset as launch arguments, so every replay would draw the same numbers "
-                    "(the capture was abandoned). Capture with dropout off (p=0 or model.eval()) or draw the "
-                    "numbers outside the graph.")
+                    f"random numbers ({name}) cannot be captured in a CUDA graph here: this draw would take the "
+                    "generator's seed and offset as constants, so every replay would draw the same numbers (the "
+                    "capture was abandoned). Inside a graph only rand, randn, randint, dropout and the dropout of "
+                    "scaled_dot_product_attention draw, from the device's default generator or one passed to "
+                    "CUDAGraph.register_generator_state; draw other numbers outside the graph.")
             if name in _HOST_SHAPE or (name in _MASK_INDEX and any(
                     getattr(a, "dtype", None) == np.bool_ for a in _arrays((args, kwargs)))):
                 raise self._fail(f"{name} (its result's size is read from the device)")
@@ -352,13 +362,16 @@ def _random_parameters(cls: type) -> dict[str, str | None]:
 
 
 def _draws(method: Callable[..., Any], switch: str | None, args: Any, kwargs: Any) -> bool:
-    if switch is None:
-        return True
+    """Whether a call of a random primitive draws with the host's seed and offset: it draws at all (``switch``,
+    dropout's probability in fused attention, is not zero) and was not handed a graph's device copy of the
+    generator state (``rng_state``)."""
     try:
-        bound = inspect.signature(method).bind(*args, **kwargs)
+        bound = inspect.signature(method).bind(*args, **kwargs).arguments
     except TypeError:
         return True
-    return bool(bound.arguments.get(switch, 0))
+    if bound.get("rng_state") is not None:
+        return False
+    return switch is None or bool(bound.get(switch, 0))
 
 
 def _host_value(result: Any) -> bool:

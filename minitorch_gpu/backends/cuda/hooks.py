@@ -14,12 +14,13 @@ __all__ = ["Hooked", "hook_methods", "unhook_methods"]
 
 class Hooked:
     """A backend method seen by an observer (a class, so that ``unhook_methods`` finds exactly what
-    ``hook_methods`` installed)."""
-    __slots__ = ("_call", "__name__")
+    ``hook_methods`` installed). ``__wrapped__`` is the method, so ``inspect.signature`` gives its parameters."""
+    __slots__ = ("_call", "__name__", "__wrapped__")
 
-    def __init__(self, call: Callable[..., Any], name: str) -> None:
+    def __init__(self, call: Callable[..., Any], name: str, wrapped: Callable[..., Any]) -> None:
         self._call = call
         self.__name__ = name
+        self.__wrapped__ = wrapped
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._call(*args, **kwargs)
@@ -33,7 +34,7 @@ def hook_methods(backend: Any, skip: frozenset[str],
             continue
         attr = getattr(backend, name)
         if callable(attr) and not isinstance(attr, type):
-            setattr(backend, name, Hooked(observe(name, attr), name))
+            setattr(backend, name, Hooked(observe(name, attr), name, attr))
 
 
 def unhook_methods(backend: Any) -> None:

@@ -30,8 +30,8 @@ from . import loader as _loader
 from .fused_step import FusedStep, fused_group_sizes, group_scalar_count
 from .loader import enum_codes as codes
 
-__all__ = ["Launcher", "THREADS", "gemm_plan", "gemm_class", "GemmKernel", "GemmPlan", "SGEMM_KERNELS", "SGEMM_CHOICE",
-           "TcKernel", "TC_KERNELS", "TC_BK", "tc_type", "tc_plan", "tc_smem"]
+__all__ = ["Launcher", "THREADS", "TNAME", "gemm_plan", "gemm_class", "GemmKernel", "GemmPlan", "SGEMM_KERNELS",
+           "SGEMM_CHOICE", "TcKernel", "TC_KERNELS", "TC_BK", "tc_type", "tc_plan", "tc_smem"]
 
 THREADS = 256
 F32 = np.dtype(np.float32)
@@ -41,7 +41,9 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 _FLOATS = (F32, F64)  # what every float kernel takes
 _HALVES = (F16, BF16)  # stored in 2 bytes, computed in float32 (the kernels' acc_t)
 _ALL_FLOATS = _FLOATS + _HALVES  # the kernels instantiated for the 16-bit types too (see kernels/README.md)
-_TNAME = {F32: "float", F64: "double", F16: "__half", BF16: "__nv_bfloat16"}
+TNAME = {F32: "float", F64: "double", F16: "__half", BF16: "__nv_bfloat16"}
+"""The template type of the kernels' instantiation for each float dtype (``kernel<float>``, ...)."""
+_TNAME = TNAME
 _PY_SCALARS = (int, float, bool)
 _META_CACHE_MAX = 512
 _PLAN_CACHE_MAX = 4096
@@ -1328,7 +1330,11 @@ class _StepKernels(_MapKernels):
         None for a role the kernel does not read), cached by the arrays' addresses and sizes: an optimizer
         passes the same parameters and states every step, so steady state uploads nothing, and a new address
         (a gradient reallocated, a parameter added) builds a new table."""
-        ilp = self._ILP
+        # chunks are whole batches of a thread (multi_tensor.cuh's MtIlp: 4 elements, 8 for the 16-bit types), so
+        # a chunk of an aligned tensor starts aligned
+        first_role = roles[0]
+        assert first_role is not None, "the first role of a tensor table is always present"
+        ilp = max(self._ILP, 16 // first_role[0].dtype.itemsize) if first_role else self._ILP
         chunk = max(ilp, -(-int(self.OPTIM_CHUNK) // ilp) * ilp)
         ptr = self.ptr
         addrs = [None if r is None else tuple(ptr(a) for a in r) for r in roles]
@@ -1381,13 +1387,13 @@ class _StepKernels(_MapKernels):
         return (512,) if dt == F32 else (THREADS,)
 
     def optim_step(self, step: FusedStep) -> Literal[True] | None:
-        """One fused optimizer step in one launch; None when a tensor does not fit (not a contiguous
-        float32/float64 array of the group's dtype)."""
+        """One fused optimizer step in one launch; None when a tensor does not fit (not a contiguous float array
+        of the group's dtype: float32, float64, float16 or bfloat16)."""
         params = step.params
         if not params:
             return True
         dt = params[0].dtype
-        if dt not in _FLOATS:
+        if dt not in _ALL_FLOATS:
             return None
         group = fused_group_sizes(step, self.xp.ndarray, dt)
         if group is None:
@@ -1417,9 +1423,9 @@ class _StepKernels(_MapKernels):
         return sizes
 
     def _float_list(self, xs: Sequence[Array]) -> tuple[NpDtype, list[int]] | None:
-        """(dtype, element counts) of a non-empty list of C-contiguous float32/float64 arrays of one dtype (what
-        the multi-tensor kernels take), else None."""
-        if not xs or xs[0].dtype not in _FLOATS:
+        """(dtype, element counts) of a non-empty list of C-contiguous float arrays of one dtype (float32, float64,
+        float16 or bfloat16: what the multi-tensor kernels take), else None."""
+        if not xs or xs[0].dtype not in _ALL_FLOATS:
             return None
         dt = xs[0].dtype
         sizes = self._contiguous_list(xs, dt)
@@ -1454,8 +1460,9 @@ class _StepKernels(_MapKernels):
             return xp.zeros(n_out, dtype=dt)
         out = xp.empty(n_out, dtype=dt)  # the finish kernel writes every entry: no memset
         t = _TNAME[dt]
-        partial = xp.empty(n_chunks, dtype=dt)
-        p = dt.type(ord if kind == kinds["p"] else 2.0)
+        acc = acc_dtype(dt)  # partials and p in the arithmetic type (float32 for the 16-bit types)
+        partial = xp.empty(n_chunks, dtype=acc)
+        p = acc.type(ord if kind == kinds["p"] else 2.0)
         self.fn("multi_tensor.cu", f"multi_norm_partial<{t}>")(
             self._multi_grid(n_chunks), self._multi_block(dt),
             (table, _i64(n), _i64(n_chunks), _i64(chunk), _i32(kind), p, partial))
@@ -1546,40 +1553,46 @@ class _StepKernels(_MapKernels):
         return outs
 
     @staticmethod
-    def _counter(offset: int) -> tuple[np.uint64, np.uint64]:
+    def _stream(seed: int, offset: int, rng_state: Array | None) -> tuple[Any, ...]:
+        """The stream arguments of a Philox kernel: key, counter (low and high 64 bits) and the device state
+        pointer. ``rng_state`` (a CUDA graph's copy of the generator's {seed, offset}, two uint64) makes the
+        kernel read the key there and take ``offset`` relative to the stored offset; None passes a null pointer."""
         offset &= (1 << 128) - 1
-        return np.uint64(offset & 0xFFFFFFFFFFFFFFFF), np.uint64(offset >> 64)
+        return (np.uint64(seed & 0xFFFFFFFFFFFFFFFF), np.uint64(offset & 0xFFFFFFFFFFFFFFFF), np.uint64(offset >> 64),
+                np.uint64(0) if rng_state is None else rng_state)
 
-    def philox_words(self, seed: int, offset: int, nblocks: int) -> Array:
+    def philox_words(self, seed: int, offset: int, nblocks: int, rng_state: Array | None = None) -> Array:
         """(nblocks, 4) uint32 words of the Philox stream of ``seed`` from block ``offset``."""
         out = self.xp.empty((nblocks, 4), dtype=np.uint32)
         if nblocks:
-            lo, hi = self._counter(offset)
             self.fn("random.cu", "philox_words")(self.grid(nblocks), (THREADS,),
-                                                  (np.uint64(seed & 0xFFFFFFFFFFFFFFFF), lo, hi, _i64(nblocks), out))
+                                                  (*self._stream(seed, offset, rng_state), _i64(nblocks), out))
         return out
 
     def uniform(self, seed: int, offset: int, n: int, dt: NpDtype, low: float,
-                high: float) -> tuple[Array, int] | None:
-        """``n`` uniforms of float32/float64 ``dt`` in [low, high) and the blocks used, or None."""
-        if dt not in _FLOATS:
+                high: float, rng_state: Array | None = None) -> tuple[Array, int] | None:
+        """``n`` uniforms of float ``dt`` (float32, float64, float16, bfloat16) in [low, high) and the blocks
+        used, or None."""
+        if dt not in _ALL_FLOATS:
             return None
         words = n * (2 if dt == F64 else 1)
         nb = (words + 3) // 4
         out = self.xp.empty(n, dtype=dt)
         if n:
-            lo, hi = self._counter(offset)
             shift = low != 0.0 or high != 1.0
+            # the scale and shift in the arithmetic type (float32 for the 16-bit types, as the NumPy body's)
+            at = acc_dtype(dt).type
             with np.errstate(over="ignore"):
-                scale, lo_v = dt.type(high - low), dt.type(low)
+                scale, lo_v = at(high - low), at(low)
             self.fn("random.cu", f"uniform_forward<{_TNAME[dt]}>")(
                 self.grid(n), (THREADS,),
-                (np.uint64(seed & 0xFFFFFFFFFFFFFFFF), lo, hi, _i64(n), out, scale, lo_v, _i32(shift)))
+                (*self._stream(seed, offset, rng_state), _i64(n), out, scale, lo_v, _i32(shift)))
         return out, nb
 
-    def normal(self, seed: int, offset: int, n: int, dt: NpDtype, mean: float, std: float) -> tuple[Array, int] | None:
-        """``n`` normals of float32/float64 ``dt`` (scalar mean and std) and the blocks used, or None."""
-        if dt not in _FLOATS:
+    def normal(self, seed: int, offset: int, n: int, dt: NpDtype, mean: float, std: float,
+               rng_state: Array | None = None) -> tuple[Array, int] | None:
+        """``n`` normals of float ``dt`` (scalar mean and std) and the blocks used, or None."""
+        if dt not in _ALL_FLOATS:
             return None
         pairs = (n + 1) // 2
         wide = dt.itemsize == 8
@@ -1587,22 +1600,20 @@ class _StepKernels(_MapKernels):
         nb = (words + 3) // 4
         out = self.xp.empty(n, dtype=dt)
         if n:
-            lo, hi = self._counter(offset)
             self.fn("random.cu", f"normal_forward<{_TNAME[dt]}>")(
                 self.grid(pairs), (THREADS,),
-                (np.uint64(seed & 0xFFFFFFFFFFFFFFFF), lo, hi, _i64(n), out, np.float64(mean), np.float64(std),
-                 _i32(wide)))
+                (*self._stream(seed, offset, rng_state), _i64(n), out, np.float64(mean), np.float64(std), _i32(wide)))
         return out, nb
 
     def dropout(self, seed: int, offset: int, x: Array, p: float, threshold: int,
-                residual: Array | None = None) -> tuple[Array, int] | None:
+                residual: Array | None = None, rng_state: Array | None = None) -> tuple[Array, int] | None:
         """``x`` with elements dropped by the stream of ``seed`` from block ``offset`` (element ``i`` kept when
         word ``i`` is below ``threshold``) and the rest scaled by ``1 / (1 - p)``, plus ``residual`` if given
         (same shape and dtype), in one pass; and the blocks used. None for another dtype or a residual that does
         not match."""
         xp = self.xp
         dt = x.dtype
-        if dt not in _FLOATS or not 0.0 < p < 1.0:
+        if dt not in _ALL_FLOATS or not 0.0 < p < 1.0:
             return None
         if residual is not None and (residual.dtype != dt or residual.shape != x.shape):
             return None
@@ -1614,33 +1625,36 @@ class _StepKernels(_MapKernels):
         y = xp.empty(x.shape, dtype=dt)
         if n == 0:
             return y, nb
-        lo, hi = self._counter(offset)
         mode = (DROP_ADD if residual is not None else 0) | (DROP_VEC if self._aligned(x, r, y) else 0)
+        # a thread owns one Philox block (4 elements), or two for a 128-bit pack of 8 halves; the scale is
+        # rounded to the dtype, as the NumPy body's mask holds it, and passed in the arithmetic type
+        per_thread = max(4, 16 // dt.itemsize)
         self.fn("random.cu", f"dropout_forward<{_TNAME[dt]}>")(
-            self.grid(nb), (THREADS,),
-            (np.uint64(seed & 0xFFFFFFFFFFFFFFFF), lo, hi, _i64(n), x, r, y, np.uint64(threshold),
-             dt.type(1.0 / (1.0 - p)), _i32(mode)))
+            self.grid((n + per_thread - 1) // per_thread), (THREADS,),
+            (*self._stream(seed, offset, rng_state), _i64(n), x, r, y, np.uint64(threshold),
+             acc_dtype(dt).type(dt.type(1.0 / (1.0 - p))), _i32(mode)))
         return y, nb
 
-    def randint(self, seed: int, offset: int, n: int, low: int, high: int) -> tuple[Array, int]:
+    def randint(self, seed: int, offset: int, n: int, low: int, high: int,
+                rng_state: Array | None = None) -> tuple[Array, int]:
         """``n`` int64 integers in [low, high) and the blocks used."""
         span = high - low
         wide = span > 1 << 32
         nb = (n * (2 if wide else 1) + 3) // 4
         out = self.xp.empty(n, dtype=np.int64)
         if n:
-            lo, hi = self._counter(offset)
             self.fn("random.cu", "randint_forward")(
                 self.grid(n), (THREADS,),
-                (np.uint64(seed & 0xFFFFFFFFFFFFFFFF), lo, hi, _i64(n), out, _i64(low),
-                 np.uint64(span & 0xFFFFFFFFFFFFFFFF), _i32(wide)))
+                (*self._stream(seed, offset, rng_state), _i64(n), out, _i64(low), np.uint64(span & 0xFFFFFFFFFFFFFFFF),
+                 _i32(wide)))
         return out, nb
 
     def embedding_backward(self, out: Array, idx: Array, grad: Array) -> Literal[True] | None:
-        """out[idx[i], :] += grad[i, :] (in place) for a contiguous 2-d float ``out``; None when unsupported."""
+        """out[idx[i], :] += grad[i, :] (in place) for a contiguous 2-d float ``out``; None when unsupported. The
+        16-bit types sum each row's contributions in float32 and round once (see embedding.cu)."""
         xp = self.xp
         dt = out.dtype
-        if dt not in _FLOATS or out.ndim != 2 or not out.flags.c_contiguous or idx.dtype != np.int64:
+        if dt not in _ALL_FLOATS or out.ndim != 2 or not out.flags.c_contiguous or idx.dtype != np.int64:
             return None
         n_idx = idx.size
         dim = out.shape[1]
@@ -1650,9 +1664,19 @@ class _StepKernels(_MapKernels):
             return True
         grad = xp.ascontiguousarray(grad)
         idx = xp.ascontiguousarray(idx).reshape(-1)
+        rows = out.shape[0]
         bad = xp.zeros(1, dtype=np.int32)
-        self.fn("embedding.cu", f"embedding_backward<{_TNAME[dt]}>")(
-            self.grid(n_idx * dim), (THREADS,), (idx, grad, out, bad, _i64(n_idx), _i64(dim), _i64(out.shape[0])))
+        sizes = (_i64(n_idx), _i64(dim), _i64(rows))
+        if dt in _HALVES:
+            # segments of equal rows: -1 and rows - 1 name one row, so indices are wrapped before sorting; the
+            # stable sort keeps each row's contributions in their order (the CPU's order of additions)
+            key = xp.where(idx < 0, idx + rows, idx)
+            order = xp.argsort(key, kind="stable") if xp is np else xp.argsort(key)
+            self.fn("embedding.cu", f"embedding_backward_sorted<{_TNAME[dt]}>")(
+                self.grid(n_idx * dim), (THREADS,), (key[order], order, grad, out, bad, *sizes))
+        else:
+            self.fn("embedding.cu", f"embedding_backward<{_TNAME[dt]}>")(
+                self.grid(n_idx * dim), (THREADS,), (idx, grad, out, bad, *sizes))
         self.checks.add(bad, _embedding_range_error)
         return True
 
@@ -1675,7 +1699,7 @@ class _AttentionKernels(_StepKernels):
 
     @staticmethod
     def _attn_tile(dt: NpDtype) -> int:
-        return _loader.define_int("attention.cu", "ATTN_TILE_FLOAT" if dt == F32 else "ATTN_TILE_DOUBLE")
+        return _loader.define_int("attention.cu", "ATTN_TILE_DOUBLE" if dt == F64 else "ATTN_TILE_FLOAT")
 
     def _attn_operand(self, a: Array, batch: Shape) -> tuple[Array, tuple[int, int, int]]:
         """``a`` as (B, H, rows, D) with element strides (b, h, row): a 4-d view whose last dim is contiguous is
@@ -1694,7 +1718,7 @@ class _AttentionKernels(_StepKernels):
         if mask is None:
             return out, dummy_u8, (0, 0, 0, 0), 0
         is_bool = mask.dtype == _BOOL
-        if not is_bool and mask.dtype.kind != "f":
+        if not is_bool and mask.dtype not in _ALL_FLOATS:
             return None
         if not is_bool and mask.dtype != dt:
             mask = mask.astype(dt)
@@ -1715,7 +1739,9 @@ class _AttentionKernels(_StepKernels):
     @staticmethod
     def _attn_smem(dt: NpDtype, tile: int, width: int) -> dict[str, int]:
         """Dynamic shared memory (bytes) of each attention kernel: Q/K/V/dO tiles (one operand per lane padded
-        by 16 bytes a row), the P / dS tiles and the per-row LSE and delta."""
+        by 16 bytes a row), the P / dS tiles and the per-row LSE and delta, all in the arithmetic type (float32
+        for the 16-bit types)."""
+        dt = acc_dtype(dt)
         padded = width + 16 // dt.itemsize
         elems = {"forward": tile * width + 2 * tile * padded + tile * tile,
                  "dkv": 2 * tile * width + 2 * tile * padded + 2 * tile * tile + 2 * tile,
@@ -1727,7 +1753,8 @@ class _AttentionKernels(_StepKernels):
                             fn_args, smem)
 
     def _attn_setup(self, q: Array, k: Array, v: Array, mask: Array | None, causal: bool, scale: float,
-                    dropout_p: float, seed: int, offset: int, out: Array) -> dict[str, Any] | None:
+                    dropout_p: float, seed: int, offset: int, out: Array,
+                    rng_state: Array | None) -> dict[str, Any] | None:
         dt = q.dtype
         batch = q.shape[:-2]
         L, D = q.shape[-2:]
@@ -1747,12 +1774,11 @@ class _AttentionKernels(_StepKernels):
             flags |= self._attn_flags["dropout"]
             # element kept when its word w has w * 2^-32 < 1 - p (rand_bernoulli's rule), i.e. w < ceil((1 - p) 2^32)
             keep_below = math.ceil((1.0 - dropout_p) * 4294967296.0)
-        lo, hi = self._counter(offset)
         width = next(w for w in self.ATTN_WIDTHS if max(D, DV) <= w)
         meta = self.meta(tuple(sq + sk + sv + sm), ())
-        shape_args = (_i64(B * H), _i32(H), _i32(L), _i32(S), _i32(D), _i32(DV), dt.type(scale), _i32(flags),
-                      np.uint64(seed & 0xFFFFFFFFFFFFFFFF), lo, hi, np.uint64(keep_below),
-                      dt.type(1.0 / (1.0 - dropout_p)))
+        at = acc_dtype(dt).type
+        shape_args = (_i64(B * H), _i32(H), _i32(L), _i32(S), _i32(D), _i32(DV), at(scale), _i32(flags),
+                      *self._stream(seed, offset, rng_state), np.uint64(keep_below), at(1.0 / (1.0 - dropout_p)))
         tile = self._attn_tile(dt)
         smem = self._attn_smem(dt, tile, width)
         if max(smem.values()) > self._smem_optin:
@@ -1763,7 +1789,7 @@ class _AttentionKernels(_StepKernels):
     @staticmethod
     def _attn_supported(q: Array, k: Array, v: Array, xp: Any) -> bool:
         dt = q.dtype
-        if dt not in _FLOATS or k.dtype != dt or v.dtype != dt:
+        if dt not in _ALL_FLOATS or k.dtype != dt or v.dtype != dt:
             return False
         if not all(isinstance(a, xp.ndarray) for a in (q, k, v)) or q.ndim < 2 or k.ndim != q.ndim or v.ndim != q.ndim:
             return False
@@ -1775,39 +1801,40 @@ class _AttentionKernels(_StepKernels):
                     and 0 < L < 1 << 31 and 0 < S < 1 << 31 and math.prod(batch) > 0)
 
     def attention_forward(self, q: Array, k: Array, v: Array, mask: Array | None, causal: bool, scale: float,
-                          dropout_p: float, seed: int, offset: int) -> tuple[Array, Array] | None:
-        """(output (*batch, L, DV), per-row log2-sum-exp2 (B·H, L)) of softmax(q k^T scale + mask) v with dropout;
-        None when the kernels do not cover the call (another dtype, a head dim over 128, batch dims that differ
-        between q, k and v, an empty dim)."""
+                          dropout_p: float, seed: int, offset: int,
+                          rng_state: Array | None = None) -> tuple[Array, Array] | None:
+        """(output (*batch, L, DV), per-row log2-sum-exp2 (B·H, L), float32 for the 16-bit types) of
+        softmax(q k^T scale + mask) v with dropout; None when the kernels do not cover the call (another dtype, a
+        head dim over 128, batch dims that differ between q, k and v, an empty dim)."""
         if not self._attn_supported(q, k, v, self.xp):
             return None
         dt = q.dtype
         out = self.xp.empty(q.shape[:-1] + v.shape[-1:], dtype=dt)
-        a = self._attn_setup(q, k, v, mask, causal, scale, dropout_p, seed, offset, out)
+        a = self._attn_setup(q, k, v, mask, causal, scale, dropout_p, seed, offset, out, rng_state)
         if a is None:
             return None
         BH, L, tile, width = a["BH"], a["L"], a["tile"], a["width"]
-        lse = self.xp.empty((BH, L), dtype=dt)
+        lse = self.xp.empty((BH, L), dtype=acc_dtype(dt))
         self._attn_launch(f"attention_forward_d{width}<{a['t']}>", (*a["in"], out, lse, *a["shape"]),
                           BH * ((L + tile - 1) // tile), a["smem"]["forward"])
         return out, lse
 
     def attention_backward(self, g: Array, q: Array, k: Array, v: Array, out: Array, lse: Array,
                            mask: Array | None, causal: bool, scale: float, dropout_p: float, seed: int,
-                           offset: int) -> tuple[Array, Array, Array] | None:
+                           offset: int, rng_state: Array | None = None) -> tuple[Array, Array, Array] | None:
         """(dq, dk, dv) of ``attention_forward`` from the upstream gradient ``g`` and the forward's output and LSE;
-        the dropout mask is regenerated from (seed, offset)."""
+        the dropout mask is regenerated from (seed, offset) (and the forward's ``rng_state``)."""
         if not self._attn_supported(q, k, v, self.xp) or g.dtype != q.dtype or g.shape != out.shape:
             return None
         xp = self.xp
         dt = q.dtype
         dq = xp.empty(q.shape, dtype=dt)
-        a = self._attn_setup(q, k, v, mask, causal, scale, dropout_p, seed, offset, dq)
+        a = self._attn_setup(q, k, v, mask, causal, scale, dropout_p, seed, offset, dq, rng_state)
         if a is None:
             return None
         BH, L, S, DV, tile, width, t = a["BH"], a["L"], a["S"], a["DV"], a["tile"], a["width"], a["t"]
         dout = xp.ascontiguousarray(g)
-        delta = xp.empty((BH, L), dtype=dt)
+        delta = xp.empty((BH, L), dtype=acc_dtype(dt))
         warps = self.ATTN_THREADS // 32
         self.fn("attention.cu", f"attention_backward_prep<{t}>")(
             (max(1, min((BH * L + warps - 1) // warps, self.max_blocks)),), (self.ATTN_THREADS,),

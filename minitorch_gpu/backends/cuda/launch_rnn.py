@@ -2,8 +2,8 @@
 
 Each function has a route's signature, ``(backend, launcher, *the primitive's arguments)`` (see ``ROUTES`` in
 ``backends/cuda_backend.py``), and returns the primitive's result, or None for a call the kernels do not take (a
-dtype other than float32 / float64, operands of mixed dtypes): the primitive's body in ``backends/_rnn.py`` then
-runs. Operands are made C-contiguous first (the per-step slices the layers pass already are).
+dtype other than float32, float64, float16 and bfloat16, operands of mixed dtypes): the primitive's body in
+``backends/_rnn.py`` then runs. Operands are made C-contiguous first (the per-step slices the layers pass already are).
 """
 from __future__ import annotations
 
@@ -12,11 +12,9 @@ from typing import Any
 import numpy as np
 
 from .._types import Array
-from .launch import THREADS, Launcher
+from .launch import THREADS, TNAME, Launcher
 
 __all__ = ["lstm_cell_forward", "lstm_cell_backward", "gru_cell_forward", "gru_cell_backward"]
-
-_TNAME = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
 
 
 def _kernel_dtype(*arrays: Array | None) -> str | None:
@@ -24,7 +22,7 @@ def _kernel_dtype(*arrays: Array | None) -> str | None:
     dts = {a.dtype for a in arrays if a is not None}
     if len(dts) != 1:
         return None
-    return _TNAME.get(dts.pop())
+    return TNAME.get(dts.pop())
 
 
 def _run(kern: Launcher, kernel: str, widths: tuple[int, ...], inputs: tuple[Array | None, ...],

@@ -97,9 +97,11 @@ class ScaledDotProductFlashAttentionBackward0(Op):
 
     save_output = True
 
-    def forward(self, q, k, v, mask=None, fused=None, causal=False, scale=1.0, dropout_p=0.0, seed=0, offset=0):
+    def forward(self, q, k, v, mask=None, fused=None, causal=False, scale=1.0, dropout_p=0.0, seed=0, offset=0,
+                rng_state=None):
         out, lse = fused
         self.causal, self.scale, self.dropout_p, self.seed, self.offset = causal, scale, dropout_p, seed, offset
+        self.rng_state = rng_state  # under CUDA-graph capture: the graph's device copy of the generator state
         if any(self.needs_input_grad[:3]):
             self.save_for_backward(q, k, v, mask, Tensor._make(lse, q._be))
         return out
@@ -112,7 +114,7 @@ class ScaledDotProductFlashAttentionBackward0(Op):
             be = q._be
             grads = be.attention_backward(be.ascontiguous(g._data), q._data, k._data, v._data, out._data, lse._data,
                                           None if mask is None else mask._data, self.causal, self.scale,
-                                          self.dropout_p, self.seed, self.offset)
+                                          self.dropout_p, self.seed, self.offset, self.rng_state)
             if grads is None:
                 raise RuntimeError("scaled_dot_product_attention: the fused backward declined a call its forward "
                                    "served; set MINITORCH_GPU_KERNELS=0 to use the composite path")
@@ -162,23 +164,25 @@ def _fused_attention(query, key, value, attn_mask, dropout_p, is_causal, scale):
     if dropout_p > 0.0:
         drawn_at = []
 
-        def draw(seed, offset):
-            drawn_at.append((seed, offset))
-            res = be.attention_forward(*args, seed, offset)
+        def draw(seed, offset, rng_state=None):
+            drawn_at.append((seed, offset, rng_state))
+            res = be.attention_forward(*args, seed, offset, rng_state)
             if res is None:
                 return None, 0
             # the blocks the composite path's dropout mask (B, H, L, S) would use: the generator ends where it would
             return res, (math.prod(query._data.shape[:-1]) * key._data.shape[-2] + 3) // 4
 
         fused = _random._generator(None, be)._draw(draw)
-        seed, offset = drawn_at[0]
+        seed, offset, rng_state = drawn_at[0]
     else:
         fused = be.attention_forward(*args, 0, 0)
         seed = offset = 0
+        rng_state = None
     if fused is None:
         return None
     return ScaledDotProductFlashAttentionBackward0.apply(query, key, value, attn_mask, fused=fused, causal=is_causal,
-                                                         scale=scale, dropout_p=dropout_p, seed=seed, offset=offset)
+                                                         scale=scale, dropout_p=dropout_p, seed=seed, offset=offset,
+                                                         rng_state=rng_state)
 
 
 @autocast_op("scaled_dot_product_attention")

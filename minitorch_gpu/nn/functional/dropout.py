@@ -55,26 +55,29 @@ def _feature_shape(input, batched):
 
 class NativeDropoutBackward0(Op):
     """``x * mask / (1 - p)`` with the mask drawn from the blocks at (seed, offset) of the stream; the backward is
-    the same op on the gradient with the same blocks (the gradient of a mask multiply is the same multiply)."""
+    the same op on the gradient with the same blocks (the gradient of a mask multiply is the same multiply).
+    ``rng_state``: under CUDA-graph capture, the graph's device copy of the generator's state (``_claim``)."""
 
-    def forward(self, x, p, seed, offset):
-        self.p, self.seed, self.offset = p, seed, offset
-        return x._be.rand_dropout(seed, offset, x._data, p)[0]
+    def forward(self, x, p, seed, offset, rng_state=None):
+        self.p, self.seed, self.offset, self.rng_state = p, seed, offset, rng_state
+        return x._be.rand_dropout(seed, offset, x._data, p, rng_state=rng_state)[0]
 
     def backward(self, g):
-        return (NativeDropoutBackward0.apply(g, p=self.p, seed=self.seed, offset=self.offset),)
+        return (NativeDropoutBackward0.apply(g, p=self.p, seed=self.seed, offset=self.offset,
+                                             rng_state=self.rng_state),)
 
 
 class DropoutAddBackward0(Op):
     """``x + y * mask / (1 - p)`` in one pass; x's gradient is the incoming one, y's the dropout of it."""
 
-    def forward(self, x, y, p, seed, offset):
-        self.p, self.seed, self.offset = p, seed, offset
-        return x._be.rand_dropout(seed, offset, y._data, p, x._data)[0]
+    def forward(self, x, y, p, seed, offset, rng_state=None):
+        self.p, self.seed, self.offset, self.rng_state = p, seed, offset, rng_state
+        return x._be.rand_dropout(seed, offset, y._data, p, x._data, rng_state=rng_state)[0]
 
     def backward(self, g):
         needs_x, needs_y = self.needs_input_grad
-        gy = NativeDropoutBackward0.apply(g, p=self.p, seed=self.seed, offset=self.offset) if needs_y else None
+        gy = NativeDropoutBackward0.apply(g, p=self.p, seed=self.seed, offset=self.offset,
+                                          rng_state=self.rng_state) if needs_y else None
         return (g if needs_x else None), gy
 
 
@@ -84,13 +87,13 @@ def _fusable(input, p):
 
 
 def _claim(input):
-    """(seed, offset) of the device's default generator for one word per element of ``input``."""
+    """(seed, offset, rng_state) of the device's default generator for one word per element of ``input``."""
     return _random._generator(None, input._be)._claim((input.numel() + 3) // 4)
 
 
 def _native_dropout(input, p):
-    seed, offset = _claim(input)
-    return NativeDropoutBackward0.apply(input, p=p, seed=seed, offset=offset)
+    seed, offset, rng_state = _claim(input)
+    return NativeDropoutBackward0.apply(input, p=p, seed=seed, offset=offset, rng_state=rng_state)
 
 
 def _dropout_impl(input, p, training, inplace, batched=None, alpha=False):
@@ -142,8 +145,8 @@ def dropout_add(x, y, p=0.5, training=True):
     _check_p(p)
     if training and isinstance(x, Tensor) and isinstance(y, Tensor) and _fusable(y, p) and \
             x.dtype is y.dtype and x.shape == y.shape and x.device == y.device:
-        seed, offset = _claim(y)
-        return DropoutAddBackward0.apply(x, y, p=p, seed=seed, offset=offset)
+        seed, offset, rng_state = _claim(y)
+        return DropoutAddBackward0.apply(x, y, p=p, seed=seed, offset=offset, rng_state=rng_state)
     return x + dropout(y, p, training)
 
 

@@ -148,12 +148,8 @@ def _not_differentiable(fn, arg, t):
 def _prep_pair(a, b, npd):
     """The arrays of two operands in the compute dtype for result dtype ``npd``."""
     cdt = _compute_dtype(npd)
-    ad, bd = a._data, b._data
-    if ad.dtype != cdt:
-        ad = ad.astype(cdt)
-    if bd.dtype != cdt:
-        bd = bd.astype(cdt)
-    return ad, bd
+    be = a._be
+    return be.astype(a._data, cdt), be.astype(b._data, cdt)
 
 
 # ====================================================================== regression losses
@@ -317,7 +313,7 @@ class BinaryCrossEntropyBackward0(Op):
         loss = be.binary("mul", be.binary("sub", yd, 1.0), l1x)
         loss = be.binary("sub", loss, be.binary("mul", yd, lx, out=lx), out=loss)
         if w is not None:
-            wd = w._data if w._data.dtype == loss.dtype else w._data.astype(loss.dtype)
+            wd = be.astype(w._data, loss.dtype)
             loss = be.binary("mul", loss, wd)
         self.n = loss.size
         return _finish(be, _reduce_array(be, loss, reduction), npd)
@@ -393,12 +389,12 @@ class BinaryCrossEntropyWithLogitsBackward0(Op):
         ls = be.binary("sub", be.binary("minimum", xd, 0.0), ls, out=ls)
         loss = be.binary("mul", be.binary("sub", 1.0, yd), xd)
         if pw is not None:
-            pwd = pw._data if pw._data.dtype == cdt else pw._data.astype(cdt)
+            pwd = be.astype(pw._data, cdt)
             lw = be.binary("add", be.binary("mul", be.binary("sub", pwd, 1.0), yd), 1.0)
             ls = be.binary("mul", lw, ls)
         loss = be.binary("sub", loss, ls)
         if w is not None:
-            loss = be.binary("mul", loss, w._data if w._data.dtype == cdt else w._data.astype(cdt))
+            loss = be.binary("mul", loss, be.astype(w._data, cdt))
         self.n = loss.size
         return _finish(be, _reduce_array(be, loss, reduction), npd)
 
@@ -583,10 +579,7 @@ def _class_targets(input, target, weight, ignore_index, kernel):
     ct.nshape, ct.row_shape, ct.out_shape, ct.n_classes = nshape, row_shape, out_shape, c
     ct.npd = input._data.dtype
     cdt = ct.cdt = _compute_dtype(ct.npd)
-    t = target._data
-    if t.dtype != _I64:
-        t = t.astype(_I64)
-    t = t.reshape(row_shape)
+    t = be.astype(target._data, _I64).reshape(row_shape)
     ct.target = t
     ct.ignore_index = ignore_index
     if be.reads_wait:
@@ -601,7 +594,7 @@ def _class_targets(input, target, weight, ignore_index, kernel):
             t = be.where(keep, t, 0)
             n_valid = be.count_nonzero(keep)
             if n_valid < n:
-                mask = keep.astype(cdt)
+                mask = be.astype(keep, cdt)
             lo, hi = be.index_range(t)
         if lo < 0 or hi >= c:
             raise IndexError(f"Target {be.first_outside(t, 0, c)} is out of bounds.")
@@ -612,9 +605,7 @@ def _class_targets(input, target, weight, ignore_index, kernel):
         ct.coef = mask
         ct.denom = float(n_valid)
     else:
-        wd = weight._data
-        if wd.dtype != cdt:
-            wd = wd.astype(cdt)
+        wd = be.astype(weight._data, cdt)
         ct.wd = wd
         coef = be.take(wd, t)
         if mask is not None:
@@ -633,7 +624,7 @@ def _device_class_targets(be, ct, t, weight, ignore_index, c):
     be.check_index_range(t, c, _target_error)
     # until the check is read, a bad target must not send a gather outside the row
     t = be.clamp(t, 0, c - 1)
-    mask = keep.astype(ct.cdt)
+    mask = be.astype(keep, ct.cdt)
     ct.tidx = t
     ct.mask = mask
     if weight is None:
@@ -641,7 +632,7 @@ def _device_class_targets(be, ct, t, weight, ignore_index, c):
         ct.coef = mask
     else:
         wd = weight._data
-        ct.wd = wd if wd.dtype == ct.cdt else wd.astype(ct.cdt)
+        ct.wd = be.astype(wd, ct.cdt)
         ct.coef = be.binary("mul", be.take(ct.wd, t), mask)
     ct.denom = None  # 'mean' only: summed on first use, and left on the device
     return ct
@@ -682,7 +673,7 @@ def _reduce_rows(be, loss, ct, reduction):
         return be.binary("div", s, denom)
     # nothing counted: the masked sum is 0 and 0 / 0 is the NaN PyTorch gives
     with _np.errstate(invalid="ignore", divide="ignore"):
-        return be.binary("div", s, denom.astype(s.dtype, copy=False))
+        return be.binary("div", s, be.astype(denom, s.dtype))
 
 
 def _row_grad(g, ct, reduction):
@@ -693,7 +684,7 @@ def _row_grad(g, ct, reduction):
         denom = _grad_denominator(g._be, ct)
         if denom is None:
             return g
-        return g / (denom if isinstance(denom, float) else Tensor._make(denom.astype(g._data.dtype), g._be))
+        return g / (denom if isinstance(denom, float) else Tensor._make(g._be.astype(denom, g._data.dtype), g._be))
     return g
 
 
@@ -718,9 +709,7 @@ class NllLossBackward0(Op):
         self.reduction = reduction
         self.in_shape = x._data.shape
         be = x._be
-        xd = x._data
-        if xd.dtype != ct.cdt:
-            xd = xd.astype(ct.cdt)
+        xd = be.astype(x._data, ct.cdt)
         picked = be.gather(xd.reshape(ct.nshape), 1, ct.tidx)
         loss = be.unary("neg", picked, out=picked)
         if ct.coef is not None:
@@ -845,7 +834,7 @@ class CrossEntropyLossBackward1(Op):
         if ls > 0:
             td = be.binary("add", be.binary("mul", td, 1.0 - ls), ls / c)
         if w is not None:
-            wd = w._data if w._data.dtype == cdt else w._data.astype(cdt)
+            wd = be.astype(w._data, cdt)
             td = be.binary("mul", td, wd.reshape((1, c) + (1,) * (len(nshape) - 2)))
         tw = be.sum(td, (1,), True)
         s = be.binary("sub", xd, be.amax(xd, (1,), True))
@@ -882,9 +871,7 @@ class CrossEntropyLossBackward1(Op):
             p, wt, tw = saved[3:]
             if not _state.grad:
                 be = g._be
-                gd = gr._data
-                if gd.dtype != p._data.dtype:
-                    gd = gd.astype(p._data.dtype)
+                gd = be.astype(gr._data, p._data.dtype)
                 dl = be.binary("mul", p._data, tw._data)
                 dl = be.binary("sub", dl, wt._data, out=dl)
                 dl = be.binary("mul", dl, gd, out=dl)
