@@ -5,7 +5,8 @@ The test suite is too slow for the sanitizer (about 50x slower under it) and has
 kernel tests; this script is seconds long on a GPU and covers each kernel file's entry points: odd sizes (tails
 of the 128-bit paths), a 4-byte offset that breaks 16-byte alignment, transposed and broadcast operands, rows
 below and above the warp-per-row limit, batched GEMM with misaligned batch offsets, the tensor-core GEMMs of every
-type and layout, all five fused optimizers, the LSTM and GRU cells forward and backward.
+type and layout, all five fused optimizers, the LSTM and GRU cells forward and backward; every kernel in each
+float type it is instantiated for (float32, float64, float16, bfloat16).
 
 ``python -m benchmarks.sanitize_kernels`` runs on the GPU (says so and exits 0 without one); ``--sim`` runs the
 same launches on the CPU simulator (the test suite checks the script that way). Exit 1 if a check fails.
@@ -240,7 +241,7 @@ def checks(be: Any) -> list[tuple[str, Callable[[], None]]]:
 
     def optimizers() -> None:
         shapes = [(1,), (33,), (70001,)]
-        for dt in (F32, F64):
+        for dt in (F32, F64, *HALVES):
             _optimizers(dt, shapes)
 
     def _optimizers(dt: Any, shapes: list[tuple[int, ...]]) -> None:
@@ -261,32 +262,33 @@ def checks(be: Any) -> list[tuple[str, Callable[[], None]]]:
 
     def multi_tensor() -> None:
         shapes = [(1,), (33,), (70001,)]
-        for dt in (F32, F64):
+        for dt in (F32, F64, *HALVES):
             hs = [rng.standard_normal(s).astype(dt) for s in shapes]
             want = np.sqrt(sum((h.astype(np.float64) ** 2).sum() for h in hs))
             xs = [dev(h) for h in hs]
             total = be.total_norm(xs, 2.0)
             close(total, np.asarray(want), 1e-4)
-            for x, n in zip(be.foreach_norm(xs, 1.0), (np.abs(h).sum() for h in hs)):
+            for x, n in zip(be.foreach_norm(xs, 1.0), (np.abs(h.astype(F64)).sum() for h in hs)):
                 close(x, np.asarray(n), 1e-4)
             be.foreach_clip_(xs, total, 0.5)
             close(be.total_norm(xs, 2.0), np.asarray(0.5), 1e-3)
             be.foreach_clamp_(xs, 0.01)
-            assert all(np.abs(host(x)).max() <= 0.01 for x in xs)
+            bound = float(np.asarray(0.01, dt))  # the bound in the tensors' type
+            assert all(np.abs(host(x).astype(F64)).max() <= bound for x in xs)
             ys, zs = [dev(h + 2) for h in hs], [dev(h * h + 1) for h in hs]
             got = be.foreach_lerp([dev(h) for h in hs], ys, 0.25)
             for g, h in zip(got, hs):
-                close(g, h + 0.25 * 2, 1e-5)
+                close(g, wide(h) + 0.25 * 2, 1e-5)
             got = be.foreach_addcdiv([dev(h) for h in hs], ys, zs, 0.5)
-            for g, h in zip(got, hs):
-                close(g, h + 0.5 * (h + 2) / (h * h + 1), 1e-5)
+            for g, h, y, z in zip(got, hs, ys, zs):
+                close(g, wide(h) + 0.5 * wide(host(y)) / wide(host(z)), 1e-5)
             # GradScaler's unscale: a clean list, then one with an inf in the long tensor's tail
             xs = [dev(h) for h in hs]
             found, inv = dev(np.zeros(1, F32)), dev(np.full(1, 0.25, F32))
             be.amp_unscale_(xs, found, inv)
             assert host(found)[0] == 0.0
             for x, h in zip(xs, hs):
-                close(x, h * 0.25, 1e-6)
+                close(x, wide(h) * 0.25, 1e-6)
             bad = [h.copy() for h in hs]
             bad[-1][-3] = np.inf
             be.amp_unscale_([dev(h) for h in bad], found, inv)
@@ -294,7 +296,7 @@ def checks(be: Any) -> list[tuple[str, Callable[[], None]]]:
 
     def attention() -> None:
         # every head-dim variant, causal with L != S, a 1-element tail and dropout (the in-kernel Philox)
-        for dt, tol in ((F32, 2e-3), (F64, 1e-9)):
+        for dt, tol in ((F32, 2e-3), (F64, 1e-9), (F16, 1e-2), (BF16, 6e-2)):
             for D in (32, 64, 128):
                 for L, S, causal, p in ((5, 7, True, 0.0), (65, 33, False, 0.0), (17, 17, True, 0.25)):
                     q, kk, v, g = (rng.standard_normal((1, 2, n, D)).astype(dt) for n in (L, S, S, L))
@@ -307,6 +309,7 @@ def checks(be: Any) -> list[tuple[str, Callable[[], None]]]:
                     assert all(np.isfinite(host(a)).all() for a in grads)
                     if p:
                         continue
+                    q, kk, v, g = (wide(a) for a in (q, kk, v, g))
                     s_ = (q @ kk.swapaxes(-1, -2)) * scale
                     if causal:
                         s_ = np.where(np.tril(np.ones((L, S), bool)), s_, -np.inf)
@@ -319,28 +322,35 @@ def checks(be: Any) -> list[tuple[str, Callable[[], None]]]:
         for n in (1, 5, 1031):
             w = k.philox_words(7, 3, n)
             assert host(w).shape == (n, 4)
-            for dt in (F32, F64):
+            for dt in (F32, F64, *HALVES):
                 u, _ = k.uniform(7, 3, n, np.dtype(dt), -1.0, 1.0)
                 assert ((host(u) >= -1) & (host(u) < 1)).all()
                 z, _ = k.normal(7, 3, n, np.dtype(dt), 0.0, 1.0)
                 assert np.isfinite(host(z)).all()
+            for dt in HALVES:
+                x, hx = misaligned(n, dt)
+                got = k.dropout(7, 3, x, 0.25, dropout_threshold(0.25), None)
+                assert got is not None
+                y, want = wide(host(got[0])), wide(hx) / 0.75
+                assert (np.isclose(y, want, rtol=HALF_TOL[dt]) | (y == 0)).all()
             r, _ = k.randint(7, 3, n, -5, 1 << 40)
             assert ((host(r) >= -5) & (host(r) < 1 << 40)).all()
 
     def embedding() -> None:
-        for dt, rows, dim, n in ((F32, 1, 1, 1), (F32, 50, 33, 257), (F64, 7, 5, 9)):
+        for dt, rows, dim, n in ((F32, 1, 1, 1), (F32, 50, 33, 257), (F64, 7, 5, 9), (F16, 50, 33, 257),
+                                 (BF16, 7, 5, 9)):
             idx = rng.integers(0, rows, n).astype(np.int64)
             g = rng.standard_normal((n, dim)).astype(dt)
             out = xp.zeros((rows, dim), dtype=dt)
             assert k.embedding_backward(out, dev(idx), dev(g))
-            want = np.zeros((rows, dim), dt)
-            np.add.at(want, idx, g)
+            want = np.zeros((rows, dim), F64)
+            np.add.at(want, idx, wide(g))
             close(out, want, 1e-4)
 
     def rnn() -> None:
         # the CPU backend's bodies are the reference; gi is a row block of a taller array, as a layer passes it
         ref = get_backend("cpu")
-        for dt, tol in ((F32, 1e-5), (F64, 1e-12)):
+        for dt, tol in ((F32, 1e-5), (F64, 1e-12), (F16, 1e-2), (BF16, 6e-2)):
             for B, H in ((1, 1), (3, 33), (17, 70)):
                 hs = [rng.standard_normal((B, H)).astype(dt) for _ in range(3)]
                 for gates in (4, 3):
