@@ -419,6 +419,53 @@ class NNMixin(PrimitiveHost):
             flat = pos if flat is None else flat * spatial[i] + pos
         return vals, flat
 
+    # ================================================================ attention weights
+    def attention_softmax(self, scores: Array, causal: bool = False, mask: Array | None = None,
+                          overwrite: bool = False) -> Array:
+        """The attention weights softmax(scores masked) along the last axis of ``scores`` (..., L, S) as a new
+        array; a row whose keys are all masked out gives zeros. ``causal`` masks the keys after each query
+        (top-left aligned); ``mask`` (of ``scores``' dtype when float, broadcasting to its shape) is bool (True
+        takes part) or added to the scores. ``overwrite``: ``scores`` is the caller's scratch (C-contiguous),
+        which may be overwritten and returned."""
+        L, S = scores.shape[-2:]
+        keep = self.tri_mask(L, S, 0) if causal else mask if mask is not None and mask.dtype == np.bool_ else None
+        if self.xp is np and not self.reads_wait and scores.size and (scores.flags.c_contiguous or not overwrite):
+            # NOTE: an additive 0 / -inf mask is one vectorised pass; where() with a mask whose edge moves every row
+            # is ~10x slower in NumPy. An inf or NaN score under the mask gives NaN where where() gives -inf:
+            # the array's maximum shows it, and the exact path below takes over.
+            add = self.tri_mask(L, S, 0, float("-inf"), scores.dtype) if causal else mask if keep is None else \
+                self.where(keep, scores.dtype.type(0), scores.dtype.type(-np.inf))
+            if add is not None:
+                scores = np.add(scores, add, out=scores if overwrite else None)
+            parts = self._exp_rows(scores, scores.ndim - 1, safe=True, least_size=1)
+            if parts is not None:
+                e, s, _ = parts
+                e /= s
+                return e
+            if keep is not None:
+                # masked positions back to -inf whatever the addition made of them (unmasked ones added 0)
+                self.xp.copyto(scores, scores.dtype.type(-np.inf), where=~keep)
+        elif keep is not None:
+            scores = self.where(keep, scores, self.xp.asarray(-np.inf, dtype=scores.dtype))
+        elif mask is not None:
+            scores = self.binary("add", scores, mask)
+        return self.safe_softmax(scores)
+
+    def safe_softmax(self, x: Array) -> Array:
+        """softmax along the last axis with rows of all -inf giving zeros instead of NaN."""
+        axis = x.ndim - 1
+        out_dtype = x.dtype
+        if out_dtype.itemsize == 2:
+            x = self.astype(x, np.dtype(np.float32))
+        m = self.amax(x, axis=axis, keepdims=True)
+        dead = self.binary("eq", m, float("-inf"))
+        zero = self.zeros((), x.dtype)
+        # shifting dead rows by 0 instead of -inf keeps them at exp(-inf) = 0 without a NaN
+        e = self.unary("exp", self.binary("sub", x, self.where(dead, zero, m)))
+        total = self.sum(e, axis=axis, keepdims=True)
+        y = self.binary("div", e, self.where(dead, self.ones((), x.dtype), total), out=e)
+        return self.astype(y, out_dtype)
+
     # ================================================================ fused attention
     # The array library has no fused attention: these bodies decline (None) and the caller composes attention from
     # matmul, softmax and dropout, which is also the reference the fused kernels (attention.cu on CUDA) are tested
