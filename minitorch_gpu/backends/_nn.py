@@ -41,6 +41,7 @@ _EXP_LIMIT = {4: math.log(3.4028234663852886e38), 8: math.log(1.7976931348623157
 # the compute dtype of the 2-byte floats (float16, bfloat16); other floats compute in their own dtype. Written
 # inline as ``_F32 if dt.itemsize == 2 else dt``: these bodies run once per training step on small arrays too.
 _F32 = np.dtype(np.float32)
+_ROW_FLOATS = (_F32, np.dtype(np.float64))
 
 
 class NNMixin(PrimitiveHost):
@@ -344,6 +345,28 @@ class NNMixin(PrimitiveHost):
                            center: bool = True, keep: bool = True) -> tuple[Array, Saved]:
         """Layer norm of the rows of a 2-D ``x`` (rows, N) with per-feature ``weight`` / ``bias`` (N,) or None:
         ``(y, saved)`` as ``norm_forward`` gives. ``center=False`` is RMS normalisation."""
+        dt = x.dtype
+        if self.xp is np and center and dt in _ROW_FLOATS and x.ndim == 2 and x.shape[1] >= 2 and x.shape[0] \
+                and x.flags.c_contiguous and (weight is None or weight.dtype == dt) \
+                and (bias is None or bias.dtype == dt):
+            # NOTE: norm_forward's steps for the common case with the array library's functions called directly:
+            # on small layers the generic body's bookkeeping costs as much as its arithmetic
+            mean = self.mean(x, (1,), keepdims=True)
+            xc = np.subtract(x, mean)
+            var = np.vecdot(xc, xc)[:, None]
+            var /= dt.type(x.shape[1])
+            var += eps
+            rstd = np.reciprocal(np.sqrt(var, out=var), out=var)
+            xhat = np.multiply(xc, rstd, out=xc)
+            if weight is not None:
+                y = np.multiply(xhat, weight)
+                if bias is not None:
+                    y += bias
+            elif bias is not None:
+                y = np.add(xhat, bias)
+            else:
+                y = xhat.copy() if keep else xhat
+            return y, {"xhat": xhat, "rstd": rstd}
         # (N,) parameters broadcast along the rows as they are
         return self.norm_forward(x, (1,), weight, bias, eps, center, None, keep)
 

@@ -410,3 +410,23 @@ def test_pow_gradient_through_fast_path_matches_torch(torch, e):
     (a ** e).sum().backward()
     (b ** e).sum().backward()
     np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-12)
+
+
+# ---------------------------------------------------------------------- layer norm's direct path
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("params", ["both", "weight", "bias", "none"])
+def test_layer_norm_direct_path_is_norm_forward_bit_for_bit(be, dt, params):
+    rng = np.random.default_rng(5)
+    for shape in [(1, 2), (16, 16), (300, 96)]:
+        x = (rng.standard_normal(shape) * 3 + 1).astype(dt)
+        w = rng.standard_normal(shape[1]).astype(dt) if params in ("both", "weight") else None
+        b = rng.standard_normal(shape[1]).astype(dt) if params in ("both", "bias") else None
+        for keep in (True, False):
+            y, saved = be.layer_norm_forward(x, w, b, 1e-5, True, keep)
+            y_ref, saved_ref = be.norm_forward(x, (1,), w, b, 1e-5, True, None, keep)
+            _same(y, y_ref)
+            for k in ("xhat", "rstd"):
+                _same(saved[k], saved_ref[k])
+            if keep:
+                assert not np.shares_memory(y, saved["xhat"])
