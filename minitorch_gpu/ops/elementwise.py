@@ -593,7 +593,7 @@ def _binary_tensor(cls, a, b, **params):
 
 def _add(input, other, alpha=1):
     """``input + alpha * other``; NotImplemented for an operand that is neither a tensor nor a number."""
-    if alpha == 1 and input.__class__ is Tensor:
+    if alpha == 1 and input.__class__ is Tensor and not (_state.grad and input._requires_grad):
         r = _plain("add", input, other)
         if r is not None:
             return r
@@ -633,7 +633,8 @@ def add(input, other, *, alpha=1, out=None):
 
 
 def _sub(input, other, alpha=1):
-    if alpha == 1 and input.__class__ is Tensor and input._data.dtype.kind != "b":
+    if alpha == 1 and input.__class__ is Tensor and not (_state.grad and input._requires_grad) and \
+            input._data.dtype.kind != "b":
         r = _plain("sub", input, other)
         if r is not None:
             return r
@@ -695,7 +696,7 @@ def _rsub_dunder(self, other):
 
 
 def _mul(input, other):
-    if input.__class__ is Tensor:
+    if input.__class__ is Tensor and not (_state.grad and input._requires_grad):
         r = _plain("mul", input, other)
         if r is not None:
             return r
@@ -743,7 +744,8 @@ def _rounded_div(input, other, mode, reverse=False):
 
 
 def _div(input, other):
-    if input.__class__ is Tensor and input._data.dtype in _PLAIN_FLOATS:
+    if input.__class__ is Tensor and not (_state.grad and input._requires_grad) and \
+            input._data.dtype in _PLAIN_FLOATS:
         r = _plain("div", input, other)
         if r is not None:
             return r
