@@ -1674,6 +1674,10 @@ def gelu(input, approximate="none"):
         raise RuntimeError("approximate argument must be either none or tanh.")
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"\"GeluKernelImpl\" not implemented for '{input.dtype._scalar_name}'")
+    if not _op_range.enabled and not (_state.grad and (input._requires_grad or input._base is not None)):
+        # outside autograd the node would only run its forward: the same primitive, without the node (see _plain)
+        be = input._be
+        return _new_tensor(be.gelu(input._data, approximate), be)
     return GeluBackward0.apply(input, approximate=approximate)
 
 

@@ -1445,3 +1445,18 @@ def test_arithmetic_outside_autograd_matches_the_node_path(device, torch, op):
     with mt.profiler.profile() as prof:
         fn(_t(_arr(2), device), _t(_arr(2), device))
     assert any(e.key.startswith("aten::") for e in prof.key_averages())
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_outside_autograd_matches_the_node(device, torch, approximate):
+    a = _arr(3, 5, dtype=np.float32)
+    x = _t(a, device, requires_grad=True)
+    with_node = E.gelu(x, approximate)
+    with mt.no_grad():
+        plain = E.gelu(x, approximate)
+    assert with_node.grad_fn is not None and plain.grad_fn is None and not plain.requires_grad
+    assert np.array_equal(to_np(plain), to_np(with_node))
+    _same(plain, torch.nn.functional.gelu(torch.tensor(a), approximate=approximate))
+    with mt.profiler.profile() as prof, mt.no_grad():
+        E.gelu(x, approximate)
+    assert any("gelu" in e.key for e in prof.key_averages())
