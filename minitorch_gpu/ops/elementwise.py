@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 import numpy as _np  # host-side only: recognising NumPy scalars and dtype metadata
 
 from .. import _dtype, _op_range
-from ..autograd.node import Op, bump_version
+from ..autograd.node import Op, bump_version, skips_node
 from ..autograd.grad_mode import _state
 from ..tensor import Tensor, _new_tensor
 from ..autograd._inplace import apply_inplace
@@ -1674,7 +1674,7 @@ def gelu(input, approximate="none"):
         raise RuntimeError("approximate argument must be either none or tanh.")
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"\"GeluKernelImpl\" not implemented for '{input.dtype._scalar_name}'")
-    if not _op_range.enabled and not (_state.grad and (input._requires_grad or input._base is not None)):
+    if skips_node(input):
         # outside autograd the node would only run its forward: the same primitive, without the node (see _plain)
         be = input._be
         return _new_tensor(be.gelu(input._data, approximate), be)

@@ -24,8 +24,8 @@ import math
 import numbers
 import operator
 
-from ... import _dtype, _op_range
-from ...autograd.node import Op
+from ... import _dtype
+from ...autograd.node import Op, skips_node
 from ...autograd.grad_mode import _state, no_grad
 from ...distributed.c10d import all_gather_into_tensor, all_reduce
 from ...ops._util import check_same_device
@@ -300,13 +300,6 @@ def _plain_param(p, n, npd, be):
     return p is None or (p._data.shape == (n,) and p._data.dtype is npd and p._be is be)
 
 
-def _recording(*tensors):
-    """Whether an op on ``tensors`` (None entries allowed) would record a node (views counted as recording)."""
-    if not _state.grad:
-        return False
-    return any(t is not None and (t._requires_grad or t._base is not None) for t in tensors)
-
-
 @autocast_op("layer_norm")
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalise over the trailing ``normalized_shape`` dims to zero mean and unit variance (biased), then
@@ -323,7 +316,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
         # without it (the per-call cost of small layers)
         n = xs[-1]
         view = (math.prod(xs[:-1]), n)
-        if not _op_range.enabled and not _recording(input, weight, bias):
+        if skips_node(input, weight, bias):
             y, _ = be.layer_norm_forward(xd if len(xs) == 2 else xd.reshape(view), _vector(weight), _vector(bias),
                                          float(eps), True, False)
             return _new_tensor(y if len(xs) == 2 else y.reshape(xs), be)
