@@ -417,3 +417,14 @@ def test_multihead_attention_takes_the_fused_path(device, torch):
     ref, _ = mha(x, x, x, attn_mask=mask, need_weights=True)
     assert w is None
     assert_close(out, to_np(ref), rtol=2e-4, atol=2e-5)
+
+
+def test_sdpa_outside_autograd_matches_the_node(device):
+    q, k, v = (mt.tensor(_arr(2, 2, 5, 4), device=device, requires_grad=True) for _ in range(3))
+    mask = mt.tensor(_bool_mask(5, 5, dead_row=1), device=device)
+    for kw in (dict(is_causal=True), dict(attn_mask=mask)):
+        node = F.scaled_dot_product_attention(q, k, v, **kw)
+        with mt.inference_mode():
+            plain = F.scaled_dot_product_attention(q, k, v, **kw)
+        assert node.grad_fn is not None and plain.grad_fn is None
+        assert np.array_equal(to_np(plain), to_np(node.detach()))

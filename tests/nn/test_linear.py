@@ -312,3 +312,16 @@ def test_small_model_trains_like_torch(device, torch):
                 p.grad = None
     for p, pt in zip(params, tparams):
         assert_close(p, pt.detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_linear_outside_autograd_matches_the_node(device):
+    """Outside autograd ``linear`` runs its product without a node: the node's values, no history."""
+    rng = np.random.default_rng(9)
+    x = mt.tensor(rng.standard_normal((2, 3, 5)).astype(np.float32), device=device, requires_grad=True)
+    layer = mt.nn.Linear(5, 4).to(device)
+    for bias in (layer.bias, None):
+        node = F.linear(x, layer.weight, bias)
+        with mt.no_grad():
+            plain = F.linear(x, layer.weight, bias)
+        assert node.grad_fn is not None and plain.grad_fn is None and not plain.requires_grad
+        assert np.array_equal(to_np(plain), to_np(node.detach()))

@@ -16,13 +16,13 @@ import warnings
 
 from ... import _dtype
 from ...autograd.grad_mode import _state
-from ...autograd.node import Op
+from ...autograd.node import Op, skips_node
 from ...ops import random as _random
 from ...ops._util import check_tensor
 from ...ops.elementwise import where
 from ...ops.reduction import SoftmaxBackward0
 from ...ops.shape import cat
-from ...tensor import Tensor
+from ...tensor import Tensor, _new_tensor
 from .dropout import dropout
 from .linear import linear
 from .padding import pad
@@ -96,13 +96,11 @@ class ScaledDotProductFlashAttentionForCpuBackward0(Op):
     are kept of size L x S (as the composite's softmax would keep them). PyTorch's CPU node has this name."""
 
     def forward(self, q, k, v, mask=None, causal=False, scale=1.0):
-        be = q._be
         self.causal, self.scale = causal, scale
-        scores = be.matmul(be.binary("mul", q._data, scale), k._data, transpose_b=True)
-        p = be.attention_softmax(scores, causal, None if mask is None else mask._data, overwrite=True)
+        out, p = _math_attention_arrays(q, k, v, mask, causal, scale)
         if any(self.needs_input_grad[:3]):
-            self.save_for_backward(q, k, v, mask, Tensor._make(p, be))
-        return be.matmul(p, v._data)
+            self.save_for_backward(q, k, v, mask, Tensor._make(p, q._be))
+        return out
 
     def backward(self, g):
         q, k, v, mask, p = self.saved_tensors
@@ -125,6 +123,14 @@ class ScaledDotProductFlashAttentionForCpuBackward0(Op):
         return dq, dk, dv, None
 
 
+def _math_attention_arrays(q, k, v, mask, causal, scale):
+    """(softmax(q k^T scale, masked) v, the weights) on the arrays of ``ScaledDotProductFlashAttentionForCpuBackward0``."""
+    be = q._be
+    scores = be.matmul(be.binary("mul", q._data, scale), k._data, transpose_b=True)
+    p = be.attention_softmax(scores, causal, None if mask is None else mask._data, overwrite=True)
+    return be.matmul(p, v._data), p
+
+
 def _math_attention(query, key, value, attn_mask, is_causal, scale):
     """The one-node attention of ``ScaledDotProductFlashAttentionForCpuBackward0``, or None for what it does not
     take: 16-bit dtypes, batch dims that q, k and v do not share, a mask that needs a gradient or would broadcast
@@ -142,6 +148,9 @@ def _math_attention(query, key, value, attn_mask, is_causal, scale):
             return None
         if attn_mask.dtype is not _dtype.bool and attn_mask.dtype is not query.dtype:
             attn_mask = attn_mask.to(query.dtype)
+    if skips_node(query, key, value, attn_mask):
+        # outside autograd the node would only run its forward
+        return _new_tensor(_math_attention_arrays(query, key, value, attn_mask, is_causal, scale)[0], query._be)
     return ScaledDotProductFlashAttentionForCpuBackward0.apply(query, key, value, attn_mask, causal=is_causal,
                                                                scale=scale)
 

@@ -10,13 +10,28 @@ Shape and dtype errors carry PyTorch's messages.
 """
 import math
 
-from ...autograd.node import Op
+from ...autograd.node import Op, skips_node
 from ...ops._util import check_tensor
 from ...ops import linalg as _L
 from ...ops._autocast import autocast_op
+from ...tensor import _new_tensor
 
 __all__ = ["linear", "bilinear"]
 
+
+
+def _linear_array(x, w, b):
+    """x @ w.T (+ b) on the arrays: the leading dims of x folded into one GEMM whose epilogue adds the bias (one
+    launch on CUDA)."""
+    be = x._be
+    xd = x._data
+    shape = xd.shape
+    if xd.ndim != 2:
+        xd = xd.reshape(-1, shape[-1])
+    r = be.matmul(xd, w._data, transpose_b=True, bias=None if b is None else b._data)
+    if len(shape) != 2:
+        r = r.reshape(shape[:-1] + (r.shape[-1],))
+    return r
 
 
 class _LinearNode(Op):
@@ -26,17 +41,8 @@ class _LinearNode(Op):
         nx, nw = self.next_functions[0][0] is not None, self.next_functions[1][0] is not None
         # each gradient reads only the other operand: save just what the needed ones use
         self.save_for_backward(x if nw else None, w if nx else None)
-        be = x._be
-        xd = x._data
-        shape = xd.shape
-        self.x_shape = shape
-        if xd.ndim != 2:
-            xd = xd.reshape(-1, shape[-1])
-        # the bias goes into the GEMM's epilogue (one launch on CUDA)
-        r = be.matmul(xd, w._data, transpose_b=True, bias=None if b is None else b._data)
-        if len(shape) != 2:
-            r = r.reshape(shape[:-1] + (r.shape[-1],))
-        return r
+        self.x_shape = x._data.shape
+        return _linear_array(x, w, b)
 
     def backward(self, g):
         x, w = self.saved_tensors
@@ -94,6 +100,10 @@ def linear(input, weight, bias=None):
         fast = (xd.dtype.kind in "fV" and input._be is weight._be
                 and (bias is None or (bias._data.shape == (n_out,) and bias._be is input._be)))
         if fast:
+            if skips_node(input, weight, bias):
+                # outside autograd the node would only run its forward
+                be = input._be
+                return _new_tensor(_linear_array(input, weight, bias), be)
             if bias is None:
                 return MmBackward0.apply(input, weight, None)
             return AddmmBackward0.apply(input, weight, bias)
