@@ -325,3 +325,20 @@ def test_linear_outside_autograd_matches_the_node(device):
             plain = F.linear(x, layer.weight, bias)
         assert node.grad_fn is not None and plain.grad_fn is None and not plain.requires_grad
         assert np.array_equal(to_np(plain), to_np(node.detach()))
+
+
+def test_linear_backward_on_arrays_equals_the_graph_backward(device):
+    """The plain backward computes on the arrays; under create_graph the same products are recorded ops: one
+    result, for a 3-d input, with and without bias, and a non-contiguous incoming gradient."""
+    rng = np.random.default_rng(10)
+    x = mt.tensor(rng.standard_normal((3, 4, 5)), device=device, requires_grad=True)
+    w = mt.tensor(rng.standard_normal((6, 5)), device=device, requires_grad=True)
+    b = mt.tensor(rng.standard_normal(6), device=device, requires_grad=True)
+    g = mt.tensor(rng.standard_normal((4, 3, 6)), device=device).transpose(0, 1)
+    for bias in (b, None):
+        inputs = (x, w) if bias is None else (x, w, bias)
+        plain = mt.autograd.grad(F.linear(x, w, bias), inputs, g)
+        graph = mt.autograd.grad(F.linear(x, w, bias), inputs, g, create_graph=True)
+        for p, q in zip(plain, graph):
+            assert p.grad_fn is None
+            assert_close(p, to_np(q.detach()), rtol=1e-12, atol=1e-12)

@@ -10,6 +10,8 @@ Shape and dtype errors carry PyTorch's messages.
 """
 import math
 
+from ... import _op_range
+from ...autograd.grad_mode import _state
 from ...autograd.node import Op, skips_node
 from ...ops._util import check_tensor
 from ...ops import linalg as _L
@@ -48,6 +50,22 @@ class _LinearNode(Op):
         x, w = self.saved_tensors
         nx, nw, nb = self.needs_input_grad
         shape = self.x_shape
+        if not _state.grad and not _op_range.enabled:
+            # nothing to record: the same products on the arrays, without a node and a view per product
+            be = g._be
+            gd = g._data
+            if gd.ndim != 2:
+                gd = be.reshape(gd, (-1, gd.shape[-1]))
+            gx = gw = gb = None
+            if nx:
+                r = be.matmul(gd, w._data)
+                gx = _new_tensor(r if len(shape) == 2 else be.reshape(r, shape), be)
+            if nw:
+                xd = x._data
+                gw = _new_tensor(be.matmul(gd, xd if xd.ndim == 2 else be.reshape(xd, (-1, shape[-1])), True), be)
+            if nb:
+                gb = _new_tensor(be.sum(gd, (0,), False), be)
+            return gx, gw, gb
         if g._data.ndim != 2:
             g = g.reshape(-1, g._data.shape[-1])
         gx = gw = gb = None
