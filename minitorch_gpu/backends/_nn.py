@@ -474,6 +474,22 @@ class NNMixin(PrimitiveHost):
             scores = self.binary("add", scores, mask)
         return self.safe_softmax(scores)
 
+    def attention_values(self, p: Array, v: Array, q: Array | None = None) -> Array:
+        """``p @ v`` for attention weights (..., L, S) and values (..., S, Ev) of the same batch dims. When the
+        queries ``q`` (B, H, L, E) are laid out with the heads inside the sequence (a (B, L, H, E) array seen
+        through ``transpose(1, 2)``, as a fused q/k/v projection gives them), the result is laid out the same way,
+        as PyTorch's CPU attention lays it out: the (B, H, L, Ev) view of a C-contiguous (B, L, H, Ev) array, which
+        ``transpose(1, 2)`` turns back without a copy (the product writes there directly: BLAS takes the output's
+        row stride)."""
+        if q is None or q.ndim != 4 or p.ndim != 4 or v.ndim != 4 or p.shape[:2] != v.shape[:2] or \
+                p.dtype != v.dtype or abs(q.strides[1]) >= abs(q.strides[2]):
+            return self.matmul(p, v)
+        B, H, L, _ = p.shape
+        buf = self.xp.empty((B, L, H, v.shape[-1]), dtype=p.dtype)
+        out = buf.transpose(0, 2, 1, 3)
+        self.xp.matmul(p, v, out=out)
+        return out
+
     def safe_softmax(self, x: Array) -> Array:
         """softmax along the last axis with rows of all -inf giving zeros instead of NaN."""
         axis = x.ndim - 1

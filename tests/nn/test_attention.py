@@ -428,3 +428,25 @@ def test_sdpa_outside_autograd_matches_the_node(device):
             plain = F.scaled_dot_product_attention(q, k, v, **kw)
         assert node.grad_fn is not None and plain.grad_fn is None
         assert np.array_equal(to_np(plain), to_np(node.detach()))
+
+
+def test_sdpa_output_layout_follows_the_queries_as_in_torch(torch):
+    """PyTorch's CPU attention lays its output out as the queries are: heads inside the sequence when q, k, v are
+    views of one projection (so ``transpose(1, 2).contiguous()`` copies nothing), contiguous otherwise."""
+    B, H, T, D = 2, 3, 6, 4
+    x = _arr(B, T, 3 * H * D, dtype=np.float32)
+    for proj in (True, False):
+        out = []
+        for lib in (mt, torch):
+            xt = lib.tensor(x, requires_grad=True)
+            if proj:
+                q, k, v = (t.view(B, T, H, D).transpose(1, 2) for t in xt.split(H * D, dim=2))
+            else:
+                q, k, v = (t.reshape(B, T, H, D).transpose(1, 2).contiguous() for t in xt.split(H * D, dim=2))
+            y = lib.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+            y.transpose(1, 2).contiguous().view(B, T, H * D).sum().backward()
+            out.append((y, xt.grad))
+        (y, g), (ty, tg) = out
+        assert tuple(y.stride()) == tuple(ty.stride()) and y.is_contiguous() == ty.is_contiguous()
+        assert_close(y, ty.detach().numpy(), rtol=2e-5, atol=2e-6)
+        assert_close(g, tg.numpy(), rtol=2e-5, atol=2e-6)

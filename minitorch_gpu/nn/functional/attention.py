@@ -128,7 +128,7 @@ def _math_attention_arrays(q, k, v, mask, causal, scale):
     be = q._be
     scores = be.matmul(be.binary("mul", q._data, scale), k._data, transpose_b=True)
     p = be.attention_softmax(scores, causal, None if mask is None else mask._data, overwrite=True)
-    return be.matmul(p, v._data), p
+    return be.attention_values(p, v._data, q._data), p
 
 
 def _math_attention(query, key, value, attn_mask, is_causal, scale):
