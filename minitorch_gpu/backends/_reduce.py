@@ -44,6 +44,17 @@ _WIDER = {np.dtype(np.float32): np.dtype(np.float64), np.dtype(np.float64): np.d
 _INT_OF_SIZE = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
 
 
+def _ones(n: int, dt: NpDtype) -> Array:
+    """A read-only NumPy ones(n) of ``dt``, made once: the vector of the BLAS row and column sums."""
+    key = (n, dt)
+    ones = _ONES.get(key)
+    if ones is None:
+        ones = np.ones(n, dtype=dt)
+        ones.flags.writeable = False
+        _ONES[key] = ones
+    return ones
+
+
 def _is_half(dt: NpDtype) -> bool:
     # float16, and bfloat16 from ml_dtypes (a 2-byte 'V' kind)
     return dt.itemsize == 2 and dt.kind in "fV"
@@ -76,6 +87,17 @@ class ReduceMixin(PrimitiveHost):
         return _nd(fn(axis=axis, keepdims=keepdims))
 
     # ---------------------------------------------------------------- sums and products
+    def _blas_sum_axis(self, x: Array, axis: AxisArg) -> int | None:
+        """The one axis of ``axis`` (an int or a 1-tuple) when ``x`` is a C-contiguous float32/float64 NumPy array
+        of at least 2 dims whose sums along it may go through BLAS, else None."""
+        if self.xp is not np or x.ndim < 2 or x.dtype not in _BLAS_FLOATS or not x.flags.c_contiguous:
+            return None
+        if axis.__class__ is tuple:
+            if len(axis) != 1:
+                return None
+            axis = axis[0]
+        return None if axis is None else axis % x.ndim
+
     def _row_sums(self, x: Array, axis: AxisArg, keepdims: bool) -> Array | None:
         """Sums over the last axis of a C-contiguous float32/float64 array of short rows as one matrix-vector
         product (BLAS), or None where that path does not apply.
@@ -83,30 +105,35 @@ class ReduceMixin(PrimitiveHost):
         NOTE: NumPy's ``sum(axis=-1)`` pays a per-row overhead: over rows of 64 it runs ~6x slower than
         ``rows @ ones``. Rows are capped at ``_ROW_SUM_MAX`` elements, where BLAS's accumulation in a few
         float lanes is as accurate as NumPy's pairwise sum."""
-        if self.xp is not np or x.ndim < 2 or x.dtype not in _BLAS_FLOATS or not x.flags.c_contiguous:
-            return None
-        if axis.__class__ is tuple:
-            if len(axis) != 1:
-                return None
-            axis = axis[0]
-        if axis is None or axis % x.ndim != x.ndim - 1:
+        if self._blas_sum_axis(x, axis) != x.ndim - 1:
             return None
         n = x.shape[-1]
         if not 2 <= n <= _ROW_SUM_MAX or x.size < _ROW_SUM_MIN_ROWS * n:
             return None
-        key = (n, x.dtype)
-        ones = _ONES.get(key)
-        if ones is None:
-            ones = np.ones(n, dtype=x.dtype)
-            ones.flags.writeable = False
-            _ONES[key] = ones
-        r = np.matmul(x.reshape(-1, n), ones)
+        r = np.matmul(x.reshape(-1, n), _ones(n, x.dtype))
         return r.reshape(x.shape[:-1] + ((1,) if keepdims else ()))
+
+    def _col_sums(self, x: Array, axis: AxisArg, keepdims: bool) -> Array | None:
+        """Sums over the first axis of a C-contiguous 2-d float32/float64 array of at most ``_ROW_SUM_MAX`` rows as
+        one vector-matrix product (BLAS), or None where that path does not apply.
+
+        NOTE: the gradients of biases and of normalisation weights sum over the batch: NumPy's ``sum(axis=0)``
+        takes ~3.5x the time of ``ones @ x`` at (512, 128), and up to 1024 rows BLAS's accumulation is as
+        accurate as NumPy's pairwise sum (see ``_row_sums``)."""
+        if x.ndim != 2 or self._blas_sum_axis(x, axis) != 0:
+            return None
+        n = x.shape[0]
+        if not 2 <= n <= _ROW_SUM_MAX or x.shape[1] < 2:
+            return None
+        r = np.matmul(_ones(n, x.dtype), x)
+        return r.reshape(1, -1) if keepdims else r
 
     def sum(self, x: Array, axis: AxisArg = None, keepdims: bool = False, dtype: NpDtype | None = None) -> Array:
         if dtype is None:
             if axis is not None:
                 r = self._row_sums(x, axis, keepdims)
+                if r is None:
+                    r = self._col_sums(x, axis, keepdims)
                 if r is not None:
                     return r
             if _is_half(x.dtype):

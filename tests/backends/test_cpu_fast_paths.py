@@ -203,6 +203,28 @@ def test_row_sums_match_numpy(be, dt):
     _same(be.sum(xi, -1), xi.sum(axis=-1))
 
 
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_column_sums_match_numpy(be, dt):
+    """Sums over the first axis of 2-d arrays go through BLAS (ones @ x) up to 1024 rows: NumPy's values to the
+    accuracy of its pairwise sum, inf and NaN as NumPy gives them; other shapes keep NumPy's own sum."""
+    rng = np.random.default_rng(8)
+    tol = {"rtol": 2e-6, "atol": 2e-5} if dt == np.float32 else {"rtol": 1e-13, "atol": 1e-12}
+    for rows in (2, 512, 1024):
+        x = rng.standard_normal((rows, 48)).astype(dt)
+        for axis, keepdims in ((0, False), ((0,), True), (-2, False)):
+            r = be.sum(x, axis, keepdims)
+            want = x.sum(axis=axis, keepdims=keepdims)
+            assert r.shape == want.shape and r.dtype == want.dtype
+            np.testing.assert_allclose(r, want, **tol)
+    y = rng.standard_normal((64, 5)).astype(dt)
+    y[3, 0], y[4, 1], y[5, 2], y[6, 2] = np.inf, np.nan, np.inf, -np.inf
+    r = be.sum(y, (0,))
+    assert r[0] == np.inf and np.isnan(r[1]) and np.isnan(r[2]) and np.isfinite(r[3:]).all()
+    big = rng.standard_normal((1025, 8)).astype(dt)
+    _same(be.sum(big, (0,)), big.sum(axis=0))
+    _same(be.sum(x.T, (0,)), x.T.sum(axis=0))
+
+
 def test_softmax_primitives_match_the_formulas(be):
     rng = np.random.default_rng(7)
     x = rng.standard_normal((50, 64)).astype(np.float64) * 4
