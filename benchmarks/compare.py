@@ -244,12 +244,14 @@ def torch_gpt(torch, cfg):
 
 def _gpt(lib, sz, ref):
     cfg = _gpt_config(sz)
-    if ref is None:
-        from minitorch_gpu.models.gpt import GPT
+    ours = getattr(lib.mod, "models", None)
+    if ours is not None:
+        # this library's own GPT (a second copy of the package, as benchmarks.before_after loads, has its own)
         lib.mod.manual_seed(0)
-        model = GPT(cfg).to(lib.device)
+        model = ours.gpt.GPT(ours.gpt.GPTConfig(**cfg.to_dict())).to(lib.device)
     else:
         model = torch_gpt(lib.mod, cfg).to(lib.device)
+    if ref is not None:
         model.load_state_dict(_to_torch_state(ref, lib.mod, lib.device))
     g = sz["gpt"]
     rng = np.random.default_rng(2)

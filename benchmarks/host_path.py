@@ -62,8 +62,9 @@ def null_launches(backend: Any) -> Iterator[Launcher]:
     real = backend.kernels
     if real is None:
         raise RuntimeError("the CUDA backend has no kernels (MINITORCH_GPU_KERNELS=0): nothing to measure")
-    null = Launcher(real.xp, NullModule, real.ptr, real.max_blocks, upload=real.upload, sms=real.sms,
-                    aligned=real.aligned)
+    # the backend's own Launcher class: a second copy of the package (benchmarks.before_after) brings its own
+    null = type(real)(real.xp, NullModule, real.ptr, real.max_blocks, upload=real.upload, sms=real.sms,
+                      aligned=real.aligned)
     null.checks = real.checks
     backend.kernels = null
     try:
@@ -110,7 +111,7 @@ def case_linear(lib: Any, device: str) -> Callable[[], Any]:
 def case_gpt_step(lib: Any, device: str) -> Callable[[], Any]:
     twin = compare.Lib(lib.__name__, lib, device)
     ref = None
-    if lib is not mt:  # the torch twin copies our weights (not needed for timing, but keeps the model identical)
+    if lib is not mt:  # the others copy our weights (not needed for timing, but keeps the models identical)
         ref, _ = compare.build_gpt_train(compare.Lib("minitorch_gpu", mt, "cpu"), compare.SIZES["quick"], None)
     _, step = compare.build_gpt_train(twin, compare.SIZES["quick"], ref)
     return step

@@ -26,7 +26,7 @@ from ..tensor import Tensor, VersionCounter, _new_tensor
 from ..utils.hooks import RemovableHandle
 from . import anomaly
 
-__all__ = ["Node", "Op", "bump_version", "edge_of", "collect_edges", "sum_to"]
+__all__ = ["Node", "Op", "bump_version", "edge_of", "collect_edges", "skips_node", "sum_to"]
 
 _seq = itertools.count()
 _next_seq = _seq.__next__
@@ -119,6 +119,20 @@ def edge_of(t: Tensor) -> Edge:
     # a view made in no_grad mode of a base that requires grad: it reports requires_grad (as in
     # PyTorch) but has no history, so its gradient goes nowhere
     return NO_EDGE
+
+
+def skips_node(*tensors: Tensor | None) -> bool:
+    """Whether an op on ``tensors`` (None entries allowed) may run its primitive without a node: nothing would be
+    recorded (grad mode off, or no operand requires grad or is a view, which might) and no op range is open (the
+    profiler and NVTX see ops through their nodes)."""
+    if _op_range.enabled:
+        return False
+    if not _state.grad:
+        return True
+    for t in tensors:
+        if t is not None and (t._requires_grad or t._base is not None):
+            return False
+    return True
 
 
 def collect_edges(tensors: Iterable[Tensor | None]) -> tuple[Edge, ...] | None:

@@ -41,6 +41,7 @@ _EXP_LIMIT = {4: math.log(3.4028234663852886e38), 8: math.log(1.7976931348623157
 # the compute dtype of the 2-byte floats (float16, bfloat16); other floats compute in their own dtype. Written
 # inline as ``_F32 if dt.itemsize == 2 else dt``: these bodies run once per training step on small arrays too.
 _F32 = np.dtype(np.float32)
+_ROW_FLOATS = (_F32, np.dtype(np.float64))
 
 
 class NNMixin(PrimitiveHost):
@@ -344,6 +345,28 @@ class NNMixin(PrimitiveHost):
                            center: bool = True, keep: bool = True) -> tuple[Array, Saved]:
         """Layer norm of the rows of a 2-D ``x`` (rows, N) with per-feature ``weight`` / ``bias`` (N,) or None:
         ``(y, saved)`` as ``norm_forward`` gives. ``center=False`` is RMS normalisation."""
+        dt = x.dtype
+        if self.xp is np and center and dt in _ROW_FLOATS and x.ndim == 2 and x.shape[1] >= 2 and x.shape[0] \
+                and x.flags.c_contiguous and (weight is None or weight.dtype == dt) \
+                and (bias is None or bias.dtype == dt):
+            # NOTE: norm_forward's steps for the common case with the array library's functions called directly:
+            # on small layers the generic body's bookkeeping costs as much as its arithmetic
+            mean = self.mean(x, (1,), keepdims=True)
+            xc = np.subtract(x, mean)
+            var = np.vecdot(xc, xc)[:, None]
+            var /= dt.type(x.shape[1])
+            var += eps
+            rstd = np.reciprocal(np.sqrt(var, out=var), out=var)
+            xhat = np.multiply(xc, rstd, out=xc)
+            if weight is not None:
+                y = np.multiply(xhat, weight)
+                if bias is not None:
+                    y += bias
+            elif bias is not None:
+                y = np.add(xhat, bias)
+            else:
+                y = xhat.copy() if keep else xhat
+            return y, {"xhat": xhat, "rstd": rstd}
         # (N,) parameters broadcast along the rows as they are
         return self.norm_forward(x, (1,), weight, bias, eps, center, None, keep)
 
@@ -418,6 +441,69 @@ class NNMixin(PrimitiveHost):
             pos = t[which, offset]
             flat = pos if flat is None else flat * spatial[i] + pos
         return vals, flat
+
+    # ================================================================ attention weights
+    def attention_softmax(self, scores: Array, causal: bool = False, mask: Array | None = None,
+                          overwrite: bool = False) -> Array:
+        """The attention weights softmax(scores masked) along the last axis of ``scores`` (..., L, S) as a new
+        array; a row whose keys are all masked out gives zeros. ``causal`` masks the keys after each query
+        (top-left aligned); ``mask`` (of ``scores``' dtype when float, broadcasting to its shape) is bool (True
+        takes part) or added to the scores. ``overwrite``: ``scores`` is the caller's scratch (C-contiguous),
+        which may be overwritten and returned."""
+        L, S = scores.shape[-2:]
+        keep = self.tri_mask(L, S, 0) if causal else mask if mask is not None and mask.dtype == np.bool_ else None
+        if self.xp is np and not self.reads_wait and scores.size and (scores.flags.c_contiguous or not overwrite):
+            # NOTE: an additive 0 / -inf mask is one vectorised pass; where() with a mask whose edge moves every row
+            # is ~10x slower in NumPy. An inf or NaN score under the mask gives NaN where where() gives -inf:
+            # the array's maximum shows it, and the exact path below takes over.
+            add = self.tri_mask(L, S, 0, float("-inf"), scores.dtype) if causal else mask if keep is None else \
+                self.where(keep, scores.dtype.type(0), scores.dtype.type(-np.inf))
+            if add is not None:
+                scores = np.add(scores, add, out=scores if overwrite else None)
+            parts = self._exp_rows(scores, scores.ndim - 1, safe=True, least_size=1)
+            if parts is not None:
+                e, s, _ = parts
+                e /= s
+                return e
+            if keep is not None:
+                # masked positions back to -inf whatever the addition made of them (unmasked ones added 0)
+                self.xp.copyto(scores, scores.dtype.type(-np.inf), where=~keep)
+        elif keep is not None:
+            scores = self.where(keep, scores, self.xp.asarray(-np.inf, dtype=scores.dtype))
+        elif mask is not None:
+            scores = self.binary("add", scores, mask)
+        return self.safe_softmax(scores)
+
+    def attention_values(self, p: Array, v: Array, q: Array | None = None) -> Array:
+        """``p @ v`` for attention weights (..., L, S) and values (..., S, Ev) of the same batch dims. When the
+        queries ``q`` (B, H, L, E) are laid out with the heads inside the sequence (a (B, L, H, E) array seen
+        through ``transpose(1, 2)``, as a fused q/k/v projection gives them), the result is laid out the same way,
+        as PyTorch's CPU attention lays it out: the (B, H, L, Ev) view of a C-contiguous (B, L, H, Ev) array, which
+        ``transpose(1, 2)`` turns back without a copy (the product writes there directly: BLAS takes the output's
+        row stride)."""
+        if q is None or q.ndim != 4 or p.ndim != 4 or v.ndim != 4 or p.shape[:2] != v.shape[:2] or \
+                p.dtype != v.dtype or abs(q.strides[1]) >= abs(q.strides[2]):
+            return self.matmul(p, v)
+        B, H, L, _ = p.shape
+        buf = self.xp.empty((B, L, H, v.shape[-1]), dtype=p.dtype)
+        out = buf.transpose(0, 2, 1, 3)
+        self.xp.matmul(p, v, out=out)
+        return out
+
+    def safe_softmax(self, x: Array) -> Array:
+        """softmax along the last axis with rows of all -inf giving zeros instead of NaN."""
+        axis = x.ndim - 1
+        out_dtype = x.dtype
+        if out_dtype.itemsize == 2:
+            x = self.astype(x, np.dtype(np.float32))
+        m = self.amax(x, axis=axis, keepdims=True)
+        dead = self.binary("eq", m, float("-inf"))
+        zero = self.zeros((), x.dtype)
+        # shifting dead rows by 0 instead of -inf keeps them at exp(-inf) = 0 without a NaN
+        e = self.unary("exp", self.binary("sub", x, self.where(dead, zero, m)))
+        total = self.sum(e, axis=axis, keepdims=True)
+        y = self.binary("div", e, self.where(dead, self.ones((), x.dtype), total), out=e)
+        return self.astype(y, out_dtype)
 
     # ================================================================ fused attention
     # The array library has no fused attention: these bodies decline (None) and the caller composes attention from

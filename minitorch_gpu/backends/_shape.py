@@ -15,14 +15,27 @@ import numpy as np
 from ._types import Array, NpDtype, PrimitiveHost, Scalar, Shape
 
 
+_CONTIGUOUS_STRIDES: dict[tuple[Shape, int], Shape] = {}
+_CONTIGUOUS_STRIDES_MAX = 4096
+
+
 def _contiguous_strides(shape: Shape, item: int) -> Shape:
-    """Byte strides of a C-contiguous array of ``shape`` (PyTorch's convention for size-1 dims)."""
-    out: list[int] = []
-    acc = item
-    for n in reversed(shape):
-        out.append(acc)
-        acc *= n if n else 1
-    return tuple(reversed(out))
+    """Byte strides of a C-contiguous array of ``shape`` (PyTorch's convention for size-1 dims).
+
+    NOTE: every view and reshape asks this twice, for the shapes a model repeats every step: remembered."""
+    key = (shape, item)
+    r = _CONTIGUOUS_STRIDES.get(key)
+    if r is None:
+        out: list[int] = []
+        acc = item
+        for n in reversed(shape):
+            out.append(acc)
+            acc *= n if n else 1
+        r = tuple(reversed(out))
+        if len(_CONTIGUOUS_STRIDES) >= _CONTIGUOUS_STRIDES_MAX:
+            _CONTIGUOUS_STRIDES.clear()
+        _CONTIGUOUS_STRIDES[key] = r
+    return r
 
 
 def view_strides(old_shape: Sequence[int], old_strides: Sequence[int],
@@ -112,7 +125,8 @@ class ShapeMixin(PrimitiveHost):
             # (no ``v.shape = shape`` probe: NumPy makes the copy before refusing it)
             if m and view_strides(x.shape, self.strides(x), _resolve_shape(shape, x.size)) is None:
                 return self._copy_short_tail(x, m).reshape(shape)
-        return self.xp.reshape(x, shape)
+        # the method, not xp.reshape: NumPy's function wrapper costs as much as the reshape itself
+        return x.reshape(shape)
 
     def _copy_short_tail(self, x: Array, m: int) -> Array:
         """A C-contiguous copy of ``x``, one position of its ``m`` trailing dims at a time.

@@ -161,10 +161,10 @@ class Backend(ElementwiseMixin, SpecialMixin, ReduceMixin, ShapeMixin, IndexMixi
         """A copy keeping the layout (strides order) of a dense array, else a C-contiguous copy: PyTorch's
         ``preserve_format``."""
         if arr.flags.c_contiguous:
-            return self.xp.array(arr, copy=True, order="C")
+            return arr.copy(order="C")
         if self._dense(arr):
             return self.xp.array(arr, copy=True, order="K")
-        return self.xp.array(arr, copy=True, order="C")
+        return arr.copy(order="C")
 
     def copy_channels_last(self, arr: Array) -> Array:
         """A copy of a 4-d NCHW array laid out as NHWC in memory (same logical shape)."""
@@ -185,7 +185,7 @@ class Backend(ElementwiseMixin, SpecialMixin, ReduceMixin, ShapeMixin, IndexMixi
 
     def copy(self, arr: Array) -> Array:
         """A contiguous (C-order) copy."""
-        return self.xp.array(arr, copy=True, order="C")
+        return arr.copy(order="C")
 
     def ascontiguous(self, arr: Array) -> Array:
         return self.xp.ascontiguousarray(arr)

@@ -11,9 +11,10 @@ Shape and dtype checks follow PyTorch's, messages included, and run before anyth
 import functools
 import math
 
-from .. import _dtype
+from .. import _dtype, _op_range
+from ..autograd.grad_mode import _state
 from ..autograd.node import Op
-from ..tensor import Tensor
+from ..tensor import Tensor, _new_tensor
 from ..autograd._inplace import apply_inplace
 from ._util import check_out, check_same_device, check_tensor, scalar_for, sum_to, wrap_dims, write_out
 from ._autocast import autocast_op
@@ -43,6 +44,8 @@ class _MatmulNode(Op):
         a, b = self.saved_tensors
         na, nb = self.needs_input_grad
         ta, tb = self.ta, self.tb
+        if not _state.grad and not _op_range.enabled:
+            return self._backward_arrays(g, a, b, na, nb)
         ga = gb = None
         if na:
             # d op(a) = g @ op(b)^T; when a itself was transposed, transpose that product back
@@ -61,6 +64,36 @@ class _MatmulNode(Op):
                 if gb._data.shape != b._data.shape:
                     gb = sum_to(gb, b._data.shape)
         return ga, gb
+
+
+    def _backward_arrays(self, g, a, b, na, nb):
+        """``backward``'s products on the arrays, for a backward that records nothing (no node, no view ops)."""
+        be = g._be
+        gd, ad, bd = g._data, a._data, b._data
+        ta, tb = self.ta, self.tb
+        ga = gb = None
+        if na:
+            r = be.matmul(gd, bd, False, not tb) if not ta else be.matmul(bd, gd, tb, True)
+            ga = _new_tensor(_sum_to_array(be, r, ad.shape), be)
+        if nb:
+            if bd.ndim == 2 and ad.ndim > 2 and not ta:
+                a2, g2 = be.reshape(ad, (-1, ad.shape[-1])), be.reshape(gd, (-1, gd.shape[-1]))
+                r = be.matmul(a2, g2, True, False) if not tb else be.matmul(g2, a2, True, False)
+            else:
+                r = be.matmul(ad, gd, not ta, False) if not tb else be.matmul(gd, ad, True, ta)
+            gb = _new_tensor(_sum_to_array(be, r, bd.shape), be)
+        return ga, gb
+
+
+def _sum_to_array(be, r, shape):
+    """Array ``r`` summed over its broadcast dims down to ``shape`` (``sum_to`` on arrays)."""
+    if r.shape == shape:
+        return r
+    lead = r.ndim - len(shape)
+    dims = tuple(range(lead)) + tuple(i + lead for i, n in enumerate(shape) if n == 1 and r.shape[i + lead] != 1)
+    if dims:
+        r = be.sum(r, dims, True)
+    return be.reshape(r, shape)
 
 
 class MmBackward0(_MatmulNode):

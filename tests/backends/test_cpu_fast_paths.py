@@ -203,6 +203,28 @@ def test_row_sums_match_numpy(be, dt):
     _same(be.sum(xi, -1), xi.sum(axis=-1))
 
 
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_column_sums_match_numpy(be, dt):
+    """Sums over the first axis of 2-d arrays go through BLAS (ones @ x) up to 1024 rows: NumPy's values to the
+    accuracy of its pairwise sum, inf and NaN as NumPy gives them; other shapes keep NumPy's own sum."""
+    rng = np.random.default_rng(8)
+    tol = {"rtol": 2e-6, "atol": 2e-5} if dt == np.float32 else {"rtol": 1e-13, "atol": 1e-12}
+    for rows in (2, 512, 1024):
+        x = rng.standard_normal((rows, 48)).astype(dt)
+        for axis, keepdims in ((0, False), ((0,), True), (-2, False)):
+            r = be.sum(x, axis, keepdims)
+            want = x.sum(axis=axis, keepdims=keepdims)
+            assert r.shape == want.shape and r.dtype == want.dtype
+            np.testing.assert_allclose(r, want, **tol)
+    y = rng.standard_normal((64, 5)).astype(dt)
+    y[3, 0], y[4, 1], y[5, 2], y[6, 2] = np.inf, np.nan, np.inf, -np.inf
+    r = be.sum(y, (0,))
+    assert r[0] == np.inf and np.isnan(r[1]) and np.isnan(r[2]) and np.isfinite(r[3:]).all()
+    big = rng.standard_normal((1025, 8)).astype(dt)
+    _same(be.sum(big, (0,)), big.sum(axis=0))
+    _same(be.sum(x.T, (0,)), x.T.sum(axis=0))
+
+
 def test_softmax_primitives_match_the_formulas(be):
     rng = np.random.default_rng(7)
     x = rng.standard_normal((50, 64)).astype(np.float64) * 4
@@ -234,6 +256,68 @@ def test_tri_mask_is_cached_and_read_only(be):
     assert b.dtype == np.float32 and b[0, 0] == 0 and b[0, 1] == -np.inf
     with pytest.raises(ValueError):
         m[0, 0] = False
+
+
+# ---------------------------------------------------------------------- softmax rows shifted by the array maximum
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_softmax_rows_far_below_the_maximum_match_a_per_row_shift(be, dt):
+    """The softmax family shifts every row by the array's maximum and a row far below it by its own: both give
+    the per-row reference's values, and the -inf / NaN cases keep theirs."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((3, 50, 40)) * 5
+    x[0, :10] -= 1000.0  # far below: shifted by their own maximum
+    x[1, 3] += 30.0
+    x[2, 7] = -np.inf  # a whole row of -inf: NaN, as softmax gives it
+    x[2, 8, :5] = -np.inf
+    x = x.astype(dt)
+
+    def ref(a, log):
+        # PyTorch's CPU formulas: x - (max + log(sum)) and exp(x - max) / sum
+        m = a.max(axis=-1, keepdims=True)
+        with np.errstate(invalid="ignore"):
+            e = np.exp(a - m)
+        total = e.sum(axis=-1, keepdims=True)
+        return a - (m + np.log(total)) if log else e / total
+
+    eps = np.finfo(dt).eps
+    for log in (False, True):
+        got = (be.log_softmax_forward if log else be.softmax_forward)(x, 2)
+        want = ref(x, log)
+        assert got.dtype == dt and got.shape == x.shape
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        # log: within a few roundings of the inputs' magnitude; softmax: within the shared shift's slack (16
+        # e-folds) in ulp of the values, bar the weights below exp(-(exponent range - 16)) of the row's largest,
+        # which may underflow
+        tiny = 1e-30 if dt == np.float32 else 1e-300
+        bound = 8 * eps * (np.abs(x) + 1.0) if log else 24 * eps * np.abs(want) + tiny
+        assert (np.abs(np.nan_to_num(got - want, nan=0.0, posinf=0.0, neginf=0.0)) <= np.nan_to_num(bound)).all()
+        assert np.array_equal(np.isneginf(got), np.isneginf(want))
+    safe = be.attention_softmax(x.copy(), mask=None, overwrite=True)
+    np.testing.assert_array_equal(safe[2, 7], 0.0)
+    np.testing.assert_allclose(safe[:2], ref(x[:2], False), rtol=24 * eps, atol=tiny)
+    x[1, 4, 2] = np.nan  # the array's maximum is NaN: the per-row path, NaN in that row only
+    got = be.softmax_forward(x, 2)
+    assert np.isnan(got[1, 4]).all() and np.isfinite(got[1, 5]).all()
+
+
+def test_attention_softmax_masks_without_touching_the_callers_scores(be):
+    rng = np.random.default_rng(4)
+    s = rng.standard_normal((2, 5, 7)).astype(np.float32)
+    s[0, 1, 6] = np.inf  # under the causal mask: the exact path, which ignores it
+    keep = np.tri(5, 7, 0, dtype=bool)
+    before = s.copy()
+    ref = np.where(keep, s, -np.inf)
+    ref = np.exp(ref - ref.max(-1, keepdims=True))
+    ref /= ref.sum(-1, keepdims=True)
+    for mask, causal in ((None, True), (keep, False), (np.where(keep, 0.0, -np.inf).astype(np.float32), False)):
+        got = be.attention_softmax(s, causal, mask)
+        np.testing.assert_array_equal(s, before)
+        if mask is not None and mask.dtype != bool:
+            # an added mask is an addition: inf + -inf is NaN, which the softmax spreads over its row
+            assert np.isnan(got[0, 1]).all()
+            got[0, 1] = ref[0, 1]
+        np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-7)
 
 
 # ---------------------------------------------------------------------- causal attention in one op
@@ -348,3 +432,23 @@ def test_pow_gradient_through_fast_path_matches_torch(torch, e):
     (a ** e).sum().backward()
     (b ** e).sum().backward()
     np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-12)
+
+
+# ---------------------------------------------------------------------- layer norm's direct path
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("params", ["both", "weight", "bias", "none"])
+def test_layer_norm_direct_path_is_norm_forward_bit_for_bit(be, dt, params):
+    rng = np.random.default_rng(5)
+    for shape in [(1, 2), (16, 16), (300, 96)]:
+        x = (rng.standard_normal(shape) * 3 + 1).astype(dt)
+        w = rng.standard_normal(shape[1]).astype(dt) if params in ("both", "weight") else None
+        b = rng.standard_normal(shape[1]).astype(dt) if params in ("both", "bias") else None
+        for keep in (True, False):
+            y, saved = be.layer_norm_forward(x, w, b, 1e-5, True, keep)
+            y_ref, saved_ref = be.norm_forward(x, (1,), w, b, 1e-5, True, None, keep)
+            _same(y, y_ref)
+            for k in ("xhat", "rstd"):
+                _same(saved[k], saved_ref[k])
+            if keep:
+                assert not np.shares_memory(y, saved["xhat"])

@@ -89,6 +89,44 @@ def test_sdpa_gradcheck(device):
     assert gradgradcheck(lambda a, b, c: F.scaled_dot_product_attention(a, b, c, is_causal=True), (q, k, v))
 
 
+def test_sdpa_rows_far_apart_match_torch(torch):
+    """Scores whose rows lie hundreds apart (the one-node path shifts rows by the array's maximum, and rows far
+    below it by their own), with a fully masked row, against PyTorch."""
+    device = "cpu"
+    q, k, v = _arr(2, 3, 40, 8) * 30.0, _arr(2, 3, 40, 8), _arr(2, 3, 40, 5)
+    q[0, 1] *= 10.0
+    q[1, 2, :5] = 0.0  # rows of equal scores
+    _sdpa_compare(torch, device, q, k, v, rtol=1e-8, atol=1e-10, is_causal=True)
+    _sdpa_compare(torch, device, q, k, v, _bool_mask(40, 40, dead_row=3), rtol=1e-8, atol=1e-10)
+    # float32: rows tens apart (scores in the thousands would leave float32 itself a few ulp from torch's order)
+    fmask = _arr(2, 1, 40, 40) * 20.0
+    _sdpa_compare(torch, device, (q / 10).astype(np.float32), k.astype(np.float32), v.astype(np.float32),
+                  fmask.astype(np.float32), rtol=2e-4, atol=2e-5)
+
+
+def test_sdpa_without_kernels_is_one_node_with_the_composite_gradients(torch):
+    """Where no fused kernel serves the call (the CPU), attention is one node, named as PyTorch's CPU node is,
+    whose backward (and create_graph backward) gives the composite path's gradients."""
+    q, k, v = (mt.tensor(_arr(2, 2, 6, 4), requires_grad=True) for _ in range(3))
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert type(out.grad_fn).__name__ == "ScaledDotProductFlashAttentionForCpuBackward0"
+    assert [type(n).__name__ for n, _ in out.grad_fn.next_functions] == ["AccumulateGrad"] * 3 + ["NoneType"]
+    g = mt.tensor(_arr(2, 2, 6, 4))
+    grads = mt.autograd.grad(out, (q, k, v), g, create_graph=True)
+    plain = mt.autograd.grad(F.scaled_dot_product_attention(q, k, v, is_causal=True), (q, k, v), g)
+    scores = (q @ k.transpose(-2, -1)) * 0.5
+    ref = scores.masked_fill(mt.ones(6, 6, dtype=mt.bool).triu(1), float("-inf")).softmax(-1) @ v
+    ref_grads = mt.autograd.grad(ref, (q, k, v), g, create_graph=True)
+    for a, b, c in zip(grads, plain, ref_grads):
+        assert_close(a, to_np(c), rtol=1e-10, atol=1e-12)
+        assert_close(b, to_np(c), rtol=1e-10, atol=1e-12)
+    # the create_graph gradients differentiate again like the composite's
+    second = mt.autograd.grad(sum((a * a).sum() for a in grads), (q, k, v))
+    ref_second = mt.autograd.grad(sum((a * a).sum() for a in ref_grads), (q, k, v))
+    for a, b in zip(second, ref_second):
+        assert_close(a, to_np(b), rtol=1e-8, atol=1e-10)
+
+
 def test_sdpa_dropout(device):
     q, k, v = (mt.tensor(_arr(2, 4, 3), device=device) for _ in range(3))
     assert (to_np(F.scaled_dot_product_attention(q, k, v, dropout_p=1.0)) == 0).all()
@@ -380,3 +418,36 @@ def test_multihead_attention_takes_the_fused_path(device, torch):
     ref, _ = mha(x, x, x, attn_mask=mask, need_weights=True)
     assert w is None
     assert_close(out, to_np(ref), rtol=2e-4, atol=2e-5)
+
+
+def test_sdpa_outside_autograd_matches_the_node(device):
+    q, k, v = (mt.tensor(_arr(2, 2, 5, 4), device=device, requires_grad=True) for _ in range(3))
+    mask = mt.tensor(_bool_mask(5, 5, dead_row=1), device=device)
+    for kw in (dict(is_causal=True), dict(attn_mask=mask)):
+        node = F.scaled_dot_product_attention(q, k, v, **kw)
+        with mt.inference_mode():
+            plain = F.scaled_dot_product_attention(q, k, v, **kw)
+        assert node.grad_fn is not None and plain.grad_fn is None
+        assert np.array_equal(to_np(plain), to_np(node.detach()))
+
+
+def test_sdpa_output_layout_follows_the_queries_as_in_torch(torch):
+    """PyTorch's CPU attention lays its output out as the queries are: heads inside the sequence when q, k, v are
+    views of one projection (so ``transpose(1, 2).contiguous()`` copies nothing), contiguous otherwise."""
+    B, H, T, D = 2, 3, 6, 4
+    x = _arr(B, T, 3 * H * D, dtype=np.float32)
+    for proj in (True, False):
+        out = []
+        for lib in (mt, torch):
+            xt = lib.tensor(x, requires_grad=True)
+            if proj:
+                q, k, v = (t.view(B, T, H, D).transpose(1, 2) for t in xt.split(H * D, dim=2))
+            else:
+                q, k, v = (t.reshape(B, T, H, D).transpose(1, 2).contiguous() for t in xt.split(H * D, dim=2))
+            y = lib.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+            y.transpose(1, 2).contiguous().view(B, T, H * D).sum().backward()
+            out.append((y, xt.grad))
+        (y, g), (ty, tg) = out
+        assert tuple(y.stride()) == tuple(ty.stride()) and y.is_contiguous() == ty.is_contiguous()
+        assert_close(y, ty.detach().numpy(), rtol=2e-5, atol=2e-6)
+        assert_close(g, tg.numpy(), rtol=2e-5, atol=2e-6)

@@ -312,3 +312,33 @@ def test_small_model_trains_like_torch(device, torch):
                 p.grad = None
     for p, pt in zip(params, tparams):
         assert_close(p, pt.detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_linear_outside_autograd_matches_the_node(device):
+    """Outside autograd ``linear`` runs its product without a node: the node's values, no history."""
+    rng = np.random.default_rng(9)
+    x = mt.tensor(rng.standard_normal((2, 3, 5)).astype(np.float32), device=device, requires_grad=True)
+    layer = mt.nn.Linear(5, 4).to(device)
+    for bias in (layer.bias, None):
+        node = F.linear(x, layer.weight, bias)
+        with mt.no_grad():
+            plain = F.linear(x, layer.weight, bias)
+        assert node.grad_fn is not None and plain.grad_fn is None and not plain.requires_grad
+        assert np.array_equal(to_np(plain), to_np(node.detach()))
+
+
+def test_linear_backward_on_arrays_equals_the_graph_backward(device):
+    """The plain backward computes on the arrays; under create_graph the same products are recorded ops: one
+    result, for a 3-d input, with and without bias, and a non-contiguous incoming gradient."""
+    rng = np.random.default_rng(10)
+    x = mt.tensor(rng.standard_normal((3, 4, 5)), device=device, requires_grad=True)
+    w = mt.tensor(rng.standard_normal((6, 5)), device=device, requires_grad=True)
+    b = mt.tensor(rng.standard_normal(6), device=device, requires_grad=True)
+    g = mt.tensor(rng.standard_normal((4, 3, 6)), device=device).transpose(0, 1)
+    for bias in (b, None):
+        inputs = (x, w) if bias is None else (x, w, bias)
+        plain = mt.autograd.grad(F.linear(x, w, bias), inputs, g)
+        graph = mt.autograd.grad(F.linear(x, w, bias), inputs, g, create_graph=True)
+        for p, q in zip(plain, graph):
+            assert p.grad_fn is None
+            assert_close(p, to_np(q.detach()), rtol=1e-12, atol=1e-12)

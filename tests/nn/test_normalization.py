@@ -358,3 +358,29 @@ def test_normalize_zero_rows_and_out(device):
     np.testing.assert_allclose(to_np(out), [[0.6, 0.8], [1.0, 0.0]], rtol=1e-6)
     with pytest.raises(IndexError, match="Dimension out of range"):
         F.normalize(mt.ones(3, device=device))
+
+
+@pytest.mark.parametrize("params", [(True, True), (True, False), (False, True), (False, False)])
+def test_layer_norm_outside_autograd_matches_the_node(device, torch, params):
+    """Outside autograd the common call runs the primitive without a node: the node's values, no history, the
+    profiler still sees it, and the checks of other calls (a torch.Size shape, a wrong weight) are kept."""
+    x = RNG.standard_normal((2, 3, 8)).astype(np.float32)
+    w = RNG.standard_normal(8).astype(np.float32) if params[0] else None
+    b = RNG.standard_normal(8).astype(np.float32) if params[1] else None
+    xt = mt.tensor(x, device=device, requires_grad=True)
+    wt = None if w is None else mt.tensor(w, device=device, requires_grad=True)
+    bt = None if b is None else mt.tensor(b, device=device, requires_grad=True)
+    node = F.layer_norm(xt, (8,), wt, bt)
+    with mt.no_grad():
+        plain = F.layer_norm(xt, [8], wt, bt)
+        sized = F.layer_norm(xt, xt.shape[-1:], wt, bt)
+    assert node.grad_fn is not None and plain.grad_fn is None and not plain.requires_grad
+    assert np.array_equal(to_np(plain), to_np(node.detach())) and np.array_equal(to_np(sized), to_np(plain))
+    ref = torch.nn.functional.layer_norm(torch.tensor(x), (8,), None if w is None else torch.tensor(w),
+                                         None if b is None else torch.tensor(b))
+    assert_close(plain, ref.numpy(), rtol=1e-5, atol=1e-5)
+    with mt.profiler.profile() as prof, mt.no_grad():
+        F.layer_norm(xt, (8,), wt, bt)
+    assert any("layer_norm" in e.key for e in prof.key_averages())
+    with pytest.raises(RuntimeError, match="Expected weight to be of same shape"), mt.no_grad():
+        F.layer_norm(xt, (8,), mt.ones(7, device=device))

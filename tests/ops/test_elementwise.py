@@ -1418,3 +1418,45 @@ def test_nan_to_num_gradient_flows_only_through_finite_values(device, torch):
     yt.backward(torch.tensor(g))
     _same(x.grad, xt.grad)
     assert mt.autograd.gradcheck(mt.nan_to_num, (_t(_arr(5), device, requires_grad=True),))
+
+
+# ---------------------------------------------------------------------- the tiny-op path without a node
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "truediv"])
+def test_arithmetic_outside_autograd_matches_the_node_path(device, torch, op):
+    """Outside autograd, + - * / skip the node (``_plain``): the same values, dtypes and errors as the node gives
+    (as PyTorch's), history as soon as an operand requires grad, and every op still seen by the profiler."""
+    fn = getattr(__import__("operator"), op)
+    cases = [(_arr(3, 4), _arr(3, 4)), (_arr(4, 1, dtype=np.float32), _arr(1, 3, dtype=np.float32)),
+             (_arr(2, 3), 2.5), (_arr(2, 3, dtype=np.float32), 3), (np.arange(6).reshape(2, 3), 4),
+             (np.arange(6).reshape(2, 3), np.arange(6).reshape(2, 3) + 1), (_arr(2, 3, dtype=np.float32), -1e39)]
+    for a, b in cases:
+        tb = torch.tensor(b) if isinstance(b, np.ndarray) else b
+        ours = fn(_t(a, device), _t(b, device) if isinstance(b, np.ndarray) else b)
+        _same(ours, fn(torch.tensor(a), tb))
+        assert ours.grad_fn is None and not ours.requires_grad
+    with pytest.raises(RuntimeError, match="must match the size"):
+        fn(_t(_arr(3), device), _t(_arr(4), device))
+    x = _t(_arr(2, 3), device, requires_grad=True)
+    y = fn(x, _t(_arr(2, 3), device))
+    assert y.grad_fn is not None and fn(x[0], 2.0).grad_fn is not None
+    with mt.no_grad():
+        assert fn(x, 2.0).grad_fn is None
+    with mt.profiler.profile() as prof:
+        fn(_t(_arr(2), device), _t(_arr(2), device))
+    assert any(e.key.startswith("aten::") for e in prof.key_averages())
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_outside_autograd_matches_the_node(device, torch, approximate):
+    a = _arr(3, 5, dtype=np.float32)
+    x = _t(a, device, requires_grad=True)
+    with_node = E.gelu(x, approximate)
+    with mt.no_grad():
+        plain = E.gelu(x, approximate)
+    assert with_node.grad_fn is not None and plain.grad_fn is None and not plain.requires_grad
+    assert np.array_equal(to_np(plain), to_np(with_node))
+    _same(plain, torch.nn.functional.gelu(torch.tensor(a), approximate=approximate))
+    with mt.profiler.profile() as prof, mt.no_grad():
+        E.gelu(x, approximate)
+    assert any("gelu" in e.key for e in prof.key_averages())

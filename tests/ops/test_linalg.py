@@ -638,3 +638,23 @@ def test_tensordot_matches_torch(device, torch, sa, sb, dims):
 def test_tensordot_errors_match_torch(device, torch, sa, sb, dims):
     _raises_like(torch, lambda: mt.tensordot(mt.zeros(*sa, device=device), mt.zeros(*sb, device=device), dims=dims),
                  lambda: torch.tensordot(torch.zeros(*sa), torch.zeros(*sb), dims=dims))
+
+
+@pytest.mark.parametrize("sa,sb,transpose", [((2, 3, 4, 5), (5, 6), False), ((3, 4, 5), (3, 5, 6), False),
+                                             ((2, 1, 4, 5), (3, 5, 6), False), ((4, 5), (2, 5, 6), False),
+                                             ((2, 3, 4, 5), (2, 3, 6, 5), True)])
+def test_matmul_backward_on_arrays_equals_the_graph_backward(device, sa, sb, transpose):
+    """The plain backward of a product computes on the arrays (sums over broadcast batch dims included); under
+    create_graph it records the same products as ops: one result."""
+    rng = np.random.default_rng(12)
+    a = mt.tensor(rng.standard_normal(sa), device=device, requires_grad=True)
+    b = mt.tensor(rng.standard_normal(sb), device=device, requires_grad=True)
+
+    def f():
+        return a @ (b.transpose(-2, -1) if transpose else b)
+    g = mt.tensor(rng.standard_normal(tuple(f().shape)), device=device)
+    plain = mt.autograd.grad(f(), (a, b), g)
+    graph = mt.autograd.grad(f(), (a, b), g, create_graph=True)
+    for p, q, t in zip(plain, graph, (a, b)):
+        assert p.grad_fn is None and p.shape == t.shape
+        np.testing.assert_allclose(to_np(p), to_np(q.detach()), rtol=1e-12, atol=1e-12)

@@ -402,35 +402,51 @@ class _MapKernels:
         nd_type = self.xp.ndarray
         dt = op.dt
         zero = op.zero
-        arrays: list[Array | None] = []
-        scalars: list[Any] = []
-        key: list[Any] = [op]
+        arrays: list[Array | None]
+        scalars: list[Any]
+        tkey: tuple[Any, ...]
         mode = 0
-        for k, v in enumerate(items):
-            if isinstance(v, nd_type):
-                if v.dtype != dt:
-                    return None
-                arrays.append(v)
-                scalars.append(zero)
-                key.append(v.shape)
-                key.append(v.strides)
-            elif type(v) in _PY_SCALARS:
-                if -_F32_MAX <= v <= _F32_MAX:
-                    scalars.append(op.scalar(v))
-                else:  # out of float32's range: inf as the cast gives it, without NumPy's overflow warning
-                    with np.errstate(over="ignore"):
-                        scalars.append(op.scalar(v))
-                arrays.append(None)
-                mode |= 1 << k
-                key.append(None)
+        n_items = len(items)
+        a = items[0]
+        # the common signatures (one or two arrays of the op's dtype, no ``out``) build their key in one tuple; the
+        # loop below builds the same key for every other one
+        if out is None and a.__class__ is nd_type and a.dtype == dt and (
+                n_items == 1 or (n_items == 2 and items[1].__class__ is nd_type and items[1].dtype == dt)):
+            if n_items == 1:
+                tkey = (op, a.shape, a.strides)
+                arrays, scalars = [a], [zero]
             else:
-                return None
-        if out is not None:
-            if out.dtype != op.out_dt or self._overlaps(out, arrays):
-                return None
-            key.append(out.shape)
-            key.append(out.strides)
-        tkey = tuple(key)
+                b = items[1]
+                tkey = (op, a.shape, a.strides, b.shape, b.strides)
+                arrays, scalars = [a, b], [zero, zero]
+        else:
+            arrays, scalars = [], []
+            key: list[Any] = [op]
+            for k, v in enumerate(items):
+                if isinstance(v, nd_type):
+                    if v.dtype != dt:
+                        return None
+                    arrays.append(v)
+                    scalars.append(zero)
+                    key.append(v.shape)
+                    key.append(v.strides)
+                elif type(v) in _PY_SCALARS:
+                    if -_F32_MAX <= v <= _F32_MAX:
+                        scalars.append(op.scalar(v))
+                    else:  # out of float32's range: inf as the cast gives it, without NumPy's overflow warning
+                        with np.errstate(over="ignore"):
+                            scalars.append(op.scalar(v))
+                    arrays.append(None)
+                    mode |= 1 << k
+                    key.append(None)
+                else:
+                    return None
+            if out is not None:
+                if out.dtype != op.out_dt or self._overlaps(out, arrays):
+                    return None
+                key.append(out.shape)
+                key.append(out.strides)
+            tkey = tuple(key)
         plan = self._plans.get(tkey)
         if plan is None:
             plan = self._map_plan(arrays, out, dt, op.vec_ok, op.contig is not None, op.rows is not None)
@@ -556,7 +572,10 @@ class _MapKernels:
     def unary(self, name: str, x: Array, out: Array | None = None, p0: float = 0.0, p1: float = 0.0) -> Array | None:
         """``name`` (an UnaryOp or PredicateOp of elementwise.cu) of a float array (float32, float64, float16, bfloat16)."""
         dt = x.dtype
-        op = self._map_op(("unary", name, dt, p0, p1), lambda: _unary_op(name, dt, p0, p1))
+        key = ("unary", name, dt, p0, p1)
+        op = self._map_ops.get(key)  # (no closure per call: this runs on every elementwise op)
+        if op is None and key not in self._map_ops:
+            op = self._map_op(key, lambda: _unary_op(name, dt, p0, p1))
         return None if op is None else self._map(op, (x,), out)
 
     def binary(self, name: str, a: Operand, b: Operand, out: Array | None = None) -> Array | None:
@@ -566,7 +585,10 @@ class _MapKernels:
         if not isinstance(arr, nd_type):
             return None
         dt = arr.dtype
-        op = self._map_op(("binary", name, dt), lambda: _binary_op(name, dt))
+        key = ("binary", name, dt)
+        op = self._map_ops.get(key)
+        if op is None and key not in self._map_ops:
+            op = self._map_op(key, lambda: _binary_op(name, dt))
         return None if op is None else self._map(op, (a, b), out)
 
     def ternary(self, name: str, a: Array, b: Operand, c: Operand, alpha: float = 1.0,

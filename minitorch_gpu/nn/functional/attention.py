@@ -16,13 +16,13 @@ import warnings
 
 from ... import _dtype
 from ...autograd.grad_mode import _state
-from ...autograd.node import Op
+from ...autograd.node import Op, skips_node
 from ...ops import random as _random
 from ...ops._util import check_tensor
 from ...ops.elementwise import where
 from ...ops.reduction import SoftmaxBackward0
 from ...ops.shape import cat
-from ...tensor import Tensor
+from ...tensor import Tensor, _new_tensor
 from .dropout import dropout
 from .linear import linear
 from .padding import pad
@@ -34,57 +34,125 @@ __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward", "_can
 
 
 
-def _safe_softmax_array(be, d, axis):
-    """softmax of array ``d`` along ``axis`` with rows of all -inf giving zeros instead of NaN."""
-    if d.size == 0:
-        return be.copy(d)
-    out_dtype = d.dtype
-    if out_dtype.itemsize == 2:
-        d = be.astype(d, be.np_dtype(_dtype.float32))
-    m = be.amax(d, axis=axis, keepdims=True)
-    dead = be.binary("eq", m, float("-inf"))
-    zero = be.zeros((), d.dtype)
-    # shifting dead rows by 0 instead of -inf keeps them at exp(-inf) = 0 without a NaN
-    e = be.unary("exp", be.binary("sub", d, be.where(dead, zero, m)))
-    total = be.sum(e, axis=axis, keepdims=True)
-    y = be.binary("div", e, be.where(dead, be.ones((), d.dtype), total), out=e)
-    return be.astype(y, out_dtype)
-
-
 class SafeSoftmaxBackward0(SoftmaxBackward0):
-    """softmax whose rows of all -inf give zeros instead of NaN; the gradient of such a row is zero
-    (it is the softmax gradient evaluated at the zero output)."""
+    """softmax over the last dim whose rows of all -inf give zeros instead of NaN; the gradient of such a row is
+    zero (it is the softmax gradient evaluated at the zero output)."""
 
-    def forward(self, x, axis):
-        self.axis = axis
-        be = x._be
-        return _safe_softmax_array(be, be.ascontiguous(x._data), axis)
-
-
-def _safe_softmax(x, dim):
-    return SafeSoftmaxBackward0.apply(x, axis=dim % x._data.ndim)
+    def forward(self, x, causal=False, mask=None):
+        self.axis = x._data.ndim - 1
+        return x._be.attention_softmax(x._data, causal, None if mask is None else mask._data)
 
 
-class CausalSoftmaxBackward0(SoftmaxBackward0):
+def _safe_softmax(x):
+    return SafeSoftmaxBackward0.apply(x)
+
+
+class CausalSoftmaxBackward0(SafeSoftmaxBackward0):
     """The safe softmax over the last dim of scores (..., L, S) whose keys after each query are masked out
     (``is_causal``): ``masked_fill`` and softmax in one op. Same values and gradient as the two ops (a masked
     score's weight is 0, so softmax's gradient already sends it nothing), without the mask tensors, the
     filled copy and the extra node."""
 
     def forward(self, x):
-        self.axis = x._data.ndim - 1
-        be = x._be
-        d = x._data
-        L, S = d.shape[-2:]
-        # on a device, reading the check back would wait for it (and cannot run inside a CUDA graph capture)
-        if not be.reads_wait and be.isfinite_all(d):
-            # NOTE: adding a 0 / -inf mask is one vectorised pass; where() with a mask whose edge moves every
-            # row is ~10x slower in NumPy. (An inf or NaN score would turn into NaN instead of -inf.)
-            filled = be.binary("add", d, be.tri_mask(L, S, 0, float("-inf"), d.dtype))
-        else:
-            filled = be.where(be.tri_mask(L, S, 0), d, be.asarray(float("-inf"), d.dtype))
-        return _safe_softmax_array(be, filled, self.axis)
+        return super().forward(x, causal=True)
 
+
+def _composite_weights(q, k, mask, causal, scale):
+    """The attention weights in Tensor ops: the safe softmax of q k^T * scale, masked."""
+    scores = (q * scale).matmul(k.transpose(-2, -1))
+    if causal:
+        return CausalSoftmaxBackward0.apply(scores)
+    if mask is not None:
+        if mask.dtype is _dtype.bool:
+            scores = where(mask, scores, float("-inf"))
+        else:
+            scores = scores + (mask if mask.dtype is q.dtype else mask.to(q.dtype))
+    return _safe_softmax(scores)
+
+
+def _composite_backward(g, q, k, v, mask, causal, scale, dropout_p=0.0, seed=0, offset=0):
+    """Attention's input gradients in Tensor ops (through the L x S scores), differentiable again: what a
+    ``create_graph`` backward of the attention nodes runs. A dropout mask is drawn again from the forward's
+    generator state (seed, offset): the kernels' keep rule is rand_bernoulli's, element for element."""
+    p = _composite_weights(q, k, mask, causal, scale)
+    be = q._be
+    if dropout_p > 0.0:
+        keep, _ = be.rand_bernoulli(seed, offset, p._data.shape, 1.0 - dropout_p, p._data.dtype)
+        be.binary("mul", keep, 1.0 / (1.0 - dropout_p), out=keep)
+        keep = Tensor._make(keep, be)
+        dp = g.matmul(v.transpose(-2, -1)) * keep
+        dv = (p * keep).transpose(-2, -1).matmul(g)
+    else:
+        dp = g.matmul(v.transpose(-2, -1))
+        dv = p.transpose(-2, -1).matmul(g)
+    ds = p * (dp - (p * dp).sum(-1, keepdim=True))
+    return ds.matmul(k) * scale, ds.transpose(-2, -1).matmul(q) * scale, dv
+
+
+class ScaledDotProductFlashAttentionForCpuBackward0(Op):
+    """Attention without dropout in one node where no fused kernel serves the call (the CPU): the scores, the
+    masked softmax and the product with the values in as few passes over the L x S weights as the array
+    library allows, and a backward of three batched products and one softmax-gradient pass. Only the weights
+    are kept of size L x S (as the composite's softmax would keep them). PyTorch's CPU node has this name."""
+
+    def forward(self, q, k, v, mask=None, causal=False, scale=1.0):
+        self.causal, self.scale = causal, scale
+        out, p = _math_attention_arrays(q, k, v, mask, causal, scale)
+        if any(self.needs_input_grad[:3]):
+            self.save_for_backward(q, k, v, mask, Tensor._make(p, q._be))
+        return out
+
+    def backward(self, g):
+        q, k, v, mask, p = self.saved_tensors
+        need = self.needs_input_grad[:3]
+        if _state.grad:
+            grads = _composite_backward(g, q, k, v, mask, self.causal, self.scale)
+            return tuple(d if n else None for d, n in zip(grads, need)) + (None,)
+        be = g._be
+        gd, pd = g._data, p._data
+        dq = dk = dv = None
+        if need[2]:
+            dv = Tensor._make(be.matmul(pd, gd, transpose_a=True), be)
+        if need[0] or need[1]:
+            ds = be.softmax_backward(pd, be.matmul(gd, v._data, transpose_b=True), pd.ndim - 1)
+            be.binary("mul", ds, self.scale, out=ds)
+            if need[0]:
+                dq = Tensor._make(be.matmul(ds, k._data), be)
+            if need[1]:
+                dk = Tensor._make(be.matmul(ds, q._data, transpose_a=True), be)
+        return dq, dk, dv, None
+
+
+def _math_attention_arrays(q, k, v, mask, causal, scale):
+    """(softmax(q k^T scale, masked) v, the weights) on the arrays of ``ScaledDotProductFlashAttentionForCpuBackward0``."""
+    be = q._be
+    scores = be.matmul(be.binary("mul", q._data, scale), k._data, transpose_b=True)
+    p = be.attention_softmax(scores, causal, None if mask is None else mask._data, overwrite=True)
+    return be.attention_values(p, v._data, q._data), p
+
+
+def _math_attention(query, key, value, attn_mask, is_causal, scale):
+    """The one-node attention of ``ScaledDotProductFlashAttentionForCpuBackward0``, or None for what it does not
+    take: 16-bit dtypes, batch dims that q, k and v do not share, a mask that needs a gradient or would broadcast
+    the scores to a larger shape (the composite path serves those)."""
+    qd, kd, vd = query._data, key._data, value._data
+    if qd.dtype.itemsize == 2 or qd.ndim < 2 or kd.shape[:-2] != qd.shape[:-2] or vd.shape[:-2] != qd.shape[:-2] \
+            or kd.shape[-1] != qd.shape[-1] or vd.shape[-2] != kd.shape[-2]:
+        return None
+    if attn_mask is not None:
+        if _state.grad and attn_mask.requires_grad:
+            return None
+        shape = qd.shape[:-1] + (kd.shape[-2],)
+        ms = attn_mask._data.shape
+        if len(ms) > len(shape) or any(m not in (1, n) for m, n in zip(ms[::-1], shape[::-1])):
+            return None
+        if attn_mask.dtype is not _dtype.bool and attn_mask.dtype is not query.dtype:
+            attn_mask = attn_mask.to(query.dtype)
+    if skips_node(query, key, value, attn_mask):
+        # outside autograd the node would only run its forward
+        return _new_tensor(_math_attention_arrays(query, key, value, attn_mask, is_causal, scale)[0], query._be)
+    return ScaledDotProductFlashAttentionForCpuBackward0.apply(query, key, value, attn_mask, causal=is_causal,
+                                                               scale=scale)
 
 
 class ScaledDotProductFlashAttentionBackward0(Op):
@@ -109,7 +177,8 @@ class ScaledDotProductFlashAttentionBackward0(Op):
     def backward(self, g):
         q, k, v, mask, lse, out = self.saved_tensors
         if _state.grad:
-            grads = self._composite_backward(g, q, k, v, mask)
+            grads = _composite_backward(g, q, k, v, mask, self.causal, self.scale, self.dropout_p, self.seed,
+                                        self.offset)
         else:
             be = q._be
             grads = be.attention_backward(be.ascontiguous(g._data), q._data, k._data, v._data, out._data, lse._data,
@@ -120,33 +189,6 @@ class ScaledDotProductFlashAttentionBackward0(Op):
                                    "served; set MINITORCH_GPU_KERNELS=0 to use the composite path")
             grads = tuple(Tensor._make(d, be) for d in grads)
         return tuple(d if need else None for d, need in zip(grads, self.needs_input_grad[:3])) + (None,)
-
-    def _composite_backward(self, g, q, k, v, mask):
-        """create_graph: the same gradients in Tensor ops (through the L x S scores), differentiable again. The
-        dropout mask is drawn again from the forward's generator state: the kernels' keep rule is
-        rand_bernoulli's, element for element."""
-        scores = (q * self.scale).matmul(k.transpose(-2, -1))
-        if self.causal:
-            p = CausalSoftmaxBackward0.apply(scores)
-        else:
-            if mask is not None:
-                if mask.dtype is _dtype.bool:
-                    scores = where(mask, scores, float("-inf"))
-                else:
-                    scores = scores + (mask if mask.dtype is q.dtype else mask.to(q.dtype))
-            p = _safe_softmax(scores, -1)
-        be = q._be
-        if self.dropout_p > 0.0:
-            keep, _ = be.rand_bernoulli(self.seed, self.offset, p._data.shape, 1.0 - self.dropout_p, p._data.dtype)
-            be.binary("mul", keep, 1.0 / (1.0 - self.dropout_p), out=keep)
-            keep = Tensor._make(keep, be)
-            dp = g.matmul(v.transpose(-2, -1)) * keep
-            dv = (p * keep).transpose(-2, -1).matmul(g)
-        else:
-            dp = g.matmul(v.transpose(-2, -1))
-            dv = p.transpose(-2, -1).matmul(g)
-        ds = p * (dp - (p * dp).sum(-1, keepdim=True))
-        return ds.matmul(k) * self.scale, ds.transpose(-2, -1).matmul(q) * self.scale, dv
 
 
 def _fused_attention(query, key, value, attn_mask, dropout_p, is_causal, scale):
@@ -232,16 +274,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     fused = _fused_attention(query, key, value, attn_mask, dropout_p, is_causal, factor)
     if fused is not None:
         return fused
-    scores = (query * factor).matmul(key.transpose(-2, -1))
-    if is_causal:
-        weights = CausalSoftmaxBackward0.apply(scores)
-    else:
-        if attn_mask is not None:
-            if attn_mask.dtype is _dtype.bool:
-                scores = where(attn_mask, scores, float("-inf"))
-            else:
-                scores = scores + (attn_mask if attn_mask.dtype is qdt else attn_mask.to(qdt))
-        weights = _safe_softmax(scores, -1)
+    if dropout_p == 0.0 and query._be is key._be and value._be is query._be and \
+            (attn_mask is None or attn_mask._be is query._be):
+        out = _math_attention(query, key, value, attn_mask, is_causal, factor)
+        if out is not None:
+            return out
+    weights = _composite_weights(query, key, attn_mask, is_causal, factor)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, training=True)
     return weights.matmul(value)

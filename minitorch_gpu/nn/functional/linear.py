@@ -10,13 +10,30 @@ Shape and dtype errors carry PyTorch's messages.
 """
 import math
 
-from ...autograd.node import Op
+from ... import _op_range
+from ...autograd.grad_mode import _state
+from ...autograd.node import Op, skips_node
 from ...ops._util import check_tensor
 from ...ops import linalg as _L
 from ...ops._autocast import autocast_op
+from ...tensor import _new_tensor
 
 __all__ = ["linear", "bilinear"]
 
+
+
+def _linear_array(x, w, b):
+    """x @ w.T (+ b) on the arrays: the leading dims of x folded into one GEMM whose epilogue adds the bias (one
+    launch on CUDA)."""
+    be = x._be
+    xd = x._data
+    shape = xd.shape
+    if xd.ndim != 2:
+        xd = xd.reshape(-1, shape[-1])
+    r = be.matmul(xd, w._data, transpose_b=True, bias=None if b is None else b._data)
+    if len(shape) != 2:
+        r = r.reshape(shape[:-1] + (r.shape[-1],))
+    return r
 
 
 class _LinearNode(Op):
@@ -26,22 +43,29 @@ class _LinearNode(Op):
         nx, nw = self.next_functions[0][0] is not None, self.next_functions[1][0] is not None
         # each gradient reads only the other operand: save just what the needed ones use
         self.save_for_backward(x if nw else None, w if nx else None)
-        be = x._be
-        xd = x._data
-        shape = xd.shape
-        self.x_shape = shape
-        if xd.ndim != 2:
-            xd = xd.reshape(-1, shape[-1])
-        # the bias goes into the GEMM's epilogue (one launch on CUDA)
-        r = be.matmul(xd, w._data, transpose_b=True, bias=None if b is None else b._data)
-        if len(shape) != 2:
-            r = r.reshape(shape[:-1] + (r.shape[-1],))
-        return r
+        self.x_shape = x._data.shape
+        return _linear_array(x, w, b)
 
     def backward(self, g):
         x, w = self.saved_tensors
         nx, nw, nb = self.needs_input_grad
         shape = self.x_shape
+        if not _state.grad and not _op_range.enabled:
+            # nothing to record: the same products on the arrays, without a node and a view per product
+            be = g._be
+            gd = g._data
+            if gd.ndim != 2:
+                gd = be.reshape(gd, (-1, gd.shape[-1]))
+            gx = gw = gb = None
+            if nx:
+                r = be.matmul(gd, w._data)
+                gx = _new_tensor(r if len(shape) == 2 else be.reshape(r, shape), be)
+            if nw:
+                xd = x._data
+                gw = _new_tensor(be.matmul(gd, xd if xd.ndim == 2 else be.reshape(xd, (-1, shape[-1])), True), be)
+            if nb:
+                gb = _new_tensor(be.sum(gd, (0,), False), be)
+            return gx, gw, gb
         if g._data.ndim != 2:
             g = g.reshape(-1, g._data.shape[-1])
         gx = gw = gb = None
@@ -94,6 +118,10 @@ def linear(input, weight, bias=None):
         fast = (xd.dtype.kind in "fV" and input._be is weight._be
                 and (bias is None or (bias._data.shape == (n_out,) and bias._be is input._be)))
         if fast:
+            if skips_node(input, weight, bias):
+                # outside autograd the node would only run its forward
+                be = input._be
+                return _new_tensor(_linear_array(input, weight, bias), be)
             if bias is None:
                 return MmBackward0.apply(input, weight, None)
             return AddmmBackward0.apply(input, weight, bias)

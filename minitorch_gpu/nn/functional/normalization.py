@@ -25,18 +25,19 @@ import numbers
 import operator
 
 from ... import _dtype
-from ...autograd.node import Op
+from ...autograd.node import Op, skips_node
 from ...autograd.grad_mode import _state, no_grad
 from ...distributed.c10d import all_gather_into_tensor, all_reduce
 from ...ops._util import check_same_device
 from ...ops.creation import empty, full, zeros
 from ...ops.shape import cat
-from ...tensor import Tensor
+from ...tensor import Tensor, _new_tensor
 from ...ops._autocast import autocast_op
 
 __all__ = ["layer_norm", "rms_norm", "group_norm", "batch_norm", "instance_norm", "normalize"]
 
 _data_of = operator.attrgetter("_data")
+_PLAIN_FLOATS = (_dtype.float32.np_dtype, _dtype.float64.np_dtype)
 
 # machine epsilon per float dtype: rms_norm's default eps
 _EPS = {"float16": 0.0009765625, "bfloat16": 0.0078125, "float32": 1.1920928955078125e-07,
@@ -294,10 +295,33 @@ def _check_param_shape(p, name, shape):
 
 # ---------------------------------------------------------------------- the functions
 
+def _plain_param(p, n, npd, be):
+    """Whether a layer-norm parameter fits the common call: None, or (n,) of the input's dtype and device."""
+    return p is None or (p._data.shape == (n,) and p._data.dtype is npd and p._be is be)
+
+
 @autocast_op("layer_norm")
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalise over the trailing ``normalized_shape`` dims to zero mean and unit variance (biased), then
     scale by ``weight`` and shift by ``bias`` (both of shape ``normalized_shape``)."""
+    xd = input._data
+    xs = xd.shape
+    npd = xd.dtype
+    be = input._be
+    if isinstance(normalized_shape, (tuple, list)) and len(normalized_shape) == 1 and xs and \
+            normalized_shape[0].__class__ is int and normalized_shape[0] == xs[-1] and npd in _PLAIN_FLOATS and \
+            _plain_param(weight, xs[-1], npd, be) and _plain_param(bias, xs[-1], npd, be):
+        # NOTE: the common call (one trailing dim, parameters of its size in the input's dtype and device) passes
+        # every check below at once; outside autograd the node would only run its forward, so the primitive runs
+        # without it (the per-call cost of small layers)
+        n = xs[-1]
+        view = (math.prod(xs[:-1]), n)
+        if skips_node(input, weight, bias):
+            y, _ = be.layer_norm_forward(xd if len(xs) == 2 else xd.reshape(view), _vector(weight), _vector(bias),
+                                         float(eps), True, False)
+            return _new_tensor(y if len(xs) == 2 else y.reshape(xs), be)
+        return NativeLayerNormBackward0.apply(input, weight, bias, view=view, axes=(1,), wshape=(1, n),
+                                              eps=float(eps))
     shape = _shape_tuple(normalized_shape, "layer_norm")
     view = _normalized_view(input, shape, "layer_norm", ", ")
     _check_param_shape(weight, "weight", shape)
