@@ -1198,19 +1198,40 @@ class _RowKernels(_MapKernels):
             _, kernel, rgrid, rargs = reduce
             self.fn("matmul.cu", kernel)(rgrid, _BLOCK, (target, out, fill, *rargs))
 
+    def _gemm_layout(self, a: Array, b: Array, batch_shape: Shape, M: int,
+                     N: int) -> tuple[tuple[int, int, int, int], int, tuple[int, ...], tuple[int, ...], Any]:
+        """What both GEMM families need of the operands' layout: the matrix strides (sAm, sAk, sBk, sBn) in
+        elements, the batch count, each operand's batch strides, and the device table of batch offsets."""
+        item = a.itemsize
+        sAm, sAk = (s // item for s in a.strides[-2:])
+        sBk, sBn = (s // item for s in b.strides[-2:])
+        sa = self._estrides(a[..., 0, 0], batch_shape) if a.ndim > 2 else (0,) * len(batch_shape)
+        sb = self._estrides(b[..., 0, 0], batch_shape) if b.ndim > 2 else (0,) * len(batch_shape)
+        offs = self._batch_offsets(batch_shape, sa, sb, tuple(x * M * N for x in _c_strides(batch_shape)))
+        return (sAm, sAk, sBk, sBn), math.prod(batch_shape), sa, sb, offs
+
+    def _gemm_grid(self, bm: int, bn: int, bk: int, splits: int, nb: int, M: int, N: int, K: int,
+                   strides: tuple[int, int, int, int], has_bias: bool) -> tuple[int, Shape, tuple[Any, ...]]:
+        """A GEMM's split-K (rounded to whole k steps of ``bk``), its grid for ``bm`` x ``bn`` tiles, and the
+        typed arguments both GEMM families take in the same order; the bias is applied in the kernel only
+        without split-K (else by the reduction)."""
+        kchunk = -(-(-(-K // splits)) // bk) * bk  # a whole number of k steps per split
+        splits = -(-K // kchunk)
+        mt, ntiles = -(-M // bm), -(-N // bn)
+        gx = min(ntiles, self.max_blocks)
+        gy = min(mt, max(1, self.max_blocks // gx), 65535)
+        gz = min(nb * splits, max(1, self.max_blocks // (gx * gy)), 65535)
+        args = (_i64(nb), _i32(splits), _i64(kchunk), _i64(nb * M * N), _i64(M), _i64(N), _i64(K),
+                *(_i64(s) for s in strides), _i32(has_bias and splits == 1))
+        return splits, (gx, gy, gz), args
+
     def _gemm_plan(self, a: Array, b: Array, batch_shape: Shape, M: int, N: int, K: int, has_bias: bool,
                    variant: tuple[str, int] | None) -> tuple[Any, ...]:
         """Everything about one GEMM signature (dtype, shapes and strides of both operands, bias or not) that its
         launches repeat: kernel, grid, batch offset table, typed sizes and strides, split-K's workspace and
         reduction, and the 16-byte copy bits that the layout alone decides. ``_gemm`` adds the pointer checks."""
         item = a.itemsize
-        sAm, sAk = (s // item for s in a.strides[-2:])
-        sBk, sBn = (s // item for s in b.strides[-2:])
-        nb = math.prod(batch_shape)
-        sa = self._estrides(a[..., 0, 0], batch_shape) if a.ndim > 2 else (0,) * len(batch_shape)
-        sb = self._estrides(b[..., 0, 0], batch_shape) if b.ndim > 2 else (0,) * len(batch_shape)
-        sc = _c_strides(batch_shape)
-        offs = self._batch_offsets(batch_shape, sa, sb, tuple(x * M * N for x in sc))
+        (sAm, sAk, sBk, sBn), nb, sa, sb, offs = self._gemm_layout(a, b, batch_shape, M, N)
         S = 16 // item
         # 16-byte copies need every row of every batch entry aligned: the base pointer, the row stride, and
         # each batch stride (a view such as x[:, :32].view(3, 4, 8) of a (3, 33) array starts batch 1 at an
@@ -1223,22 +1244,15 @@ class _RowKernels(_MapKernels):
         # the output (and the split-K workspace) is fresh and dense: rows aligned when N is
         vec = 4 if N % S == 0 else 0
         kern, swizzle, splits = gemm_plan(a.dtype, nb, M, N, K, self.sms, variant)
-        bk = kern.bk
-        kchunk = -(-(-(-K // splits)) // bk) * bk  # a whole number of k steps per split
-        splits = -(-K // kchunk)
-        mt, ntiles = -(-M // kern.bm), -(-N // kern.bn)
-        gx = min(ntiles, self.max_blocks)
-        gy = min(mt, max(1, self.max_blocks // gx), 65535)
-        gz = min(nb * splits, max(1, self.max_blocks // (gx * gy)), 65535)
         # the kernel swizzles only a grid of exactly one block per tile (else its grid-stride loops walk the rest)
-        args = (_i64(nb), _i32(splits), _i64(kchunk), _i64(nb * M * N), _i64(M), _i64(N), _i64(K), _i64(sAm),
-                _i64(sAk), _i64(sBk), _i64(sBn), _i32(has_bias and splits == 1))
+        splits, grid, args = self._gemm_grid(kern.bm, kern.bn, kern.bk, splits, nb, M, N, K, (sAm, sAk, sBk, sBn),
+                                             has_bias)
         reduce = None
         if splits > 1:
             total = nb * M * N
             reduce = ((splits,) + batch_shape + (M, N), f"matmul_splitk_reduce<{_TNAME[a.dtype]}>", self.grid(total),
                       (_i64(total), _i64(N), _i32(splits), _i32(has_bias)))
-        return (kern.entry, (gx, gy, gz), (kern.threads,), offs, args, vec, a_pack, b_pack, _i32(swizzle), reduce)
+        return (kern.entry, grid, (kern.threads,), offs, args, vec, a_pack, b_pack, _i32(swizzle), reduce)
 
     def _tc_gemm(self, ty: str, a: Array, b: Array, out: Array, bias: Array | None, batch_shape: Shape, M: int,
                  N: int, K: int, tile: str | None) -> None:
@@ -1270,14 +1284,8 @@ class _RowKernels(_MapKernels):
         """The tensor-core counterpart of ``_gemm_plan``: the layout of each operand's shared tile (k-contiguous
         or m/n-contiguous: the operand's own smaller stride), whether its copies can move 16 bytes at a time,
         the tile, split-K and grid."""
-        item = a.itemsize
-        P = 16 // item
-        sAm, sAk = (s // item for s in a.strides[-2:])
-        sBk, sBn = (s // item for s in b.strides[-2:])
-        nb = math.prod(batch_shape)
-        sa = self._estrides(a[..., 0, 0], batch_shape) if a.ndim > 2 else (0,) * len(batch_shape)
-        sb = self._estrides(b[..., 0, 0], batch_shape) if b.ndim > 2 else (0,) * len(batch_shape)
-        offs = self._batch_offsets(batch_shape, sa, sb, tuple(x * M * N for x in _c_strides(batch_shape)))
+        P = 16 // a.itemsize
+        (sAm, sAk, sBk, sBn), nb, sa, sb, offs = self._gemm_layout(a, b, batch_shape, M, N)
         a_k = sAk == 1 or (sAm != 1 and abs(sAk) <= abs(sAm))
         b_k = sBk == 1 or (sBn != 1 and abs(sBk) <= abs(sBn))
         # 16-byte copies run along the tile's contiguous dim: it must be the operand's (stride 1) and a multiple of
@@ -1291,23 +1299,15 @@ class _RowKernels(_MapKernels):
                                  sBn == 1 and N % P == 0 and (K == 1 or sBk % P == 0))
         vec = 4 if N % 2 == 0 else 0  # pairs of outputs per store: the output and workspace are fresh and dense
         kern, splits = tc_plan(ty, nb, M, N, K, self.sms, tile)
-        bk = TC_BK[ty]
-        kchunk = -(-(-(-K // splits)) // bk) * bk  # a whole number of k steps per split
-        splits = -(-K // kchunk)
-        mt, ntiles = -(-M // kern.bm), -(-N // kern.bn)
-        gx = min(ntiles, self.max_blocks)
-        gy = min(mt, max(1, self.max_blocks // gx), 65535)
-        gz = min(nb * splits, max(1, self.max_blocks // (gx * gy)), 65535)
-        args = (_i64(nb), _i32(splits), _i64(kchunk), _i64(nb * M * N), _i64(M), _i64(N), _i64(K), _i64(sAm),
-                _i64(sAk), _i64(sBk), _i64(sBn), _i32(has_bias and splits == 1))
+        splits, grid, args = self._gemm_grid(kern.bm, kern.bn, TC_BK[ty], splits, nb, M, N, K, (sAm, sAk, sBk, sBn),
+                                             has_bias)
         reduce = None
         if splits > 1:
             total = nb * M * N
             reduce = ((splits,) + batch_shape + (M, N), f"tc_splitk_reduce_{ty}", self.grid(total),
                       (_i64(total), _i64(N), _i32(splits), _i32(has_bias)))
         entry = f"tcgemm_{ty}_{kern.name}_{'k' if a_k else 't'}{'k' if b_k else 't'}"
-        return (entry, (gx, gy, gz), (kern.threads,), tc_smem(ty, kern, a_k, b_k), offs, args, vec, a_pack, b_pack,
-                reduce)
+        return (entry, grid, (kern.threads,), tc_smem(ty, kern, a_k, b_k), offs, args, vec, a_pack, b_pack, reduce)
 
     def _batch_offsets(self, batch_shape: Shape, sa: Strides, sb: Strides, sc: Strides) -> Array:
         """Device int64 table [off_a, off_b, off_c] per batch entry (row-major over ``batch_shape``)."""
