@@ -1,6 +1,7 @@
 // elementwise_cpu.cpp: elementwise maps for the CPU backend where NumPy needs several passes over memory (gelu and
-// its gradient, sigmoid, silu, erf, the activation gradients) or runs a slow scalar libm loop (fmod, remainder,
-// floor_divide, logaddexp, hypot, sign).
+// its gradient, sigmoid, silu, erf, the activation gradients, and in float32 erfinv, lgamma and digamma, whose
+// reference bodies run tens of passes) or runs a slow scalar libm loop (fmod, remainder, floor_divide, logaddexp,
+// hypot, sign).
 //
 // Entry points (C ABI, called through ctypes by backends/_elementwise_native.py, which compiles this file with the
 // host C++ compiler on first use and caches the library):
@@ -41,10 +42,16 @@ double exp2(double) __attribute__((simd("notinbranch")));
 float log1pf(float) __attribute__((simd("notinbranch")));
 double log1p(double) __attribute__((simd("notinbranch")));
 double erf(double) __attribute__((simd("notinbranch")));
+double log(double) __attribute__((simd("notinbranch")));
+float logf(float) __attribute__((simd("notinbranch")));
+double sin(double) __attribute__((simd("notinbranch")));
+double tan(double) __attribute__((simd("notinbranch")));
 }
 #endif
 
-enum UnaryOp { U_erf, U_gelu, U_gelu_tanh, U_sigmoid, U_silu, U_sign };
+// the members after U_sign are float32 only: float64 keeps the reference bodies, whose libm calls
+// this file could match only to an ulp of terms that cancel (lgamma, digamma near their zeros)
+enum UnaryOp { U_erf, U_gelu, U_gelu_tanh, U_sigmoid, U_silu, U_sign, U_erfinv, U_lgamma, U_digamma };
 enum BinaryOp {
     B_gelu_backward, B_gelu_tanh_backward, B_sigmoid_backward, B_tanh_backward, B_logaddexp, B_logaddexp2,
     B_hypot, B_fmod, B_remainder, B_floor_divide
@@ -242,6 +249,99 @@ template <class F> int division32(idx n, const float* a, idx sa, const float* b,
     return 0;
 }
 
+// ------------------------------------------------------------------------------------------ special functions
+// float32 inputs, computed in double and rounded once, as the reference bodies do; every loop below is branch-free
+// (fixed trip counts, selects), so it vectorises with libmvec's log, sin, tan, exp and erf.
+constexpr double kPi = 3.141592653589793;
+constexpr double kHalfLog2Pi = 0.9189385332046728;  // log(2 pi) / 2
+constexpr double kLogPi = 1.1447298858494002;
+
+// erfinv: Giles' single-precision approximation ("Approximating the erfinv function", 2010), in float: within 4 ulp
+// of the correctly rounded value on every float32 input (PyTorch's float32 erfinv is also one rational
+// approximation, of the same accuracy). A Halley step in double would round correctly but cost 4x (the reference
+// body, three Halley steps in float64, stays the exact one).
+constexpr float kGilesLow[9] = {2.81022636e-08f, 3.43273939e-07f, -3.5233877e-06f, -4.39150654e-06f, 0.00021858087f,
+                                -0.00125372503f, -0.00417768164f, 0.246640727f, 1.50140941f};
+constexpr float kGilesHigh[9] = {-0.000200214257f, 0.000100950558f, 0.00134934322f, -0.00367342844f, 0.00573950773f,
+                                 -0.0076224613f, 0.00943887047f, 1.00167406f, 2.83297682f};
+
+inline float horner9(const float* c, float t) {
+    float p = c[0];
+    for (int k = 1; k < 9; ++k) p = p * t + c[k];
+    return p;
+}
+
+inline float erfinv32(float y) {
+    const float ya = std::fabs(y);
+    const bool inside = ya < 1.0f;  // false for NaN
+    const float yc = inside ? y : 0.0f;
+    const float w = -logf((1.0f - yc) * (1.0f + yc));  // 1 - yc is exact for yc near 1: no cancellation
+    const float lo = horner9(kGilesLow, w - 2.5f), hi = horner9(kGilesHigh, std::sqrt(w) - 3.0f);
+    const float edge = ya == 1.0f ? std::copysign(std::numeric_limits<float>::infinity(), y)
+                                  : std::numeric_limits<float>::quiet_NaN();
+    return inside ? (w < 5.0f ? lo : hi) * yc : edge;
+}
+
+// lgamma: the reference's formulas (backends/_special.py) in double: reflection below 1/2, lgamma(w) =
+// lgamma(w + 8) - log(w (w + 1) ... (w + 7)) below 8.5 (one product: the reference's loop up to 15 does not
+// vectorise), Stirling's series with the coefficients B_2k / (2k (2k - 1)), whose first omitted term is below 1e-17
+// from 8.5 on. The reflected and direct results share one log: log(prod / |sin(pi z)|) or log(prod).
+constexpr double kStirling[8] = {1.0 / 12, -1.0 / 360, 1.0 / 1260, -1.0 / 1680, 1.0 / 1188, -691.0 / 360360,
+                                 1.0 / 156, -3617.0 / 122400};
+
+inline double sinpi(double z) {  // sin(pi z), exactly 0 at the integers
+    double r = z - 2.0 * std::nearbyint(z * 0.5);
+    r = r > 0.5 ? 1.0 - r : (r < -0.5 ? -1.0 - r : r);
+    return sin(kPi * r);
+}
+
+inline float lgamma32(float v) {
+    const double z = v;
+    const bool reflect = z < 0.5;
+    const double w = reflect ? 1.0 - z : z;
+    const bool shift = w < 8.5;
+    const double prod = shift ? w * (w + 1.0) * (w + 2.0) * (w + 3.0) * (w + 4.0) * (w + 5.0) * (w + 6.0) * (w + 7.0)
+                              : 1.0;
+    const double y = shift ? w + 8.0 : w;
+    const double inv = 1.0 / y, inv2 = inv * inv;
+    double series = 0.0;
+    for (int k = 7; k >= 0; --k) series = series * inv2 + kStirling[k];
+    const double big = (y - 0.5) * log(y) - y + kHalfLog2Pi + series * inv;  // lgamma(y)
+    const double l = log(reflect ? prod / std::fabs(sinpi(z)) : prod);  // +inf at the poles (sin = 0)
+    const double r = reflect ? kLogPi - big + l : big - l;
+    const double inf = std::numeric_limits<double>::infinity();
+    return (float)(std::isinf(z) || std::isinf(w) ? inf : r);
+}
+
+// digamma: Cephes' (as PyTorch's CPU kernel and the reference): reflection for negative x through pi / tan(pi x),
+// the recurrence up to 10, the asymptotic series in 1 / x^2; NaN at the negative poles, -inf at +0, +inf at -0.
+constexpr double kPsiA[7] = {8.33333333333333333333E-2, -2.10927960927960927961E-2, 7.57575757575757575758E-3,
+                             -4.16666666666666666667E-3, 3.96825396825396825397E-3, -8.33333333333333333333E-3,
+                             8.33333333333333333333E-2};
+constexpr double kPsi10 = 2.25175258906672110764;
+
+inline float digamma32(float v) {
+    const double z = v;
+    const bool neg = z < 0.0;
+    const double frac = z - std::trunc(z);
+    double result = neg ? -kPi / tan(kPi * frac) : 0.0;
+    double y = neg ? 1.0 - z : z;
+#pragma GCC unroll 16
+    for (int i = 0; i < 10; ++i) {
+        const bool low = y < 10.0;
+        result = low ? result - 1.0 / y : result;
+        y = low ? y + 1.0 : y;
+    }
+    const double w = 1.0 / (y * y);
+    double poly = 0.0;
+    for (int k = 0; k < 7; ++k) poly = poly * w + kPsiA[k];
+    const double tail = y < 1.0e17 ? w * poly : 0.0;
+    double r = y == 10.0 ? result + kPsi10 : result + log(y) - 0.5 / y - tail;
+    r = neg && z == std::trunc(z) ? std::numeric_limits<double>::quiet_NaN() : r;
+    r = z == 0.0 ? std::copysign(std::numeric_limits<double>::infinity(), -z) : r;
+    return (float)r;
+}
+
 // ------------------------------------------------------------------------------------------ loops
 template <typename T, class F> void map1(idx n, const T* x, T* y, F f) {
     for (idx i = 0; i < n; ++i) y[i] = f(x[i]);
@@ -276,6 +376,13 @@ template <typename T> int unary(int op, idx n, const T* x, T* y) {
             return 0;
         }
         case U_sign: map1(n, x, y, [](T v) { return sign(v); }); return 0;
+    }
+    if constexpr (sizeof(T) == 4) {
+        switch (op) {
+            case U_erfinv: map1(n, x, y, erfinv32); return 0;
+            case U_lgamma: map1(n, x, y, lgamma32); return 0;
+            case U_digamma: map1(n, x, y, digamma32); return 0;
+        }
     }
     return -1;
 }
@@ -369,7 +476,7 @@ void lstm_backward(idx B, idx H, const T* dh, const T* dc, const T* gi, const T*
 
 bool supports(int arity, int op, int dtype) {
     if (dtype != 0 && dtype != 1) return false;
-    if (arity == 1) return op >= U_erf && op <= U_sign;
+    if (arity == 1) return op >= U_erf && (op <= U_sign || (op <= U_digamma && dtype == 0));
     if (arity != 2 || op < B_gelu_backward || op > B_floor_divide) return false;
     // the float64 division family and hypot stay with NumPy: libm is the only exact route there
     return dtype == 0 || op <= B_logaddexp2;

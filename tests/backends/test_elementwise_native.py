@@ -88,6 +88,17 @@ def _inputs(name, dt, n, seed):
         return _values(dt, n, seed), _values(dt, n, seed + 1, -1, 1)
     if name in native.BINARY:
         return _values(dt, n, seed), _values(dt, n, seed + 1)
+    if name == "erfinv":  # the domain, its ends, and the last floats below 1 (erf's slope near 1e-6 there)
+        x = _values(dt, n, seed, -1.0, 1.0)
+        near = np.nextafter(dt(1), dt(0)) - np.arange(40) * np.finfo(dt).epsneg
+        x[len(SPECIAL):len(SPECIAL) + 40] = near[:max(0, n - len(SPECIAL))]
+        return (x,)
+    if name in ("lgamma", "digamma"):  # the negative poles and the zeros near 1 and 2 besides the random spread
+        x = _values(dt, n, seed, -8.0, 8.0)
+        extra = np.array([-1.0, -2.0, -7.0, 1.0, 2.0, 1.4616321, 1.0000001, 1.9999999, -2.5, -0.5, 1e-8, -1e-8,
+                          1e30, 1e-38], dt)
+        x[len(SPECIAL):len(SPECIAL) + len(extra)] = extra[:max(0, n - len(SPECIAL))]
+        return (x,)
     return (_values(dt, n, seed),)
 
 
