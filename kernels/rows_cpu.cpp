@@ -49,6 +49,7 @@
 // differ from NumPy's in the last bits; exp is glibc's vector exp (MT_LIBMVEC) where the build finds it.
 //
 // v1: one row per step of a piece, the row's passes in the first-level cache.
+// v2: exp's clamp below its range made to stay (a masked softmax 2.4x faster, a causal one 1.2x).
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -118,10 +119,10 @@ template <typename A, typename T> A row_centred_squares(const T* v, A c, idx n) 
     return s;
 }
 
-// Below this argument exp gives 0 here (float32: 1e-38, double: 1e-308; the true value is a subnormal or 0).
-// NOTE: glibc's vector exp hands every lane outside its range (a masked key's -inf among them) to the scalar exp
-// one at a time, which made a causal softmax twice as slow as a full one; arguments are clamped into the range and
-// the result selected to 0 instead.
+// At or below this argument exp gives 0 here (float32: 1e-35, double: 1e-304 and less; nothing a sum of 1 or more
+// keeps). NOTE: glibc's vector exp hands every lane outside its range (a masked key's -inf among them) to the
+// scalar exp one at a time, which made a masked softmax up to four times as slow as a full one; arguments are
+// clamped into the range and the result selected to 0 instead.
 template <typename T> inline T exp_floor() { return (T)(sizeof(T) == 4 ? -80.0 : -700.0); }
 
 // out = exp(in - m) over whole blocks of lanes, returning the sum: a loop the vectoriser turns into calls of the
@@ -135,11 +136,31 @@ template <typename T> __attribute__((noinline)) T exp_sum_blocks(const T* in, T 
         T* ob = out + b * kLanes;
         // NOTE: a loop of exactly one block: a vectoriser free to pick its width unrolled a flat loop to two
         // vectors, and a row of one block then ran the scalar remainder loop
+        int low = 0;
+#pragma omp simd reduction(| : low)
+        for (int k = 0; k < kLanes; ++k) low |= ib[k] - m < lo;
+        if (!low) {
+#pragma omp simd
+            for (int k = 0; k < kLanes; ++k) {
+                const T e = m_exp(ib[k] - m);  // a NaN goes through
+                ob[k] = e;
+                acc[k] += e;
+            }
+            continue;
+        }
+        // NOTE: the clamped arguments pass through memory the compiler must assume changed: written as one
+        // expression, it sees that the clamp only alters lanes the select discards, drops it, and the vector exp
+        // gets the -inf (GCC 12 did)
+        T c[kLanes];
 #pragma omp simd
         for (int k = 0; k < kLanes; ++k) {
-            T a = ib[k] - m;
-            T e = m_exp(a < lo ? lo : a);  // a NaN goes through
-            e = a < lo ? (T)0 : e;
+            const T a = ib[k] - m;
+            c[k] = a < lo ? lo : a;  // a NaN goes through
+        }
+        asm volatile("" : : "r"(c) : "memory");
+#pragma omp simd
+        for (int k = 0; k < kLanes; ++k) {
+            const T e = c[k] == lo ? (T)0 : m_exp(c[k]);
             ob[k] = e;
             acc[k] += e;
         }
