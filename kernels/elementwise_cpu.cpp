@@ -29,25 +29,7 @@
 #include <cstdint>
 #include <limits>
 
-#ifdef MT_LIBMVEC
-// glibc declares its vector variants only under -ffast-math, which would also give up NaN and infinity semantics;
-// declaring them here lets the vectoriser call them with IEEE semantics kept
-extern "C" {
-float expf(float) __attribute__((simd("notinbranch")));
-double exp(double) __attribute__((simd("notinbranch")));
-float tanhf(float) __attribute__((simd("notinbranch")));
-double tanh(double) __attribute__((simd("notinbranch")));
-float exp2f(float) __attribute__((simd("notinbranch")));
-double exp2(double) __attribute__((simd("notinbranch")));
-float log1pf(float) __attribute__((simd("notinbranch")));
-double log1p(double) __attribute__((simd("notinbranch")));
-double erf(double) __attribute__((simd("notinbranch")));
-double log(double) __attribute__((simd("notinbranch")));
-float logf(float) __attribute__((simd("notinbranch")));
-double sin(double) __attribute__((simd("notinbranch")));
-double tan(double) __attribute__((simd("notinbranch")));
-}
-#endif
+#include "cpu_vecmath.h"
 
 // the members after U_sign are float32 only: float64 keeps the reference bodies, whose libm calls
 // this file could match only to an ulp of terms that cancel (lgamma, digamma near their zeros)
@@ -61,15 +43,7 @@ namespace {
 
 using idx = int64_t;
 
-// ------------------------------------------------------------------------------------------ libm, by type
-inline float m_exp(float x) { return expf(x); }
-inline double m_exp(double x) { return exp(x); }
-inline float m_exp2(float x) { return exp2f(x); }
-inline double m_exp2(double x) { return exp2(x); }
-inline float m_tanh(float x) { return tanhf(x); }
-inline double m_tanh(double x) { return tanh(x); }
-inline float m_log1p(float x) { return log1pf(x); }
-inline double m_log1p(double x) { return log1p(x); }
+using namespace mt_vecmath;
 
 template <typename T> inline T clip(T x, T lo, T hi) { return x < lo ? lo : (x > hi ? hi : x); }  // NaN stays
 template <typename T> inline T min_nan(T a, T b) { return (b < a) ? b : a; }  // NumPy's minimum for a NaN in a

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ._cpu_library import CpuLibrary, build, run_parallel
+from ._cpu_library import CpuLibrary, build, run_counted
 from .cuda.loader import kernel_dir
 
 __all__ = ["library", "Cnn", "LIB"]
@@ -122,18 +122,8 @@ class Cnn:
         """``fn(*args, next)`` on the workers; with ``slots`` also a second counter from which each worker takes
         its slot of the scratch the caller sized for :meth:`workers` of them."""
         workers = cls.workers(pieces, elements, threads)
-        counter, slot = ctypes.c_longlong(0), ctypes.c_longlong(0)
-        refs = (ctypes.byref(counter), ctypes.byref(slot)) if slots else (ctypes.byref(counter),)
-        failed: list[int] = []
-
-        def call() -> None:
-            rc = fn(*args, *refs)
-            if rc:
-                failed.append(rc)
-
-        run_parallel(call, workers, threads)
-        if failed:
-            raise RuntimeError(f"the native CPU {name} rejected its arguments (code {failed[0]})")
+        after = (ctypes.byref(ctypes.c_longlong(0)),) if slots else ()
+        run_counted(fn, args, workers, threads, f"the native CPU {name}", after)
 
     def im2col(self, geo: Any, x: Any, batch: int, cols: Any, threads: int) -> None:
         """Columns (geo's C * K, batch * L) of ``batch`` samples of the image ``x`` points into (its first sample's

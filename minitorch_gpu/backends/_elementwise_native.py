@@ -19,9 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from ._cpu_library import CpuLibrary, build
+from ._cpu_library import CpuLibrary, address, build
 from ._optim import _pool
-from ._optim_native import _data_offset
 from ._types import writable
 from .cuda.loader import enum_codes, kernel_dir
 
@@ -79,7 +78,8 @@ class _Library:
 def _build() -> _Library:
     src = Path(kernel_dir()) / _SOURCE
     # glibc's vector math library first (vector exp, exp2, erf, log1p); without it the same loops call scalar libm
-    path, lib = build("elementwise_cpu", [src], _ABI, _PURPOSE, extras=(("-DMT_LIBMVEC", "-lmvec"), ()))
+    path, lib = build("elementwise_cpu", [src, src.parent / "cpu_vecmath.h"], _ABI, _PURPOSE,
+                      extras=(("-DMT_LIBMVEC", "-lmvec"), ()))
     return _Library(path, lib)
 
 
@@ -102,17 +102,7 @@ def unavailable_reason() -> str | None:
     return _loader.reason
 
 
-def _addresses() -> Callable[[Any], int]:
-    """The data address of a NumPy array: read straight from the array object where its layout was checked
-    (``_optim_native``'s probe; a fifth of ``arr.ctypes.data``'s cost, which matters on small arrays)."""
-    off = _data_offset()
-    if off < 0:
-        return lambda a: int(a.ctypes.data)
-    read = ctypes.c_uint64.from_address
-    return lambda a: int(read(id(a) + off).value)
-
-
-_ptr = _addresses()
+_ptr = address
 
 
 def _plain(x: Any, dt: np.dtype[Any]) -> bool:

@@ -444,12 +444,15 @@ class NNMixin(PrimitiveHost):
 
     # ================================================================ attention weights
     def attention_softmax(self, scores: Array, causal: bool = False, mask: Array | None = None,
-                          overwrite: bool = False) -> Array:
-        """The attention weights softmax(scores masked) along the last axis of ``scores`` (..., L, S) as a new
-        array; a row whose keys are all masked out gives zeros. ``causal`` masks the keys after each query
+                          overwrite: bool = False, scale: float = 1.0) -> Array:
+        """The attention weights softmax(scores * scale masked) along the last axis of ``scores`` (..., L, S) as a
+        new array; a row whose keys are all masked out gives zeros. ``causal`` masks the keys after each query
         (top-left aligned); ``mask`` (of ``scores``' dtype when float, broadcasting to its shape) is bool (True
-        takes part) or added to the scores. ``overwrite``: ``scores`` is the caller's scratch (C-contiguous),
-        which may be overwritten and returned."""
+        takes part) or added to the scaled scores. ``overwrite``: ``scores`` is the caller's scratch
+        (C-contiguous), which may be overwritten and returned."""
+        if scale != 1.0:
+            scores = self.binary("mul", scores, scale, out=scores if overwrite else None)
+            overwrite = overwrite or scores.flags.c_contiguous
         L, S = scores.shape[-2:]
         keep = self.tri_mask(L, S, 0) if causal else mask if mask is not None and mask.dtype == np.bool_ else None
         if self.xp is np and not self.reads_wait and scores.size and (scores.flags.c_contiguous or not overwrite):
@@ -473,6 +476,15 @@ class NNMixin(PrimitiveHost):
         elif mask is not None:
             scores = self.binary("add", scores, mask)
         return self.safe_softmax(scores)
+
+    def attention_softmax_backward(self, p: Array, g: Array, scale: float = 1.0, overwrite: bool = False) -> Array:
+        """The gradient of the scaled scores of ``attention_softmax`` from its weights ``p`` and their gradient
+        ``g``: p (g - sum(g p)) * scale along the last axis. ``overwrite``: ``g`` is the caller's scratch, which may
+        be overwritten and returned."""
+        ds = self.softmax_backward(p, g, p.ndim - 1)
+        if scale != 1.0:
+            ds = self.binary("mul", ds, scale, out=ds)
+        return ds
 
     def attention_values(self, p: Array, v: Array, q: Array | None = None) -> Array:
         """``p @ v`` for attention weights (..., L, S) and values (..., S, Ev) of the same batch dims. When the

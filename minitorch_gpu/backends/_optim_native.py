@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import ctypes
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 
 from ._cpu_library import CpuLibrary, NativeBuildError, build
+from ._cpu_library import data_offset as _data_offset
 from ._optim import _pool
 from .cuda.fused_step import FusedStep, fused_group_sizes, group_scalar_count
 from .cuda.loader import enum_codes, kernel_dir
@@ -38,19 +39,6 @@ _ROLES = 5  # param, grad and up to three states: optim_cpu.cpp's kRoles
 def _sources() -> tuple[Path, list[Path]]:
     d = Path(kernel_dir())
     return d, [d / "optim_cpu.cpp", d / "optim_math.cuh"]
-
-
-def _data_offset() -> int:
-    """Where a NumPy array object keeps its data pointer (right after the object header in every NumPy), found
-    and checked on arrays of several kinds, or -1 (then Python passes data addresses itself)."""
-    if ctypes.sizeof(ctypes.c_void_p) != 8:
-        return -1
-    probes: list[Any] = [np.empty(3, np.float32), np.zeros((4, 5))[1:], np.arange(9.0)[::2], np.ones((2, 3), np.float32).T]
-    want = [a.__array_interface__["data"][0] for a in probes]
-    for off in range(8, 72, 8):
-        if all(ctypes.c_uint64.from_address(id(a) + off).value == w for a, w in zip(probes, want)):
-            return off
-    return -1
 
 
 class _Library:

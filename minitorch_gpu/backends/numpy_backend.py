@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .._device import device
-from . import _elementwise_native, _optim_native
+from . import _elementwise_native, _optim_native, _rows_native
 from ._cnn_cpu import CpuCnnMixin
 from ._scalar_pow import scalar_pow
-from ._types import Array, Operand
+from ._types import Array, Operand, Saved
 from .base import Backend
 
 if TYPE_CHECKING:
@@ -78,6 +78,8 @@ class NumpyBackend(CpuCnnMixin, Backend):
     native_optim = True
     # the compiled elementwise maps (_elementwise_native.py); False keeps every map on the NumPy bodies
     native_elementwise = True
+    # the compiled row loops (_rows_native.py: layer norm, softmax, cross-entropy); False keeps the NumPy bodies
+    native_rows = True
 
     def __init__(self) -> None:
         self.device = device("cpu")
@@ -150,6 +152,119 @@ class NumpyBackend(CpuCnnMixin, Backend):
                            c: Array) -> tuple[Array, Array]:
         r = _elementwise_native.lstm_cell_backward(dh, dc, gi, gh, c) if self.native_elementwise else None
         return r if r is not None else super().lstm_cell_backward(dh, dc, gi, gh, c)
+
+    # ------------------------------------------------------------------ compiled row loops
+    # Each tries the compiled loop of _rows_native, which returns None where it declines (a 16-bit dtype, another
+    # layout, no compiler): the NumPy body of the mixin then runs, and stays the reference tests compare against.
+    def _rows_threads(self) -> int:
+        return self._optim_threads()
+
+    def layer_norm_forward(self, x: Array, weight: Array | None = None, bias: Array | None = None, eps: float = 1e-5,
+                           center: bool = True, keep: bool = True) -> tuple[Array, Saved]:
+        if self.native_rows and center:
+            r = _rows_native.layer_norm_forward(x, weight, bias, eps, self._rows_threads())
+            if r is not None:
+                # the kernels' saved form (layernorm.cu's too): the backward normalises again from x
+                return r[0], {"mean": r[1], "rstd": r[2]}
+        return super().layer_norm_forward(x, weight, bias, eps, center, keep)
+
+    def layer_norm_backward(self, g: Array, x: Array, weight: Array | None, saved: Saved, center: bool = True,
+                            needs: tuple[bool, bool, bool] = (True, True, True)
+                            ) -> tuple[Array | None, Array | None, Array | None]:
+        mean = saved.get("mean")
+        if self.native_rows and center and mean is not None:
+            r = _rows_native.layer_norm_backward(g, x, weight, mean, saved["rstd"], needs, self._rows_threads())
+            if r is not None:
+                return r
+        return super().layer_norm_backward(g, x, weight, saved, center, needs)
+
+    def softmax_forward(self, x: Array, axis: int) -> Array:
+        if self.native_rows and x.ndim and axis % x.ndim == x.ndim - 1:
+            r = _rows_native.softmax_forward(x, threads=self._rows_threads())
+            if r is not None:
+                return r
+        return super().softmax_forward(x, axis)
+
+    def log_softmax_forward(self, x: Array, axis: int) -> Array:
+        if self.native_rows and x.ndim and axis % x.ndim == x.ndim - 1:
+            r = _rows_native.softmax_forward(x, log=True, threads=self._rows_threads())
+            if r is not None:
+                return r
+        return super().log_softmax_forward(x, axis)
+
+    def softmax_backward(self, y: Array, g: Array, axis: int) -> Array:
+        if self.native_rows and y.ndim and axis % y.ndim == y.ndim - 1:
+            r = _rows_native.softmax_backward(y, g, threads=self._rows_threads())
+            if r is not None:
+                return r
+        return super().softmax_backward(y, g, axis)
+
+    def log_softmax_backward(self, y: Array, g: Array, axis: int) -> Array:
+        if self.native_rows and y.ndim and axis % y.ndim == y.ndim - 1:
+            r = _rows_native.softmax_backward(y, g, log=True, threads=self._rows_threads())
+            if r is not None:
+                return r
+        return super().log_softmax_backward(y, g, axis)
+
+    def attention_softmax(self, scores: Array, causal: bool = False, mask: Array | None = None,
+                          overwrite: bool = False, scale: float = 1.0) -> Array:
+        if self.native_rows:
+            r = _rows_native.softmax_forward(scores, scale=scale, causal=causal, mask=mask, safe=True,
+                                             out=scores if overwrite else None, threads=self._rows_threads())
+            if r is not None:
+                return r
+        return super().attention_softmax(scores, causal, mask, overwrite, scale)
+
+    def attention_softmax_backward(self, p: Array, g: Array, scale: float = 1.0, overwrite: bool = False) -> Array:
+        if self.native_rows:
+            r = _rows_native.softmax_backward(p, g, scale=scale, out=g if overwrite else None,
+                                              threads=self._rows_threads())
+            if r is not None:
+                return r
+        return super().attention_softmax_backward(p, g, scale, overwrite)
+
+    def cross_entropy_forward(self, x: Array, target: Array, weight: Array | None = None, ignore_index: int = -100,
+                              label_smoothing: float = 0.0, *, tidx: Array | None = None, mask: Array | None = None,
+                              coef: Array | None = None, want_grad: bool = False) -> tuple[Array, Saved]:
+        if self.native_rows:
+            r = _rows_native.cross_entropy(x, target, weight, ignore_index, label_smoothing, want_grad,
+                                           self._rows_threads())
+            if r is not None:
+                loss, rowmax, lse, d = r
+                saved = {"rowmax": rowmax, "lse": lse}
+                if d is not None:
+                    # the gradient of the summed losses: the backward scales it in place (the caller hands it out
+                    # once, see CrossEntropyLossBackward0)
+                    saved["dlogits"] = d
+                return loss.reshape(target.shape), saved
+        return super().cross_entropy_forward(x, target, weight, ignore_index, label_smoothing, tidx=tidx, mask=mask,
+                                             coef=coef, want_grad=want_grad)
+
+    def cross_entropy_backward(self, gout: Array, x: Array, target: Array, weight: Array | None, ignore_index: int,
+                               label_smoothing: float, saved: Saved, denom: float | Array | None = None, *,
+                               tidx: Array | None = None, mask: Array | None = None) -> Array:
+        lse = saved.get("lse")
+        if lse is None:
+            return super().cross_entropy_backward(gout, x, target, weight, ignore_index, label_smoothing, saved,
+                                                  denom, tidx=tidx, mask=mask)
+        scale = 1.0
+        if denom is not None:
+            scale = 1.0 / float(denom) if float(denom) else 1.0
+        d = saved.get("dlogits")
+        if d is not None:
+            if gout.size == 1:
+                d *= d.dtype.type(float(gout.reshape(())) * scale)
+            else:
+                d *= gout.reshape(-1, 1).astype(d.dtype, copy=False) * d.dtype.type(scale)
+            return d.reshape(x.shape)
+        r = _rows_native.cross_entropy_backward(x, target, weight, ignore_index, label_smoothing, saved["rowmax"], lse,
+                                                gout, scale, self._rows_threads())
+        if r is not None:
+            return r
+        # the compiled loops' state is their own: the NumPy body needs its forward's, computed again
+        _, ref = super().cross_entropy_forward(x, target, weight, ignore_index, label_smoothing, tidx=tidx, mask=mask)
+        return super().cross_entropy_backward(gout, x, target, weight, ignore_index, label_smoothing, ref, denom,
+                                              tidx=tidx, mask=mask)
 
     def _pow(self, a: Operand, b: Operand, out: Array | None = None) -> Array:
         # glibc's pow is ~50x slower on negative bases: float ** number takes PyTorch's multiplications instead

@@ -11,6 +11,7 @@ import pytest
 
 import minitorch_gpu as mt
 from minitorch_gpu.backends import get_backend
+from minitorch_gpu.backends.numpy_backend import NumpyBackend
 
 DTYPES = [np.float32, np.float64]
 F = mt.nn.functional
@@ -22,7 +23,11 @@ def _tol(dt):
 
 @pytest.fixture(scope="module")
 def np_be():
-    return get_backend("cpu")
+    """The NumPy bodies, the reference of the kernels here and of the CPU's compiled row loops
+    (tests/backends/test_rows_native.py)."""
+    be = NumpyBackend()
+    be.native_rows = False
+    return be
 
 
 @pytest.fixture

@@ -114,8 +114,7 @@ class ScaledDotProductFlashAttentionForCpuBackward0(Op):
         if need[2]:
             dv = Tensor._make(be.matmul(pd, gd, transpose_a=True), be)
         if need[0] or need[1]:
-            ds = be.softmax_backward(pd, be.matmul(gd, v._data, transpose_b=True), pd.ndim - 1)
-            be.binary("mul", ds, self.scale, out=ds)
+            ds = be.attention_softmax_backward(pd, be.matmul(gd, v._data, transpose_b=True), self.scale, True)
             if need[0]:
                 dq = Tensor._make(be.matmul(ds, k._data), be)
             if need[1]:
@@ -126,8 +125,9 @@ class ScaledDotProductFlashAttentionForCpuBackward0(Op):
 def _math_attention_arrays(q, k, v, mask, causal, scale):
     """(softmax(q k^T scale, masked) v, the weights) on the arrays of ``ScaledDotProductFlashAttentionForCpuBackward0``."""
     be = q._be
-    scores = be.matmul(be.binary("mul", q._data, scale), k._data, transpose_b=True)
-    p = be.attention_softmax(scores, causal, None if mask is None else mask._data, overwrite=True)
+    # the scale goes into the softmax's pass over the scores (PyTorch's CPU attention scales there too)
+    scores = be.matmul(q._data, k._data, transpose_b=True)
+    p = be.attention_softmax(scores, causal, None if mask is None else mask._data, overwrite=True, scale=scale)
     return be.attention_values(p, v._data, q._data), p
 
 
