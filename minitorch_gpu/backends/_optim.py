@@ -64,7 +64,9 @@ def _ieee() -> Any:
     return np.errstate(divide="ignore", invalid="ignore", over="ignore")
 
 
+@functools.lru_cache(maxsize=None)
 def _default_threads() -> int:
+    # read once, like the BLAS thread variables: every compiled call asks, and the lookup costs a microsecond
     env = os.environ.get("MINITORCH_GPU_OPTIM_THREADS")
     if env:
         return max(1, int(env))
