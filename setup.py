@@ -7,7 +7,7 @@ setup(
     packages=find_packages(include=["minitorch_gpu", "minitorch_gpu.*"]) + ["minitorch_gpu.kernels"],
     package_dir={"minitorch_gpu.kernels": "kernels"},
     package_data={
-        "minitorch_gpu.kernels": ["*.cu", "*.cuh", "*.cpp", "README.md"],
+        "minitorch_gpu.kernels": ["*.cu", "*.cuh", "*.cpp", "*.h", "README.md"],
         "minitorch_gpu.backends.cuda.sim": ["*.h", "*.cpp", "include/*"],
     },
 )
