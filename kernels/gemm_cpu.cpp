@@ -52,6 +52,8 @@ constexpr int kMaxBatchDims = 4;
 constexpr int kMaxNV = 4;
 // the most rows of a tile for NV vectors of columns: R * NV accumulators, NV vectors of B, out of 32 registers
 constexpr int kRows[kMaxNV + 1] = {0, 16, 12, 8, 6};
+// rows of B a step of the micro-kernel prefetches ahead
+constexpr idx kPrefetchRows = 16;
 
 struct Geo {
     idx M, N, K, sam, sak, sbk, sbn, scm, nb;
@@ -107,6 +109,9 @@ void micro(idx kc, const T* __restrict__ a, idx sa, const T* __restrict__ b, idx
         for (int j = 0; j < NV; ++j) acc[r][j] = V{};
     for (idx k = 0; k < kc; ++k) {
         V bv[NV];
+        // B's rows ahead: read in place they may be pages apart and cold (an LSTM's weight between two steps),
+        // which the hardware prefetcher does not follow; on a packed panel the lines are already there
+        for (int j = 0; j < NV; ++j) __builtin_prefetch(b + (k + kPrefetchRows) * ldb + j * n);
         for (int j = 0; j < NV; ++j) bv[j] = vload(b + k * ldb + j * n);
         for (int r = 0; r < R; ++r) {
             const T s = KROW ? a[r * sa + k] : a[r + k * sa];
