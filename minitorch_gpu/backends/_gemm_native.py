@@ -21,7 +21,7 @@ import functools
 import math
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -46,6 +46,9 @@ _PIECE_TILES = 32
 # multiply-adds a thread should have before a product is split: a hand-off through the pool costs tens of
 # microseconds, a core does about 80 multiply-adds a nanosecond
 _PARALLEL_MIN_MACS = 1 << 22
+
+# below this many multiply-adds NumPy's fixed cost of a few microseconds beats a ctypes call
+_MIN_MACS = 1 << 14
 
 _i64, _vp, _int = ctypes.c_longlong, ctypes.c_void_p, ctypes.c_int
 
@@ -88,8 +91,8 @@ def native_wins(m: int, n: int, k: int, batch: int, nt: bool) -> bool:
     2.2x); single ``x @ W.T`` of up to 512 rows and columns and 1024 deep, 0.86-0.97 (0.97-1.05 at 1000
     columns, left to BLAS)."""
     macs = m * n * k
-    if macs < 1 << 14:
-        return False  # NumPy's fixed cost of a few microseconds beats a ctypes call
+    if macs < _MIN_MACS:
+        return False
     if batch == 1:
         return 2 <= m <= 32 or (nt and m <= 512 and n <= 512 and k <= 1024)
     return nt and m <= 256 and n <= 256 and k <= 128
@@ -216,10 +219,31 @@ def _scratch_for(elems: int, dtype: Any) -> Any:
     return buf
 
 
-def matmul(a: Any, b: Any, bias: Any, threads: int, force: bool = False) -> Any:
-    """``a @ b`` (+ ``bias``, one value per output column) for NumPy arrays of at least two dims (batch dims
-    broadcast), or None where the decision rule leaves the product to BLAS (``force``: whatever the rule says, for
-    tests and benchmarks) or the kernel does not take it."""
+def matmul(a: Any, b: Any, bias: Any, threads: int | Callable[[], int], force: bool = False,
+           transpose_a: bool = False, transpose_b: bool = False) -> Any:
+    """``op(a) @ op(b)`` (+ ``bias``, one value per output column) for NumPy arrays of at least two dims (batch
+    dims broadcast; ``op`` swaps the last two dims where its flag is set), or None where the decision rule leaves
+    the product to BLAS (``force``: whatever the rule says, for tests and benchmarks) or the kernel does not take
+    it. ``threads``: the thread count, or the backend's function that reads it (a microsecond of environment
+    lookup, paid only by the products that are planned)."""
+    if not force:
+        # this runs in front of every CPU product, so most are declined here, on shapes alone: those below the
+        # rule's least size (a.size * N bounds each product's multiply-adds from above), and single products by
+        # the rule itself (before the plan, whose key holds the thread count, slower to read than the rule)
+        n = b.shape[-2] if transpose_b else b.shape[-1]
+        if a.size * n < _MIN_MACS:
+            return None
+        if a.ndim == 2 and b.ndim == 2:
+            it = a.itemsize
+            m, k = (a.shape[1], a.shape[0]) if transpose_a else a.shape
+            rows_a = a.strides[0 if transpose_a else 1] == it  # A's rows (of op(a)) are runs of memory
+            cols_b = b.strides[1 if transpose_b else 0] == it  # B's columns are
+            if not native_wins(m, n, k, 1, rows_a and cols_b):
+                return None
+    if transpose_a:
+        a = a.swapaxes(-1, -2)
+    if transpose_b:
+        b = b.swapaxes(-1, -2)
     dt = a.dtype
     code = _DTYPES.get(dt)
     if code is None or b.dtype != dt or a.__class__ is not np.ndarray or b.__class__ is not np.ndarray:
@@ -228,6 +252,8 @@ def matmul(a: Any, b: Any, bias: Any, threads: int, force: bool = False) -> Any:
         # one product of all the rows instead of a batch of them
         r = matmul(a.reshape(-1, a.shape[-1]), b, bias, threads, force)
         return None if r is None else r.reshape(a.shape[:-1] + (b.shape[-1],))
+    if callable(threads):
+        threads = threads()
     p = plan(a.shape, a.strides, b.shape, b.strides, code, threads, force)
     if p is None:
         return None

@@ -158,8 +158,7 @@ class NumpyBackend(CpuCnnMixin, Backend):
     def matmul(self, a: Array, b: Array, transpose_a: bool = False, transpose_b: bool = False,
                bias: Array | None = None) -> Array:
         if self.native_gemm and a.ndim >= 2 and b.ndim >= 2:
-            r = _gemm_native.matmul(a.swapaxes(-1, -2) if transpose_a else a, b.swapaxes(-1, -2) if transpose_b else b,
-                                    bias, self._optim_threads())
+            r = _gemm_native.matmul(a, b, bias, self._optim_threads, transpose_a=transpose_a, transpose_b=transpose_b)
             if r is not None:
                 return r
         return super().matmul(a, b, transpose_a, transpose_b, bias)

@@ -141,6 +141,22 @@ def test_decision_rule():
     assert not native.native_wins(512, 512, 512, 1, False)
 
 
+def test_rule_routes_by_the_operands_as_multiplied():
+    # the shape and layout checks run before the flags are applied: they must read op(a), op(b)
+    rng = np.random.default_rng(6)
+    h, w = rng.standard_normal((16, 256)).astype(np.float32), rng.standard_normal((1024, 256)).astype(np.float32)
+    r = native.matmul(h, w, None, 1, transpose_b=True)  # an LSTM step: taken
+    assert r is not None
+    np.testing.assert_allclose(r, h @ w.T, **TOL[np.float32])
+    x = rng.standard_normal((300, 128)).astype(np.float32)
+    assert native.matmul(x, w[:200, :128], None, 1, transpose_b=True) is not None  # x @ W^T: taken
+    assert native.matmul(x, w[:128, :200], None, 1) is None  # x @ W, 300 rows: BLAS
+    # op(a) with its columns as runs (a stored transposed): not the NT layout the rule takes
+    assert native.matmul(x.T.copy(), w[:200, :128], None, 1, transpose_a=True, transpose_b=True) is None
+    assert native.matmul(h[:1], w, None, 1, transpose_b=True) is None  # one row: BLAS
+    assert native.matmul(h[:, :8], w[:8, :8], None, 1) is None  # below the least size
+
+
 def test_kernel_rejects_a_bad_geometry(lib):
     geo = (ctypes.c_longlong * 32)(*([0] * 32))
     assert lib.mt_gemm_scratch(0, geo) < 0  # MC, NC, KC of zero
