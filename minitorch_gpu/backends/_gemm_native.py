@@ -49,6 +49,9 @@ _PARALLEL_MIN_MACS = 1 << 22
 
 # below this many multiply-adds NumPy's fixed cost of a few microseconds beats a ctypes call
 _MIN_MACS = 1 << 14
+# OpenBLAS runs a product on one thread up to this many multiply-adds (its SMP_THRESHOLD_MIN x
+# GEMM_MULTITHREAD_THRESHOLD)
+_BLAS_SMP_MACS = 1 << 18
 
 _i64, _vp, _int = ctypes.c_longlong, ctypes.c_void_p, ctypes.c_int
 
@@ -89,7 +92,8 @@ def native_wins(m: int, n: int, k: int, batch: int, nt: bool) -> bool:
     product, which this kernel does not beat); batches of ``a @ b.T`` of up to 256 x 128 x 256, 0.64-0.78 (one
     BLAS call per matrix, and its NT layout is its slow one; the other layouts of batches tie or lose, up to
     2.2x); single ``x @ W.T`` of up to 512 rows and columns and 1024 deep, 0.86-0.97 (0.97-1.05 at 1000
-    columns, left to BLAS)."""
+    columns, left to BLAS). With more than one thread, :func:`plan` also leaves to BLAS the products it would
+    split between fewer threads than BLAS does."""
     macs = m * n * k
     if macs < _MIN_MACS:
         return False
@@ -188,6 +192,11 @@ def plan(a_shape: tuple[int, ...], a_strides: tuple[int, ...], b_shape: tuple[in
             nc = -(-(-(-n // share)) // w) * w
     pieces = batch * -(-m // mc) * -(-n // nc)
     workers = min(workers, pieces)
+    if not force and workers < threads and (batch == 1 or m * n * k > _BLAS_SMP_MACS):
+        # the rule is measured on one thread; with more, OpenBLAS splits each call above its threshold between
+        # them, where this kernel on fewer threads is not known to win. Batches of matrices below it keep the
+        # rule: NumPy calls BLAS once per matrix, and each call runs on one thread
+        return None
     # A is read where it is when its rows or columns are runs of memory, except under the 16-row tile (16
     # streams of broadcasts: measured slower than packed) and rows a multiple of 4 KiB apart (they share
     # L1's sets)
