@@ -83,22 +83,24 @@ def unavailable_reason() -> str | None:
     return LIB.reason
 
 
-def native_wins(m: int, n: int, k: int, batch: int, nt: bool) -> bool:
-    """The decision rule: whether this kernel computes ``batch`` products of (m, k) @ (k, n) faster than BLAS
-    (float32 or float64); ``nt``: A's rows and B's columns are runs of memory (``x @ W.T``, ``q @ k.T``).
+def native_wins(m: int, n: int, k: int, batch: int, nt: bool, double: bool = False) -> bool:
+    """The decision rule: whether this kernel computes ``batch`` products of (m, k) @ (k, n) faster than BLAS,
+    in float32 (or float64 with ``double``); ``nt``: A's rows and B's columns are runs of memory (``x @ W.T``,
+    ``q @ k.T``).
 
     From the measurements of ``benchmarks/gemm_cpu.py`` on one core (AVX-512), as this kernel's time over
     OpenBLAS's: products of 2 to 32 rows, 0.4-0.9 (OpenBLAS runs 20-90 GFLOP/s there; one row is its matrix-vector
-    product, which this kernel does not beat); batches of ``a @ b.T`` of up to 256 x 128 x 256, 0.64-0.78 (one
+    product, which this kernel does not beat); batches of ``a @ b.T`` of up to 256 x 128 x 256, 0.64-0.81 (one
     BLAS call per matrix, and its NT layout is its slow one; the other layouts of batches tie or lose, up to
     2.2x); single ``x @ W.T`` of up to 512 rows and columns and 1024 deep, 0.86-0.97 (0.97-1.05 at 1000
-    columns, left to BLAS). With more than one thread, :func:`plan` also leaves to BLAS the products it would
+    columns, left to BLAS). Float64 the same but for the rows: 4 to 16 rows 0.59-0.88, 32 rows of a 2048 x 2048
+    product 1.23, so up to 16. With more than one thread, :func:`plan` also leaves to BLAS the products it would
     split between fewer threads than BLAS does."""
     macs = m * n * k
     if macs < _MIN_MACS:
         return False
     if batch == 1:
-        return 2 <= m <= 32 or (nt and m <= 512 and n <= 512 and k <= 1024)
+        return 2 <= m <= (16 if double else 32) or (nt and m <= 512 and n <= 512 and k <= 1024)
     return nt and m <= 256 and n <= 256 and k <= 128
 
 
@@ -161,7 +163,7 @@ def plan(a_shape: tuple[int, ...], a_strides: tuple[int, ...], b_shape: tuple[in
     shape = batch_shape + (m, n)
     batch = math.prod(batch_shape)
     sa, sb = [s // itemsize for s in a_strides], [s // itemsize for s in b_strides]
-    if not force and not native_wins(m, n, k, batch, sa[-1] == 1 and sb[-2] == 1):
+    if not force and not native_wins(m, n, k, batch, sa[-1] == 1 and sb[-2] == 1, code == 1):
         return None
     if m == 0 or n == 0 or batch == 0:
         return Plan(shape, None, 0, 1, code, True)
@@ -247,7 +249,7 @@ def matmul(a: Any, b: Any, bias: Any, threads: int | Callable[[], int], force: b
             m, k = (a.shape[1], a.shape[0]) if transpose_a else a.shape
             rows_a = a.strides[0 if transpose_a else 1] == it  # A's rows (of op(a)) are runs of memory
             cols_b = b.strides[1 if transpose_b else 0] == it  # B's columns are
-            if not native_wins(m, n, k, 1, rows_a and cols_b):
+            if not native_wins(m, n, k, 1, rows_a and cols_b, it == 8):
                 return None
     if transpose_a:
         a = a.swapaxes(-1, -2)

@@ -131,6 +131,7 @@ def test_declines_what_it_does_not_take():
 def test_decision_rule():
     assert native.native_wins(16, 1024, 256, 1, False)  # an LSTM step
     assert native.native_wins(10, 512, 256, 1, False)
+    assert native.native_wins(32, 2048, 2048, 1, True) and not native.native_wins(32, 2048, 2048, 1, True, True)
     assert not native.native_wins(1, 1024, 1024, 1, True)  # one row: BLAS's matrix-vector product
     assert not native.native_wins(4, 4, 4, 1, False)  # too small to pay for the call
     assert native.native_wins(64, 64, 32, 32, True)  # attention's q @ k^T
