@@ -47,8 +47,11 @@ _PIECE_TILES = 32
 # microseconds, a core does about 80 multiply-adds a nanosecond
 _PARALLEL_MIN_MACS = 1 << 22
 
-# below this many multiply-adds NumPy's fixed cost of a few microseconds beats a ctypes call
-_MIN_MACS = 1 << 14
+# below this many multiply-adds (all the products of a call together) NumPy's fixed cost beats this kernel's
+# (about 1 against 4.5 microseconds: the plan, the output, the ctypes call); measured side by side, 16 x 16 x 64
+# takes 3.4x NumPy's time, 16 x 128 x 128 (2^18) ties and 8 x 128 x 256 takes 0.76x; batches need twice as many
+# (2 x 64 x 32 x 64: 1.13x, 4 x 64 x 32 x 64: 0.91x)
+_MIN_MACS = 1 << 18
 # OpenBLAS runs a product on one thread up to this many multiply-adds (its SMP_THRESHOLD_MIN x
 # GEMM_MULTITHREAD_THRESHOLD)
 _BLAS_SMP_MACS = 1 << 18
@@ -97,7 +100,7 @@ def native_wins(m: int, n: int, k: int, batch: int, nt: bool, double: bool = Fal
     product 1.23, so up to 16. With more than one thread, :func:`plan` also leaves to BLAS the products it would
     split between fewer threads than BLAS does."""
     macs = m * n * k
-    if macs < _MIN_MACS:
+    if macs * batch < (_MIN_MACS if batch == 1 else 2 * _MIN_MACS):
         return False
     if batch == 1:
         return 2 <= m <= (16 if double else 32) or (nt and m <= 512 and n <= 512 and k <= 1024)

@@ -133,7 +133,9 @@ def test_decision_rule():
     assert native.native_wins(10, 512, 256, 1, False)
     assert native.native_wins(32, 2048, 2048, 1, True) and not native.native_wins(32, 2048, 2048, 1, True, True)
     assert not native.native_wins(1, 1024, 1024, 1, True)  # one row: BLAS's matrix-vector product
-    assert not native.native_wins(4, 4, 4, 1, False)  # too small to pay for the call
+    assert not native.native_wins(16, 64, 16, 1, False)  # too small to pay for the call
+    assert native.native_wins(16, 128, 128, 1, False)
+    assert not native.native_wins(64, 64, 32, 2, True) and native.native_wins(64, 64, 32, 4, True)
     assert native.native_wins(64, 64, 32, 32, True)  # attention's q @ k^T
     assert not native.native_wins(64, 64, 32, 32, False)  # the other layouts of batches tie or lose
     assert not native.native_wins(8, 64, 64, 64, False)
