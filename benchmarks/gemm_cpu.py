@@ -94,6 +94,12 @@ SHAPES = [
     ("edge batch K128 t", (16,), 128, 128, 128, "n", "t"),
     ("edge batch K32 tt", (32,), 64, 32, 64, "t", "t"),
     ("edge batch 8 rows", (64,), 8, 64, 64, "n", "n"),
+    # around the least size (2^18 multiply-adds, 2^19 for batches): the kernel's fixed cost against NumPy's
+    ("edge small 16x16x64", (), 16, 16, 64, "n", "t"),
+    ("edge small 16x128x128", (), 16, 128, 128, "n", "t"),
+    ("edge small 8x128x256", (), 8, 128, 256, "n", "t"),
+    ("edge small batch 2", (2,), 64, 32, 64, "n", "t"),
+    ("edge small batch 4", (4,), 64, 32, 64, "n", "t"),
 ]
 
 
