@@ -27,7 +27,8 @@ _PURPOSE = "the native CPU convolution loops"
 def _build() -> ctypes.CDLL:
     # contraction on: the direct convolution's multiply-adds fuse (nothing here must match NumPy bit for bit but
     # im2col / col2im, which only copy and add)
-    return build("cnn_cpu", [Path(kernel_dir()) / "cnn_cpu.cpp"], "1", _PURPOSE, extras=(("-ffp-contract=fast",),))[1]
+    d = Path(kernel_dir())
+    return build("cnn_cpu", [d / "cnn_cpu.cpp", d / "vec64_cpu.h"], "1", _PURPOSE, extras=(("-ffp-contract=fast",),))[1]
 
 
 LIB: CpuLibrary[ctypes.CDLL] = CpuLibrary(_build, "MINITORCH_GPU_NATIVE_NN", _PURPOSE,

@@ -1,7 +1,9 @@
 """The CPU backend: the primitive table of ``base.Backend`` on NumPy arrays, with glibc told to keep freed memory,
 the fused optimizer steps run by the compiled loop of ``_optim_native``, the elementwise maps that NumPy computes
-in many passes (or in slow scalar loops) by the compiled loops of ``_elementwise_native``, and convolution, max
-pooling and batch norm by ``_cnn_cpu``."""
+in many passes (or in slow scalar loops) by the compiled loops of ``_elementwise_native``, the matrix products
+where BLAS is slow by the compiled GEMM of ``_gemm_native``, layer norm, softmax and cross-entropy by the
+compiled row loops of ``_rows_native``, and convolution, max pooling and batch norm by
+``_cnn_cpu``."""
 from __future__ import annotations
 
 import ctypes
@@ -14,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .._device import device
-from . import _elementwise_native, _optim_native, _rows_native
+from . import _elementwise_native, _gemm_native, _optim_native, _rows_native
 from ._cnn_cpu import CpuCnnMixin
 from ._scalar_pow import scalar_pow
 from ._types import Array, Operand, Saved
@@ -80,6 +82,9 @@ class NumpyBackend(CpuCnnMixin, Backend):
     native_elementwise = True
     # the compiled row loops (_rows_native.py: layer norm, softmax, cross-entropy); False keeps the NumPy bodies
     native_rows = True
+    # the compiled matrix product (_gemm_native.py) for the shapes where it beats BLAS; False keeps every product
+    # on NumPy
+    native_gemm = True
 
     def __init__(self) -> None:
         self.device = device("cpu")
@@ -265,6 +270,15 @@ class NumpyBackend(CpuCnnMixin, Backend):
         _, ref = super().cross_entropy_forward(x, target, weight, ignore_index, label_smoothing, tidx=tidx, mask=mask)
         return super().cross_entropy_backward(gout, x, target, weight, ignore_index, label_smoothing, ref, denom,
                                               tidx=tidx, mask=mask)
+
+    # ------------------------------------------------------------------ compiled matrix product
+    def matmul(self, a: Array, b: Array, transpose_a: bool = False, transpose_b: bool = False,
+               bias: Array | None = None) -> Array:
+        if self.native_gemm and a.ndim >= 2 and b.ndim >= 2:
+            r = _gemm_native.matmul(a, b, bias, self._optim_threads, transpose_a=transpose_a, transpose_b=transpose_b)
+            if r is not None:
+                return r
+        return super().matmul(a, b, transpose_a, transpose_b, bias)
 
     def _pow(self, a: Operand, b: Operand, out: Array | None = None) -> Array:
         # glibc's pow is ~50x slower on negative bases: float ** number takes PyTorch's multiplications instead
