@@ -67,6 +67,8 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from ._machine import machine_description  # noqa: E402
+
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 # full sizes, and the --quick ones (tiny: the smoke test only checks that everything runs and is written)
@@ -621,7 +623,8 @@ def markdown(res):
              f"PyTorch {res['versions'].get('torch', 'not installed')}. "
              f"Threads: NumPy BLAS {th['numpy_blas']}, our optimizer pool {th['ours_optim_pool']}, "
              f"torch {th.get('torch', '-')} (requested {th['requested']}). "
-             f"Medians of {res['rounds']} interleaved rounds; ratio = ours / torch (lower is better, 1.00 is parity).",
+             f"Medians of {res['rounds']} interleaved rounds; ratio = ours / torch (lower is better, 1.00 is parity). "
+             f"Machine: {res.get('machine', 'not recorded')}.",
              "", "| case | ours (ms) | torch (ms) | ratio |", "|---|---:|---:|---:|"]
     for r in res["cases"]:
         torch_ms = f"{r['torch_ms']:.3f}" if r.get("torch_ms") is not None else "-"
@@ -707,6 +710,7 @@ def run(args):
            "max_ratio": max((r["ratio"] for r in rows if r["ratio"]), default=None)}
     if torch is not None:
         res["versions"]["torch"] = torch.__version__
+    res["machine"] = machine_description()  # after the run: its load average covers the run
     folder = os.path.join(args.out, device)
     os.makedirs(folder, exist_ok=True)
     stem = "compare" + (f"_{args.suffix}" if args.suffix else "")

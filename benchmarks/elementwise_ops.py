@@ -31,6 +31,8 @@ import numpy as np  # noqa: E402
 
 from minitorch_gpu.backends._elementwise_table import by_arity  # noqa: E402
 
+from ._machine import machine_description  # noqa: E402
+
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "cpu")
 GOAL = 2.0
 
@@ -188,24 +190,6 @@ def markdown(res: dict[str, Any], machine: str) -> str:
         flag = " **over**" if r["ratio"] > GOAL else ""
         lines.append(f"| {r['op']} | {r['ours_ms']:.3f} | {r['torch_ms']:.3f} | {r['ratio']:.2f}{flag} |")
     return "\n".join(lines) + "\n"
-
-
-def machine_description() -> str:
-    import platform
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    load = ""
-    if hasattr(os, "getloadavg"):
-        # a shared machine's other work shows in every timing: say how busy it was
-        load = f", load average {os.getloadavg()[0]:.1f} at the end of the run"
-    return f"{cpu}, {os.cpu_count()} logical CPUs, Python {platform.python_version()}{load}"
 
 
 def main(argv: list[str] | None = None) -> int:

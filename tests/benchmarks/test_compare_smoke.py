@@ -36,6 +36,8 @@ def test_quick_run_writes_json_markdown_and_chart(tmp_path):
         assert row["ours_ms"] > 0 and row["reps"] >= 1
     md = (folder / "compare.md").read_text()
     assert "| case | ours (ms) | torch (ms) | ratio |" in md
+    # the machine and its load, since the timings are only comparable side by side
+    assert f"Machine: {res['machine']}." in md and "logical CPUs" in res["machine"]
     for case in CASES:
         assert f"| {case} |" in md and case in out
     try:
