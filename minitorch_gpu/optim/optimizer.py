@@ -19,7 +19,7 @@ from .. import _dtype
 from ..autograd.grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
 from ..tensor import Tensor
 from ..utils._foreach_utils import _get_fused_kernels_supported_devices, _group_tensors_by_device_and_dtype
-from ..utils.hooks import RemovableHandle
+from ..utils.hooks import add_hook
 from . import _foreach as F
 
 __all__ = ["Optimizer", "ParamsT", "StateDict", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook",
@@ -145,16 +145,12 @@ def _device_dtype_check_for_fused(p, cuda_unsupported=False):
 def register_optimizer_step_pre_hook(hook):
     """Register ``hook(optimizer, args, kwargs)`` to run before every optimizer's ``step``; it may return
     ``(new_args, new_kwargs)``. Returns a removable handle."""
-    handle = RemovableHandle(_global_optimizer_pre_hooks)
-    _global_optimizer_pre_hooks[handle.id] = hook
-    return handle
+    return add_hook(_global_optimizer_pre_hooks, hook)
 
 
 def register_optimizer_step_post_hook(hook):
     """Register ``hook(optimizer, args, kwargs)`` to run after every optimizer's ``step``."""
-    handle = RemovableHandle(_global_optimizer_post_hooks)
-    _global_optimizer_post_hooks[handle.id] = hook
-    return handle
+    return add_hook(_global_optimizer_post_hooks, hook)
 
 
 def _hooked_step(func):
@@ -263,38 +259,27 @@ class Optimizer:
     def register_step_pre_hook(self, hook):
         """Register ``hook(optimizer, args, kwargs)`` to run before ``step``; it may return
         ``(new_args, new_kwargs)``. Returns a :class:`RemovableHandle`."""
-        handle = RemovableHandle(self._optimizer_step_pre_hooks)
-        self._optimizer_step_pre_hooks[handle.id] = hook
-        return handle
+        return add_hook(self._optimizer_step_pre_hooks, hook)
 
     def register_step_post_hook(self, hook):
         """Register ``hook(optimizer, args, kwargs)`` to run after ``step``. Returns a :class:`RemovableHandle`."""
-        handle = RemovableHandle(self._optimizer_step_post_hooks)
-        self._optimizer_step_post_hooks[handle.id] = hook
-        return handle
-
-    def _register(self, table, hook, prepend):
-        handle = RemovableHandle(table)
-        table[handle.id] = hook
-        if prepend:
-            table.move_to_end(handle.id, last=False)
-        return handle
+        return add_hook(self._optimizer_step_post_hooks, hook)
 
     def register_state_dict_pre_hook(self, hook, prepend=False):
         """``hook(optimizer)`` runs before :meth:`state_dict`."""
-        return self._register(self._optimizer_state_dict_pre_hooks, hook, prepend)
+        return add_hook(self._optimizer_state_dict_pre_hooks, hook, prepend=prepend)
 
     def register_state_dict_post_hook(self, hook, prepend=False):
         """``hook(optimizer, state_dict)`` runs after :meth:`state_dict`; it may return a new state dict."""
-        return self._register(self._optimizer_state_dict_post_hooks, hook, prepend)
+        return add_hook(self._optimizer_state_dict_post_hooks, hook, prepend=prepend)
 
     def register_load_state_dict_pre_hook(self, hook, prepend=False):
         """``hook(optimizer, state_dict)`` runs before :meth:`load_state_dict`; it may return a new state dict."""
-        return self._register(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+        return add_hook(self._optimizer_load_state_dict_pre_hooks, hook, prepend=prepend)
 
     def register_load_state_dict_post_hook(self, hook, prepend=False):
         """``hook(optimizer)`` runs after :meth:`load_state_dict`."""
-        return self._register(self._optimizer_load_state_dict_post_hooks, hook, prepend)
+        return add_hook(self._optimizer_load_state_dict_post_hooks, hook, prepend=prepend)
 
     # ------------------------------------------------------------------ state_dict
     def state_dict(self) -> StateDict:
