@@ -21,6 +21,7 @@ from ..autograd.function import Function
 from .. import _op_range
 from ..autograd.grad_mode import _state, no_grad
 from ..tensor import Tensor
+from ..utils._grads import zero_grads
 from ..utils.hooks import add_hook
 from .parameter import Buffer, Parameter
 
@@ -585,18 +586,7 @@ class Module:
 
     def zero_grad(self, set_to_none=True):
         """Reset the gradients of all parameters: to None (default) or to zeros in place."""
-        for p in self.parameters():
-            g = p.grad
-            if g is None:
-                continue
-            if set_to_none:
-                p.grad = None
-            else:
-                if g.grad_fn is not None:
-                    g.detach_()
-                else:
-                    g.requires_grad_(False)
-                g.zero_()
+        zero_grads(self.parameters(), set_to_none)
 
     def apply(self, fn):
         """Call ``fn(module)`` on every descendant (children first) and then on self; returns self."""

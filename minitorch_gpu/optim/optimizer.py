@@ -19,6 +19,7 @@ from .. import _dtype
 from ..autograd.grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
 from ..tensor import Tensor
 from ..utils._foreach_utils import _get_fused_kernels_supported_devices, _group_tensors_by_device_and_dtype
+from ..utils._grads import zero_grads
 from ..utils.hooks import add_hook
 from . import _foreach as F
 
@@ -368,19 +369,7 @@ class Optimizer:
     # ------------------------------------------------------------------ gradients and groups
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of every optimized tensor: to None (the default), or to zeros in place."""
-        for group in self.param_groups:
-            for p in group["params"]:
-                g = p.grad
-                if g is None:
-                    continue
-                if set_to_none:
-                    p.grad = None
-                else:
-                    if g.grad_fn is not None:
-                        g.detach_()
-                    else:
-                        g.requires_grad_(False)
-                    g.zero_()
+        zero_grads(chain.from_iterable(group["params"] for group in self.param_groups), set_to_none)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Perform one optimization step. ``closure`` re-evaluates the model and returns the loss."""
