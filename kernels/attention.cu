@@ -125,6 +125,41 @@ __device__ __forceinline__ void attn_load(acc_t<T>* dst, const T* __restrict__ s
     }
 }
 
+// a thread tile of accumulators set to zero
+template <typename T, int RI, int DJ>
+__device__ __forceinline__ void attn_zero(T (&acc)[RI][DJ]) {
+    #pragma unroll
+    for (int i = 0; i < RI; ++i)
+        #pragma unroll
+        for (int jj = 0; jj < DJ; ++jj) acc[i][jj] = (T)0;
+}
+
+// the K and V tiles of the keys k0 .. k0 + TILE, in one phase: twice the loads in flight
+template <typename T, int TILE, int DP, int STRIDE>
+__device__ __forceinline__ void attn_load_kv(acc_t<T>* Ks, acc_t<T>* Vs, const T* __restrict__ kp,
+                                             const T* __restrict__ vp, const i64* __restrict__ meta, int k0, int S,
+                                             int D, int DV) {
+    attn_load<T, TILE, DP, STRIDE>(Ks, kp, meta[5], k0, S, D);
+    attn_load<T, TILE, DP, STRIDE>(Vs, vp, meta[8], k0, S, DV);
+}
+
+// what both backward passes read of the queries q0 .. q0 + TILE of head bh: the Q and dO tiles, and the saved
+// LSE and delta rows (0 past L)
+template <typename T, int TILE, int DP, int STRIDE>
+__device__ __forceinline__ void attn_load_query_grad(acc_t<T>* Qs, acc_t<T>* dOs, acc_t<T>* lse_s, acc_t<T>* del_s,
+                                                     const T* __restrict__ qp, i64 qrs, const T* __restrict__ dout,
+                                                     const acc_t<T>* __restrict__ lse,
+                                                     const acc_t<T>* __restrict__ delta, i64 bh, int q0, int L, int D,
+                                                     int DV) {
+    attn_load<T, TILE, DP, STRIDE>(Qs, qp, qrs, q0, L, D);
+    attn_load<T, TILE, DP, STRIDE>(dOs, dout + bh * L * DV, DV, q0, L, DV);
+    for (int r = threadIdx.x; r < TILE; r += ATTN_THREADS) {
+        const bool in = q0 + r < L;
+        lse_s[r] = in ? lse[bh * L + q0 + r] : (acc_t<T>)0;
+        del_s[r] = in ? delta[bh * L + q0 + r] : (acc_t<T>)0;
+    }
+}
+
 // acc[i][j] = sum_d A[(ty + 8i) AS + d] * B[(tx + 32j) BS + d]: A's rows are one per warp (broadcast loads),
 // B's one per lane
 template <typename T, int RI, int CJ, int DP, int AS, int BS>
@@ -231,9 +266,8 @@ __device__ __forceinline__ void attn_forward(ATTN_PARAMS_IN, T* __restrict__ out
         for (int kt = 0; kt < nkt; ++kt) {
             const int k0 = kt * TILE;
             __syncthreads();  // the K and V tiles of the previous step are consumed
-            // both tiles in one phase: twice the loads in flight, two block barriers per tile instead of four
-            attn_load<T, TILE, DP, KP>(Ks, kp, meta[5], k0, S, D);
-            attn_load<T, TILE, DP, KP>(Vs, vp, meta[8], k0, S, DV);
+            // both tiles in one phase: two block barriers per tile instead of four
+            attn_load_kv<T, TILE, DP, KP>(Ks, Vs, kp, vp, meta, k0, S, D, DV);
             const u32 kept = attn_keep_bits<RI, CJ, false>(drop, q0 + ty, k0 + tx, L, S);
             __syncthreads();
             A s[RI][CJ];
@@ -338,24 +372,19 @@ __device__ __forceinline__ void attn_backward_dkv(ATTN_PARAMS_IN, const T* __res
         const AttnScore<T> score = attn_score(fmask, bmask, meta, b, h, L, S, scale, flags);
         const AttnDropout drop{seed, ctr_lo, ctr_hi, keep_below, bh * L * S, S, (flags & (1 << AF_dropout)) != 0};
         __syncthreads();
+        // (two direct loads: building both pointers first, as attn_load_kv's arguments, costs the d128 16-bit
+        // kernels 4 registers)
         attn_load<T, TILE, DP, DP>(Ks, k + b * meta[3] + h * meta[4], meta[5], k0, S, D);
         attn_load<T, TILE, DP, DP>(Vs, v + b * meta[6] + h * meta[7], meta[8], k0, S, DV);
         A gk[RI][DJ], gv[RI][DJ];
-        #pragma unroll
-        for (int i = 0; i < RI; ++i)
-            #pragma unroll
-            for (int jj = 0; jj < DJ; ++jj) gk[i][jj] = gv[i][jj] = (A)0;
+        attn_zero(gk);
+        attn_zero(gv);
         // under a causal mask only queries at or after the tile's first key see it
         for (int qt = causal ? k0 / TILE : 0; qt < nqt; ++qt) {
             const int q0 = qt * TILE;
             __syncthreads();
-            attn_load<T, TILE, DP, KP>(Qs, qp, meta[2], q0, L, D);
-            attn_load<T, TILE, DP, KP>(dOs, dout + bh * L * DV, DV, q0, L, DV);
-            for (int r = threadIdx.x; r < TILE; r += ATTN_THREADS) {
-                const bool in = q0 + r < L;
-                lse_s[r] = in ? lse[bh * L + q0 + r] : (A)0;
-                del_s[r] = in ? delta[bh * L + q0 + r] : (A)0;
-            }
+            attn_load_query_grad<T, TILE, DP, KP>(Qs, dOs, lse_s, del_s, qp, meta[2], dout, lse, delta, bh, q0, L, D,
+                                                  DV);
             const u32 kept = attn_keep_bits<RI, CJ, true>(drop, k0 + ty, q0 + tx, L, S);
             __syncthreads();
             A s[RI][CJ], dp[RI][CJ];
@@ -422,26 +451,17 @@ __device__ __forceinline__ void attn_backward_dq(ATTN_PARAMS_IN, const T* __rest
         const AttnScore<T> score = attn_score(fmask, bmask, meta, b, h, L, S, scale, flags);
         const AttnDropout drop{seed, ctr_lo, ctr_hi, keep_below, bh * L * S, S, (flags & (1 << AF_dropout)) != 0};
         __syncthreads();
-        attn_load<T, TILE, DP, DP>(Qs, q + b * meta[0] + h * meta[1], meta[2], q0, L, D);
-        attn_load<T, TILE, DP, DP>(dOs, dout + bh * L * DV, DV, q0, L, DV);
-        for (int r = threadIdx.x; r < TILE; r += ATTN_THREADS) {
-            const bool in = q0 + r < L;
-            lse_s[r] = in ? lse[bh * L + q0 + r] : (A)0;
-            del_s[r] = in ? delta[bh * L + q0 + r] : (A)0;
-        }
+        attn_load_query_grad<T, TILE, DP, DP>(Qs, dOs, lse_s, del_s, q + b * meta[0] + h * meta[1], meta[2], dout, lse,
+                                              delta, bh, q0, L, D, DV);
         A gq[RI][DJ];
-        #pragma unroll
-        for (int i = 0; i < RI; ++i)
-            #pragma unroll
-            for (int jj = 0; jj < DJ; ++jj) gq[i][jj] = (A)0;
+        attn_zero(gq);
         int kend = S;
         if (flags & (1 << AF_causal)) kend = kend < q0 + TILE ? kend : q0 + TILE;
         const int nkt = (kend + TILE - 1) / TILE;
         for (int kt = 0; kt < nkt; ++kt) {
             const int k0 = kt * TILE;
             __syncthreads();  // dSs and the K tile of the previous step are consumed
-            attn_load<T, TILE, DP, KP>(Ks, kp, meta[5], k0, S, D);
-            attn_load<T, TILE, DP, KP>(Vs, vp, meta[8], k0, S, DV);
+            attn_load_kv<T, TILE, DP, KP>(Ks, Vs, kp, vp, meta, k0, S, D, DV);
             const u32 kept = attn_keep_bits<RI, CJ, false>(drop, q0 + ty, k0 + tx, L, S);
             __syncthreads();
             A s[RI][CJ], dp[RI][CJ];

@@ -21,7 +21,7 @@ from . import _dtype
 from ._mode import _state
 from ._shapes import wrap_dim
 from .backends import get_backend
-from .utils.hooks import RemovableHandle
+from .utils.hooks import add_hook
 
 if TYPE_CHECKING:
     from .backends._types import Array
@@ -445,9 +445,7 @@ class Tensor:
             return fn._add_tensor_hook(self._output_nr, hook)
         if self._hooks is None:
             self._hooks = {}
-        h = RemovableHandle(self._hooks)
-        self._hooks[h.id] = hook
-        return h
+        return add_hook(self._hooks, hook)
 
     def register_post_accumulate_grad_hook(self, hook):
         """``hook(tensor)`` runs on a leaf after its ``.grad`` has been accumulated."""
@@ -457,9 +455,7 @@ class Tensor:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self._post_acc_hooks is None:
             self._post_acc_hooks = {}
-        h = RemovableHandle(self._post_acc_hooks)
-        self._post_acc_hooks[h.id] = hook
-        return h
+        return add_hook(self._post_acc_hooks, hook)
 
     def detach(self):
         """A tensor sharing data (and version counter) with this one, with no history."""

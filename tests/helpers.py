@@ -89,3 +89,30 @@ def sample_tensor(dtype, shape, device, seed=0):
     else:
         a = rng.integers(0, 100, shape)
     return mt.tensor(a, device=device).to(dtype)
+
+
+def assert_same_tensor(a, b):
+    """Two tensors equal to the bit: dtype, shape, device and values (a checkpoint round trip must be exact)."""
+    assert isinstance(a, mt.Tensor) and isinstance(b, mt.Tensor)
+    assert a.dtype is b.dtype and a.shape == b.shape and a.device == b.device
+    np.testing.assert_array_equal(to_np(a.float() if a.dtype is mt.bfloat16 else a),
+                                  to_np(b.float() if b.dtype is mt.bfloat16 else b))
+
+
+def assert_requires_grad_survives(roundtrip, device):
+    """``roundtrip(obj)`` (a save and load in one checkpoint format) keeps Parameters, requires_grad and leaves as
+    PyTorch does."""
+    a = mt.ones(2, device=device, requires_grad=True)
+    obj = {"p": mt.nn.Parameter(mt.randn(3, device=device)),
+           "frozen": mt.nn.Parameter(mt.randn(3, device=device), requires_grad=False),
+           "leaf": a, "nonleaf": a * 2, "plain": mt.zeros(2, device=device)}
+    out = roundtrip(obj)
+    assert isinstance(out["p"], mt.nn.Parameter) and out["p"].requires_grad
+    assert isinstance(out["frozen"], mt.nn.Parameter) and not out["frozen"].requires_grad
+    assert out["leaf"].requires_grad and out["leaf"].is_leaf and not isinstance(out["leaf"], mt.nn.Parameter)
+    # like PyTorch: a non-leaf comes back as a leaf that requires grad, with its values
+    assert out["nonleaf"].requires_grad and out["nonleaf"].is_leaf
+    assert_close(out["nonleaf"], [2.0, 2.0])
+    assert not out["plain"].requires_grad
+    for k in obj:
+        assert out[k].device == obj[k].device

@@ -17,7 +17,8 @@ import safetensors
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import minitorch_gpu as mt
-from helpers import STORED_DTYPES, assert_close, sample_tensor, to_np
+from helpers import (STORED_DTYPES, assert_close, assert_requires_grad_survives, assert_same_tensor, sample_tensor,
+                     to_np)
 from minitorch_gpu.serialization import CheckpointError, save_safetensors
 
 
@@ -26,13 +27,6 @@ def _roundtrip(obj, **load_kw):
     save_safetensors(obj, buf)
     buf.seek(0)
     return mt.load(buf, **load_kw)
-
-
-def _same_tensor(a, b):
-    assert isinstance(a, mt.Tensor) and isinstance(b, mt.Tensor)
-    assert a.dtype is b.dtype and a.shape == b.shape and a.device == b.device
-    np.testing.assert_array_equal(to_np(a).astype(np.float64) if a.dtype is mt.bfloat16 else to_np(a),
-                                  to_np(b).astype(np.float64) if b.dtype is mt.bfloat16 else to_np(b))
 
 
 def _tensors_in_file(data):
@@ -65,7 +59,7 @@ def test_tensor_roundtrip(dtype, shape, device):
     if not get_backend(device).supports(dtype):
         pytest.skip(f"{dtype} is not supported on {device}")
     t = sample_tensor(dtype, shape, device)
-    _same_tensor(_roundtrip(t), t)
+    assert_same_tensor(_roundtrip(t), t)
 
 
 def test_non_contiguous_and_views(device):
@@ -73,7 +67,7 @@ def test_non_contiguous_and_views(device):
     obj = {"t": base.t(), "slice": base[1:, ::2], "base": base}
     out = _roundtrip(obj)
     for k in obj:
-        _same_tensor(out[k], obj[k].contiguous())
+        assert_same_tensor(out[k], obj[k].contiguous())
     # distinct tensor objects are stored separately even when they share memory
     out["base"].zero_()
     assert to_np(out["t"]).any()
@@ -115,7 +109,7 @@ def test_nested_structure_roundtrip(device):
     nested = out["nested"]
     assert isinstance(nested["a"], list) and isinstance(nested["a"][1], tuple)
     assert nested["a"][1][1] == {"b": [[], (), {}]}
-    _same_tensor(nested["a"][0], w)
+    assert_same_tensor(nested["a"][0], w)
     assert type(out["od"]) is collections.OrderedDict and list(out["od"].items()) == [("z", 1), ("a", 2)]
     assert out["set"] == {1, 2, "x"} and type(out["frozen"]) is frozenset
     assert out["dtype"] is mt.bfloat16 and out["device"] == mt.device(device)
@@ -147,20 +141,7 @@ def test_shared_tensor_stored_once_and_restored_shared(device):
 
 
 def test_parameter_and_requires_grad(device):
-    a = mt.ones(2, device=device, requires_grad=True)
-    obj = {"p": mt.nn.Parameter(mt.randn(3, device=device)),
-           "frozen": mt.nn.Parameter(mt.randn(3, device=device), requires_grad=False),
-           "leaf": a, "nonleaf": a * 2, "plain": mt.zeros(2, device=device)}
-    out = _roundtrip(obj)
-    assert isinstance(out["p"], mt.nn.Parameter) and out["p"].requires_grad
-    assert isinstance(out["frozen"], mt.nn.Parameter) and not out["frozen"].requires_grad
-    assert out["leaf"].requires_grad and out["leaf"].is_leaf and not isinstance(out["leaf"], mt.nn.Parameter)
-    # like PyTorch: a non-leaf comes back as a leaf that requires grad, with its values
-    assert out["nonleaf"].requires_grad and out["nonleaf"].is_leaf
-    assert_close(out["nonleaf"], [2.0, 2.0])
-    assert not out["plain"].requires_grad
-    for k in obj:
-        assert out[k].device == obj[k].device
+    assert_requires_grad_survives(_roundtrip, device)
 
 
 def test_paths_and_file_objects(tmp_path, device):
@@ -170,10 +151,10 @@ def test_paths_and_file_objects(tmp_path, device):
     with open(tmp_path / "c.st", "wb") as fh:
         save_safetensors({"t": t}, fh)
     for name in ("a.st", "b.st", "c.st"):
-        _same_tensor(mt.load(tmp_path / name)["t"], t)
-        _same_tensor(mt.load(str(tmp_path / name))["t"], t)
+        assert_same_tensor(mt.load(tmp_path / name)["t"], t)
+        assert_same_tensor(mt.load(str(tmp_path / name))["t"], t)
         with open(tmp_path / name, "rb") as fh:
-            _same_tensor(mt.load(fh)["t"], t)
+            assert_same_tensor(mt.load(fh)["t"], t)
     # the same contents always give the same bytes
     assert (tmp_path / "a.st").read_bytes() == (tmp_path / "c.st").read_bytes()
 
@@ -295,7 +276,7 @@ def test_module_state_dict_roundtrip(tmp_path, device):
     result = other.load_state_dict(sd)
     assert not result.missing_keys and not result.unexpected_keys
     for (k, a), (_, b) in zip(net.state_dict().items(), other.state_dict().items()):
-        _same_tensor(a, b)
+        assert_same_tensor(a, b)
     x = mt.randn(5, 4, device=device)
     assert_close(other(x), to_np(net(x)))
 
@@ -329,7 +310,7 @@ def test_optimizer_state_dict_roundtrip(tmp_path, device):
     for k, st_ in sd["state"].items():
         for name, v in st_.items():
             if isinstance(v, mt.Tensor):
-                _same_tensor(loaded["state"][k][name], v)
+                assert_same_tensor(loaded["state"][k][name], v)
             else:
                 assert loaded["state"][k][name] == v
     assert loaded["state"][0]["step"].dim() == 0

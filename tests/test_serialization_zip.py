@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 import minitorch_gpu as mt
-from helpers import STORED_DTYPES, assert_close, sample_tensor, to_np
+from helpers import (STORED_DTYPES, assert_close, assert_requires_grad_survives, assert_same_tensor, sample_tensor,
+                     to_np)
 from minitorch_gpu.serialization import TypedStorage
 
 
@@ -26,13 +27,6 @@ def _bytes(obj, **kw):
 
 def _roundtrip(obj, save_kw=None, **load_kw):
     return mt.load(io.BytesIO(_bytes(obj, **(save_kw or {}))), **load_kw)
-
-
-def _same(a, b):
-    assert isinstance(a, mt.Tensor) and isinstance(b, mt.Tensor)
-    assert a.dtype is b.dtype and a.shape == b.shape and a.device == b.device
-    np.testing.assert_array_equal(to_np(a.float() if a.dtype is mt.bfloat16 else a),
-                                  to_np(b.float() if b.dtype is mt.bfloat16 else b))
 
 
 def _like_torch(ours, theirs):
@@ -59,7 +53,7 @@ def test_tensors_of_every_dtype_roundtrip(device, fmt):
     out = _roundtrip(tensors, fmt)
     assert list(out) == list(tensors)
     for k, t in tensors.items():
-        _same(out[k], t)
+        assert_same_tensor(out[k], t)
 
 
 @pytest.mark.parametrize("fmt", FORMATS, ids=FORMAT_IDS)
@@ -68,7 +62,7 @@ def test_views_share_a_storage_and_keep_their_layout(device, fmt):
     obj = {"base": base, "t": base.t(), "row": base[2], "cols": base[:, 1::2], "flat": base.view(-1)}
     out = _roundtrip(obj, fmt)
     for k in obj:
-        _same(out[k], obj[k])
+        assert_same_tensor(out[k], obj[k])
     assert out["t"].stride() == (1, 6) and out["cols"].stride() == (6, 2)
     assert out["row"].storage_offset() == 12 or to_np(out["row"]).tolist() == list(range(12, 18))
     # one storage: an in-place write through one view shows in the others, as in PyTorch
@@ -77,19 +71,7 @@ def test_views_share_a_storage_and_keep_their_layout(device, fmt):
 
 
 def test_requires_grad_and_parameters(device):
-    a = mt.ones(2, device=device, requires_grad=True)
-    obj = {"p": mt.nn.Parameter(mt.randn(3, device=device)),
-           "frozen": mt.nn.Parameter(mt.randn(3, device=device), requires_grad=False),
-           "leaf": a, "nonleaf": a * 2, "plain": mt.zeros(2, device=device)}
-    out = _roundtrip(obj)
-    assert isinstance(out["p"], mt.nn.Parameter) and out["p"].requires_grad
-    assert isinstance(out["frozen"], mt.nn.Parameter) and not out["frozen"].requires_grad
-    assert out["leaf"].requires_grad and out["leaf"].is_leaf and not isinstance(out["leaf"], mt.nn.Parameter)
-    assert out["nonleaf"].requires_grad and out["nonleaf"].is_leaf
-    assert_close(out["nonleaf"], [2.0, 2.0])
-    assert not out["plain"].requires_grad
-    for k in obj:
-        assert out[k].device == obj[k].device
+    assert_requires_grad_survives(_roundtrip, device)
 
 
 def test_any_picklable_object(device):
@@ -104,7 +86,7 @@ def test_any_picklable_object(device):
     }
     out = _roundtrip(obj)
     assert out["nested"]["a"][0] is out["nested"]["a"][1][0]  # one tensor object stays one
-    _same(out["nested"]["a"][0], w)
+    assert_same_tensor(out["nested"]["a"][0], w)
     assert out["nested"]["a"][1][1] == {"b": [[], (), {}]}
     assert out["nested"]["set"] == {1, 2} and out["nested"]["frozen"] == frozenset({"x"})
     assert type(out["od"]) is collections.OrderedDict and list(out["od"]) == ["z", "a"]
@@ -546,7 +528,7 @@ def test_same_object_same_bytes(tmp_path):
 def test_pickle_protocols(protocol):
     obj = {"t": mt.arange(3), "d": mt.float16, "s": {1}, "b": b"x"}
     out = _roundtrip(obj, {"pickle_protocol": protocol})
-    _same(out["t"], obj["t"])
+    assert_same_tensor(out["t"], obj["t"])
     assert out["d"] is mt.float16 and out["s"] == {1} and out["b"] == b"x"
 
 

@@ -23,7 +23,7 @@ from .._dtype import _BY_NP
 from .. import _op_range
 from .._mode import _state
 from ..tensor import Tensor, VersionCounter, _new_tensor
-from ..utils.hooks import RemovableHandle
+from ..utils.hooks import RemovableHandle, add_hook
 from . import anomaly
 
 __all__ = ["Node", "Op", "bump_version", "edge_of", "collect_edges", "skips_node", "sum_to"]
@@ -253,28 +253,22 @@ class Node:
         """``fn(grad_inputs, grad_outputs)`` runs after this node; it may return new grad_inputs."""
         if self._post_hooks is None:
             self._post_hooks = {}
-        h = RemovableHandle(self._post_hooks)
-        self._post_hooks[h.id] = fn
         self._hooked = True
-        return h
+        return add_hook(self._post_hooks, fn)
 
     def register_prehook(self, fn: Callable[..., Any]) -> RemovableHandle:
         """``fn(grad_outputs)`` runs before this node; it may return new grad_outputs."""
         if self._pre_hooks is None:
             self._pre_hooks = {}
-        h = RemovableHandle(self._pre_hooks)
-        self._pre_hooks[h.id] = fn
         self._hooked = True
-        return h
+        return add_hook(self._pre_hooks, fn)
 
     def _add_tensor_hook(self, output_nr, hook):
         if self._tensor_hooks is None:
             self._tensor_hooks = {}
         d = self._tensor_hooks.setdefault(output_nr, {})
-        h = RemovableHandle(d)
-        d[h.id] = hook
         self._hooked = True
-        return h
+        return add_hook(d, hook)
 
     def _add_retain_hook(self, output_nr, ref):
         if self._retain_hooks is None:

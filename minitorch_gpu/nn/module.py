@@ -21,7 +21,8 @@ from ..autograd.function import Function
 from .. import _op_range
 from ..autograd.grad_mode import _state, no_grad
 from ..tensor import Tensor
-from ..utils.hooks import RemovableHandle
+from ..utils._grads import zero_grads
+from ..utils.hooks import add_hook
 from .parameter import Buffer, Parameter
 
 __all__ = ["Module"]
@@ -81,16 +82,13 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
 
 def register_module_forward_pre_hook(hook):
     """``hook(module, args)`` before every module's forward; it may return replacement args."""
-    handle = RemovableHandle(_global_forward_pre_hooks)
-    _global_forward_pre_hooks[handle.id] = hook
-    return handle
+    return add_hook(_global_forward_pre_hooks, hook)
 
 
 def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
     """``hook(module, args, output)`` after every module's forward; it may return a replacement output."""
-    handle = RemovableHandle(_global_forward_hooks, _global_forward_hooks_with_kwargs,
-                             _global_forward_hooks_always_called)
-    _global_forward_hooks[handle.id] = hook
+    handle = add_hook(_global_forward_hooks, hook,
+                      flag_tables=(_global_forward_hooks_with_kwargs, _global_forward_hooks_always_called))
     if with_kwargs:
         _global_forward_hooks_with_kwargs[handle.id] = True
     if always_call:
@@ -100,9 +98,7 @@ def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
 
 def register_module_full_backward_pre_hook(hook):
     """``hook(module, grad_output)`` for every module, before its input gradients are computed."""
-    handle = RemovableHandle(_global_backward_pre_hooks)
-    _global_backward_pre_hooks[handle.id] = hook
-    return handle
+    return add_hook(_global_backward_pre_hooks, hook)
 
 
 def register_module_full_backward_hook(hook):
@@ -112,9 +108,7 @@ def register_module_full_backward_hook(hook):
         raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a global Module "
                            "hook. Please use only one of them.")
     _global_is_full_backward_hook = True
-    handle = RemovableHandle(_global_backward_hooks)
-    _global_backward_hooks[handle.id] = hook
-    return handle
+    return add_hook(_global_backward_hooks, hook)
 
 
 # ---------------------------------------------------------------------- backward hooks
@@ -592,18 +586,7 @@ class Module:
 
     def zero_grad(self, set_to_none=True):
         """Reset the gradients of all parameters: to None (default) or to zeros in place."""
-        for p in self.parameters():
-            g = p.grad
-            if g is None:
-                continue
-            if set_to_none:
-                p.grad = None
-            else:
-                if g.grad_fn is not None:
-                    g.detach_()
-                else:
-                    g.requires_grad_(False)
-                g.zero_()
+        zero_grads(self.parameters(), set_to_none)
 
     def apply(self, fn):
         """Call ``fn(module)`` on every descendant (children first) and then on self; returns self."""
@@ -884,36 +867,27 @@ class Module:
     def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
         """``hook(module, args)`` (or ``hook(module, args, kwargs)`` with ``with_kwargs``) before forward; it may
         return replacement args (or an ``(args, kwargs)`` pair). Returns a removable handle."""
-        handle = RemovableHandle(self._forward_pre_hooks, self._forward_pre_hooks_with_kwargs)
-        self._forward_pre_hooks[handle.id] = hook
+        handle = add_hook(self._forward_pre_hooks, hook, prepend=prepend,
+                          flag_tables=(self._forward_pre_hooks_with_kwargs,))
         if with_kwargs:
             self._forward_pre_hooks_with_kwargs[handle.id] = True
-        if prepend:
-            self._forward_pre_hooks.move_to_end(handle.id, last=False)
         return handle
 
     def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
         """``hook(module, args, output)`` (or ``hook(module, args, kwargs, output)``) after forward; it may
         return a replacement output. ``always_call`` runs it even when forward raises."""
-        handle = RemovableHandle(self._forward_hooks, self._forward_hooks_with_kwargs,
-                                 self._forward_hooks_always_called)
-        self._forward_hooks[handle.id] = hook
+        handle = add_hook(self._forward_hooks, hook, prepend=prepend,
+                          flag_tables=(self._forward_hooks_with_kwargs, self._forward_hooks_always_called))
         if with_kwargs:
             self._forward_hooks_with_kwargs[handle.id] = True
         if always_call:
             self._forward_hooks_always_called[handle.id] = True
-        if prepend:
-            self._forward_hooks.move_to_end(handle.id, last=False)
         return handle
 
     def register_full_backward_pre_hook(self, hook, prepend=False):
         """``hook(module, grad_output)`` before the gradients with respect to the module's inputs are computed;
         it may return a replacement ``grad_output`` tuple."""
-        handle = RemovableHandle(self._backward_pre_hooks)
-        self._backward_pre_hooks[handle.id] = hook
-        if prepend:
-            self._backward_pre_hooks.move_to_end(handle.id, last=False)
-        return handle
+        return add_hook(self._backward_pre_hooks, hook, prepend=prepend)
 
     def register_full_backward_hook(self, hook, prepend=False):
         """``hook(module, grad_input, grad_output)`` once the gradients with respect to the module's tensor
@@ -923,11 +897,7 @@ class Module:
             raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single Module. "
                                "Please use only one of them.")
         self._is_full_backward_hook = True
-        handle = RemovableHandle(self._backward_hooks)
-        self._backward_hooks[handle.id] = hook
-        if prepend:
-            self._backward_hooks.move_to_end(handle.id, last=False)
-        return handle
+        return add_hook(self._backward_hooks, hook, prepend=prepend)
 
     def register_backward_hook(self, hook):
         """Old-style hook on the last autograd node of the output: ``hook(module, grad_input, grad_output)``
@@ -936,26 +906,18 @@ class Module:
             raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single Module. "
                                "Please use only one of them.")
         self._is_full_backward_hook = False
-        handle = RemovableHandle(self._backward_hooks)
-        self._backward_hooks[handle.id] = hook
-        return handle
+        return add_hook(self._backward_hooks, hook)
 
     def register_state_dict_pre_hook(self, hook):
         """``hook(module, prefix, keep_vars)`` before this module's state is collected by ``state_dict``."""
-        handle = RemovableHandle(self._state_dict_pre_hooks)
-        self._state_dict_pre_hooks[handle.id] = hook
-        return handle
+        return add_hook(self._state_dict_pre_hooks, hook)
 
     def register_state_dict_post_hook(self, hook):
         """``hook(module, state_dict, prefix, local_metadata)`` after ``state_dict`` (may edit it in place)."""
-        handle = RemovableHandle(self._state_dict_hooks)
-        self._state_dict_hooks[handle.id] = _PublicStateDictHook(hook)
-        return handle
+        return add_hook(self._state_dict_hooks, _PublicStateDictHook(hook))
 
     def _register_state_dict_hook(self, hook):
-        handle = RemovableHandle(self._state_dict_hooks)
-        self._state_dict_hooks[handle.id] = hook
-        return handle
+        return add_hook(self._state_dict_hooks, hook)
 
     def register_load_state_dict_pre_hook(self, hook):
         """``hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
@@ -963,16 +925,12 @@ class Module:
         return self._register_load_state_dict_pre_hook(hook, with_module=True)
 
     def _register_load_state_dict_pre_hook(self, hook, with_module=False):
-        handle = RemovableHandle(self._load_state_dict_pre_hooks)
-        self._load_state_dict_pre_hooks[handle.id] = functools.partial(hook, self) if with_module else hook
-        return handle
+        return add_hook(self._load_state_dict_pre_hooks, functools.partial(hook, self) if with_module else hook)
 
     def register_load_state_dict_post_hook(self, hook):
         """``hook(module, incompatible_keys)`` after ``load_state_dict``; it may edit the key lists in place
         (e.g. to accept a missing key)."""
-        handle = RemovableHandle(self._load_state_dict_post_hooks)
-        self._load_state_dict_post_hooks[handle.id] = hook
-        return handle
+        return add_hook(self._load_state_dict_post_hooks, hook)
 
     def _get_backward_hooks(self):
         full, non_full = [], []

@@ -225,6 +225,14 @@ def _unsupported(name, other):
     return TypeError(f"unsupported operand type(s) for {name}: 'Tensor' and '{type(other).__name__}'")
 
 
+def _public_result(r, other, sym, out, name):
+    """What a public binary function returns from its dunder body's result ``r``: NotImplemented (an operand
+    that is neither a tensor nor a number) becomes Python's TypeError for ``sym``; ``out=`` is written."""
+    if r is NotImplemented:
+        raise _unsupported(sym, other)
+    return r if out is None else write_out(r, out, name)
+
+
 def _zeros(g):
     return zeros_like(g)
 
@@ -245,6 +253,14 @@ def _refuse_bool(d, kernel):
     """PyTorch has no bool kernel for some integer ops (floor division, remainder, pow of two bools)."""
     if d.dtype.kind == "b":
         raise RuntimeError(f"\"{kernel}\" not implemented for 'Bool'")
+
+
+def _alpha_scaled(t, s, alpha):
+    """The scalar operand ``s`` times ``alpha``, checked against ``t``'s dtype."""
+    if alpha != 1:
+        _check_alpha(t, alpha, s)
+        s = s * alpha
+    return s
 
 
 def _check_alpha(t, alpha, other=None):
@@ -613,19 +629,13 @@ def _add(input, other, alpha=1):
     s = _scalar_value(other)
     if s is None:
         return NotImplemented
-    if alpha != 1:
-        _check_alpha(input, alpha, s)
-        s = s * alpha
-    return AddBackward0.apply(input, other=s)
+    return AddBackward0.apply(input, other=_alpha_scaled(input, s, alpha))
 
 
 def add(input, other, *, alpha=1, out=None):
     """input + alpha * other, with broadcasting and type promotion."""
     _need_tensor(input, other, "add")
-    r = _add(input, other, alpha)
-    if r is NotImplemented:
-        raise _unsupported("+", other)
-    return r if out is None else write_out(r, out, "add")
+    return _public_result(_add(input, other, alpha), other, "+", out, "add")
 
 
 def _sub(input, other, alpha=1):
@@ -653,19 +663,13 @@ def _sub(input, other, alpha=1):
     if s is None:
         return NotImplemented
     _check_no_bool_sub(input, s)
-    if alpha != 1:
-        _check_alpha(input, alpha, s)
-        s = s * alpha
-    return SubBackward0.apply(input, other=s)
+    return SubBackward0.apply(input, other=_alpha_scaled(input, s, alpha))
 
 
 def sub(input, other, *, alpha=1, out=None):
     """input - alpha * other."""
     _need_tensor(input, other, "sub")
-    r = _sub(input, other, alpha)
-    if r is NotImplemented:
-        raise _unsupported("-", other)
-    return r if out is None else write_out(r, out, "sub")
+    return _public_result(_sub(input, other, alpha), other, "-", out, "sub")
 
 
 subtract = sub
@@ -717,10 +721,7 @@ def _mul(input, other):
 def mul(input, other, *, out=None):
     """input * other, with broadcasting and type promotion."""
     _need_tensor(input, other, "mul")
-    r = _mul(input, other)
-    if r is NotImplemented:
-        raise _unsupported("*", other)
-    return r if out is None else write_out(r, out, "mul")
+    return _public_result(_mul(input, other), other, "*", out, "mul")
 
 
 multiply = mul
@@ -777,9 +778,7 @@ def div(input, other, *, rounding_mode=None, out=None):
     else:
         raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
                          f"'{rounding_mode}'")
-    if r is NotImplemented:
-        raise _unsupported("/", other)
-    return r if out is None else write_out(r, out, "div")
+    return _public_result(r, other, "/", out, "div")
 
 
 divide = div
@@ -828,10 +827,7 @@ def _remainder(input, other, reverse=False):
 def remainder(input, other, *, out=None):
     """Python-style modulus: the result has the sign of the divisor."""
     _need_tensor(input, other, "remainder")
-    r = _remainder(input, other)
-    if r is NotImplemented:
-        raise _unsupported("%", other)
-    return r if out is None else write_out(r, out, "remainder")
+    return _public_result(_remainder(input, other), other, "%", out, "remainder")
 
 
 def _rmod(self, other):
@@ -870,10 +866,7 @@ def pow(input, exponent, *, out=None):
     """input ** exponent; either may be a Python number (but not both). Integer tensors raised to a negative
     integer scalar raise, as in PyTorch."""
     _need_tensor(input, exponent, "pow")
-    r = _pow(input, exponent)
-    if r is NotImplemented:
-        raise _unsupported("**", exponent)
-    return r if out is None else write_out(r, out, "pow")
+    return _public_result(_pow(input, exponent), exponent, "**", out, "pow")
 
 
 @autocast_op("pow")

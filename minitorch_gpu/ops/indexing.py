@@ -378,18 +378,12 @@ def _advanced(be, view_shape, adv):
 
 
 def _broadcast_index_shapes(shapes):
-    ndim = max(len(s) for s in shapes)
-    out = [1] * ndim
-    for s in shapes:
-        off = ndim - len(s)
-        for i, n in enumerate(s):
-            cur = out[off + i]
-            if cur == 1:
-                out[off + i] = n
-            elif n != 1 and n != cur:
-                raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes "
-                                 + ", ".join(str(list(x)) for x in shapes))
-    return tuple(out)
+    """broadcast_shapes, with the IndexError PyTorch raises for index tensors that do not broadcast."""
+    try:
+        return broadcast_shapes(*shapes)
+    except RuntimeError:
+        raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes "
+                         + ", ".join(str(list(x)) for x in shapes)) from None
 
 
 # ====================================================================== basic views

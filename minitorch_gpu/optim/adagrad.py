@@ -6,8 +6,9 @@ from ..autograd.function import bump_version
 from ..ops.creation import full_like
 from ..tensor import Tensor
 from . import _foreach as F
-from .optimizer import (Optimizer, ParamsT, _check_fused_foreach, _device_dtype_check_for_fused,
-                        _get_value, _new_step, _resolve_impl, _to_scalar, _use_grad_for_differentiable)
+from .optimizer import (Optimizer, ParamsT, _check_fused_foreach, _check_lr, _check_nonnegative,
+                        _check_singleton_tensors, _device_dtype_check_for_fused, _get_value, _new_step, _resolve_impl,
+                        _to_scalar, _use_grad_for_differentiable)
 
 __all__ = ["Adagrad", "adagrad"]
 
@@ -23,18 +24,9 @@ class Adagrad(Optimizer):
     def __init__(self, params: ParamsT, lr: float | Tensor = 1e-2, lr_decay: float = 0, weight_decay: float = 0,
                  initial_accumulator_value: float = 0, eps: float = 1e-10, foreach: bool | None = None, *,
                  maximize: bool = False, differentiable: bool = False, fused: bool | None = None) -> None:
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= lr_decay:
-            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not 0.0 <= initial_accumulator_value:
-            raise ValueError(f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
+        _check_lr(lr)
+        _check_nonnegative(lr_decay=lr_decay, weight_decay=weight_decay,
+                           initial_accumulator_value=initial_accumulator_value, eps=eps)
         defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
                         initial_accumulator_value=initial_accumulator_value, foreach=foreach, maximize=maximize,
                         differentiable=differentiable, fused=fused)
@@ -48,11 +40,7 @@ class Adagrad(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("fused", None)
+        self._group_setdefault(foreach=None, maximize=False, differentiable=False, fused=None)
         self._steps_as_tensors()
 
     def _init_group(self, group, params_with_grad, grads, state_sums, state_steps):
@@ -76,18 +64,10 @@ class Adagrad(Optimizer):
     @_use_grad_for_differentiable
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Perform one optimization step; ``closure`` re-evaluates the model and returns the loss."""
-        loss = self._run_closure(closure)
-        for group in self.param_groups:
-            params_with_grad: list[Tensor] = []
-            grads: list[Tensor] = []
-            state_sums: list[Tensor] = []
-            state_steps: list[Tensor] = []
-            self._init_group(group, params_with_grad, grads, state_sums, state_steps)
-            adagrad(params_with_grad, grads, state_sums, state_steps, lr=group["lr"],
-                    weight_decay=group["weight_decay"], lr_decay=group["lr_decay"], eps=group["eps"],
-                    foreach=group["foreach"], maximize=group["maximize"], differentiable=group["differentiable"],
-                    fused=group["fused"])
-        return loss
+        return self._step_groups(closure, 2, lambda group, params, grads, state_sums, state_steps: adagrad(
+            params, grads, state_sums, state_steps, lr=group["lr"], weight_decay=group["weight_decay"],
+            lr_decay=group["lr_decay"], eps=group["eps"], foreach=group["foreach"], maximize=group["maximize"],
+            differentiable=group["differentiable"], fused=group["fused"]))
 
 
 def adagrad(params: list[Tensor], grads: list[Tensor], state_sums: list[Tensor], state_steps: list[Tensor],
@@ -95,8 +75,7 @@ def adagrad(params: list[Tensor], grads: list[Tensor], state_sums: list[Tensor],
             differentiable: bool = False, has_complex: bool = False, *, lr: float | Tensor, weight_decay: float,
             lr_decay: float, eps: float, maximize: bool) -> None:
     """Functional Adagrad: updates ``params`` and the state lists in place. See :class:`Adagrad`."""
-    if not all(isinstance(t, Tensor) for t in state_steps):
-        raise RuntimeError("API has changed, `state_steps` argument must contain a list of singleton tensors")
+    _check_singleton_tensors(state_steps)
     impl = _resolve_impl(params, foreach, fused, differentiable)
     func = {"fused": _fused_adagrad, "foreach": _multi_tensor_adagrad, "single": _single_tensor_adagrad}[impl]
     func(params, grads, state_sums, state_steps, lr=lr, weight_decay=weight_decay, lr_decay=lr_decay, eps=eps,

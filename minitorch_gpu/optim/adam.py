@@ -7,8 +7,9 @@ from ..ops.creation import zeros_like
 from ..ops.elementwise import maximum
 from ..tensor import Tensor
 from . import _foreach as F
-from .optimizer import (Optimizer, ParamsT, _amp_unscale_or_skip, _check_fused_foreach, _device_dtype_check_for_fused,
-                        _get_value, _new_step, _resolve_impl, _to_scalar, _use_grad_for_differentiable)
+from .optimizer import (Optimizer, ParamsT, _amp_unscale_or_skip, _check_betas, _check_fused_foreach, _check_lr,
+                        _check_nonnegative, _check_singleton_tensors, _device_dtype_check_for_fused, _get_value,
+                        _new_step, _resolve_impl, _to_scalar, _use_grad_for_differentiable)
 
 __all__ = ["Adam", "adam"]
 
@@ -17,21 +18,12 @@ _CAPTURABLE_DEVICES = ("cuda",)
 
 
 def _check_adam_args(lr, betas, eps, weight_decay, foreach, capturable):
-    if isinstance(lr, Tensor):
-        if foreach and not capturable:
-            raise ValueError("lr as a Tensor is not supported for capturable=False and foreach=True")
-        if lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-    if not 0.0 <= lr:
-        raise ValueError(f"Invalid learning rate: {lr}")
-    if not 0.0 <= eps:
-        raise ValueError(f"Invalid epsilon value: {eps}")
-    if not 0.0 <= betas[0] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-    if not 0.0 <= betas[1] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-    if not 0.0 <= weight_decay:
-        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+    if isinstance(lr, Tensor) and foreach and not capturable:
+        raise ValueError("lr as a Tensor is not supported for capturable=False and foreach=True")
+    _check_lr(lr)
+    _check_nonnegative(eps=eps)
+    _check_betas(betas)
+    _check_nonnegative(weight_decay=weight_decay)
     if not ((isinstance(betas[0], float) and isinstance(betas[1], float))
             or (isinstance(betas[0], Tensor) and isinstance(betas[1], Tensor))):
         raise ValueError("betas must be either both floats or both Tensors")
@@ -77,14 +69,8 @@ class Adam(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("amsgrad", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("capturable", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("decoupled_weight_decay", False)
-            group.setdefault("fused", None)
+        self._group_setdefault(amsgrad=False, maximize=False, foreach=None, capturable=False, differentiable=False,
+                               decoupled_weight_decay=False, fused=None)
         self._steps_as_tensors()
 
     def _init_group(self, group, params_with_grad, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps):
@@ -117,23 +103,16 @@ class Adam(Optimizer):
     @_use_grad_for_differentiable
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Perform one optimization step; ``closure`` re-evaluates the model and returns the loss."""
-        loss = self._run_closure(closure)
-        for group in self.param_groups:
-            params_with_grad: list[Tensor] = []
-            grads: list[Tensor] = []
-            exp_avgs: list[Tensor] = []
-            exp_avg_sqs: list[Tensor] = []
-            max_exp_avg_sqs: list[Tensor] = []
-            state_steps: list[Tensor] = []
+        def update(group, params_with_grad, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps):
             beta1, beta2 = group["betas"]
-            self._init_group(group, params_with_grad, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps)
             adam(params_with_grad, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps,
                  amsgrad=group["amsgrad"], beta1=beta1, beta2=beta2, lr=group["lr"],
                  weight_decay=group["weight_decay"], eps=group["eps"], maximize=group["maximize"],
                  foreach=group["foreach"], capturable=group["capturable"], differentiable=group["differentiable"],
                  fused=group["fused"], decoupled_weight_decay=group["decoupled_weight_decay"],
                  grad_scale=getattr(self, "grad_scale", None), found_inf=getattr(self, "found_inf", None))
-        return loss
+
+        return self._step_groups(closure, 4, update)
 
 
 def adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor], exp_avg_sqs: list[Tensor],
@@ -143,8 +122,7 @@ def adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor], exp_
          amsgrad: bool, beta1: float | Tensor, beta2: float | Tensor, lr: float | Tensor, weight_decay: float,
          eps: float, maximize: bool) -> None:
     """Functional Adam/AdamW: updates ``params`` and the state lists in place. See :class:`Adam`."""
-    if not all(isinstance(t, Tensor) for t in state_steps):
-        raise RuntimeError("API has changed, `state_steps` argument must contain a list of singleton tensors")
+    _check_singleton_tensors(state_steps)
     if fused is None and foreach is None and isinstance(lr, Tensor) and not capturable:
         foreach = False
     impl = _resolve_impl(params, foreach, fused, differentiable)

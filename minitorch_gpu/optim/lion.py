@@ -7,8 +7,8 @@ from ..autograd.function import bump_version
 from ..ops.creation import zeros_like
 from ..tensor import Tensor
 from . import _foreach as F
-from .optimizer import (Optimizer, ParamsT, _check_fused_foreach, _device_dtype_check_for_fused, _resolve_impl,
-                        _to_scalar, _use_grad_for_differentiable)
+from .optimizer import (Optimizer, ParamsT, _check_betas, _check_fused_foreach, _check_lr, _check_nonnegative,
+                        _device_dtype_check_for_fused, _resolve_impl, _to_scalar, _use_grad_for_differentiable)
 
 __all__ = ["Lion", "lion"]
 
@@ -25,16 +25,9 @@ class Lion(Optimizer):
                  betas: tuple[float | Tensor, float | Tensor] = (0.9, 0.99), weight_decay: float = 0, *,
                  maximize: bool = False, foreach: bool | None = None, differentiable: bool = False,
                  fused: bool | None = None) -> None:
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_lr(lr)
+        _check_betas(betas)
+        _check_nonnegative(weight_decay=weight_decay)
         defaults = dict(lr=lr, betas=tuple(betas), weight_decay=weight_decay, maximize=maximize, foreach=foreach,
                         differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
@@ -56,17 +49,13 @@ class Lion(Optimizer):
     @_use_grad_for_differentiable
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Perform one optimization step; ``closure`` re-evaluates the model and returns the loss."""
-        loss = self._run_closure(closure)
-        for group in self.param_groups:
-            params_with_grad: list[Tensor] = []
-            grads: list[Tensor] = []
-            exp_avgs: list[Tensor] = []
-            self._init_group(group, params_with_grad, grads, exp_avgs)
+        def update(group, params_with_grad, grads, exp_avgs):
             beta1, beta2 = group["betas"]
             lion(params_with_grad, grads, exp_avgs, lr=group["lr"], beta1=beta1, beta2=beta2,
                  weight_decay=group["weight_decay"], maximize=group["maximize"], foreach=group["foreach"],
                  differentiable=group["differentiable"], fused=group["fused"])
-        return loss
+
+        return self._step_groups(closure, 1, update)
 
 
 def lion(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor], foreach: bool | None = None,

@@ -19,7 +19,8 @@ from .. import _dtype
 from ..autograd.grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
 from ..tensor import Tensor
 from ..utils._foreach_utils import _get_fused_kernels_supported_devices, _group_tensors_by_device_and_dtype
-from ..utils.hooks import RemovableHandle
+from ..utils._grads import zero_grads
+from ..utils.hooks import add_hook
 from . import _foreach as F
 
 __all__ = ["Optimizer", "ParamsT", "StateDict", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook",
@@ -145,16 +146,12 @@ def _device_dtype_check_for_fused(p, cuda_unsupported=False):
 def register_optimizer_step_pre_hook(hook):
     """Register ``hook(optimizer, args, kwargs)`` to run before every optimizer's ``step``; it may return
     ``(new_args, new_kwargs)``. Returns a removable handle."""
-    handle = RemovableHandle(_global_optimizer_pre_hooks)
-    _global_optimizer_pre_hooks[handle.id] = hook
-    return handle
+    return add_hook(_global_optimizer_pre_hooks, hook)
 
 
 def register_optimizer_step_post_hook(hook):
     """Register ``hook(optimizer, args, kwargs)`` to run after every optimizer's ``step``."""
-    handle = RemovableHandle(_global_optimizer_post_hooks)
-    _global_optimizer_post_hooks[handle.id] = hook
-    return handle
+    return add_hook(_global_optimizer_post_hooks, hook)
 
 
 def _hooked_step(func):
@@ -263,38 +260,27 @@ class Optimizer:
     def register_step_pre_hook(self, hook):
         """Register ``hook(optimizer, args, kwargs)`` to run before ``step``; it may return
         ``(new_args, new_kwargs)``. Returns a :class:`RemovableHandle`."""
-        handle = RemovableHandle(self._optimizer_step_pre_hooks)
-        self._optimizer_step_pre_hooks[handle.id] = hook
-        return handle
+        return add_hook(self._optimizer_step_pre_hooks, hook)
 
     def register_step_post_hook(self, hook):
         """Register ``hook(optimizer, args, kwargs)`` to run after ``step``. Returns a :class:`RemovableHandle`."""
-        handle = RemovableHandle(self._optimizer_step_post_hooks)
-        self._optimizer_step_post_hooks[handle.id] = hook
-        return handle
-
-    def _register(self, table, hook, prepend):
-        handle = RemovableHandle(table)
-        table[handle.id] = hook
-        if prepend:
-            table.move_to_end(handle.id, last=False)
-        return handle
+        return add_hook(self._optimizer_step_post_hooks, hook)
 
     def register_state_dict_pre_hook(self, hook, prepend=False):
         """``hook(optimizer)`` runs before :meth:`state_dict`."""
-        return self._register(self._optimizer_state_dict_pre_hooks, hook, prepend)
+        return add_hook(self._optimizer_state_dict_pre_hooks, hook, prepend=prepend)
 
     def register_state_dict_post_hook(self, hook, prepend=False):
         """``hook(optimizer, state_dict)`` runs after :meth:`state_dict`; it may return a new state dict."""
-        return self._register(self._optimizer_state_dict_post_hooks, hook, prepend)
+        return add_hook(self._optimizer_state_dict_post_hooks, hook, prepend=prepend)
 
     def register_load_state_dict_pre_hook(self, hook, prepend=False):
         """``hook(optimizer, state_dict)`` runs before :meth:`load_state_dict`; it may return a new state dict."""
-        return self._register(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+        return add_hook(self._optimizer_load_state_dict_pre_hooks, hook, prepend=prepend)
 
     def register_load_state_dict_post_hook(self, hook, prepend=False):
         """``hook(optimizer)`` runs after :meth:`load_state_dict`."""
-        return self._register(self._optimizer_load_state_dict_post_hooks, hook, prepend)
+        return add_hook(self._optimizer_load_state_dict_post_hooks, hook, prepend=prepend)
 
     # ------------------------------------------------------------------ state_dict
     def state_dict(self) -> StateDict:
@@ -383,19 +369,7 @@ class Optimizer:
     # ------------------------------------------------------------------ gradients and groups
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of every optimized tensor: to None (the default), or to zeros in place."""
-        for group in self.param_groups:
-            for p in group["params"]:
-                g = p.grad
-                if g is None:
-                    continue
-                if set_to_none:
-                    p.grad = None
-                else:
-                    if g.grad_fn is not None:
-                        g.detach_()
-                    else:
-                        g.requires_grad_(False)
-                    g.zero_()
+        zero_grads(chain.from_iterable(group["params"] for group in self.param_groups), set_to_none)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Perform one optimization step. ``closure`` re-evaluates the model and returns the loss."""

@@ -6,8 +6,9 @@ from ..autograd.function import bump_version
 from ..ops.creation import zeros_like
 from ..tensor import Tensor
 from . import _foreach as F
-from .optimizer import (Optimizer, ParamsT, _check_fused_foreach, _device_dtype_check_for_fused,
-                        _new_step, _resolve_impl, _to_scalar, _use_grad_for_differentiable)
+from .optimizer import (Optimizer, ParamsT, _check_fused_foreach, _check_lr, _check_nonnegative,
+                        _check_singleton_tensors, _device_dtype_check_for_fused, _new_step, _resolve_impl, _to_scalar,
+                        _use_grad_for_differentiable)
 
 __all__ = ["RMSprop", "rmsprop"]
 
@@ -27,18 +28,8 @@ class RMSprop(Optimizer):
                  weight_decay: float = 0, momentum: float = 0, centered: bool = False, capturable: bool = False,
                  foreach: bool | None = None, maximize: bool = False, differentiable: bool = False, *,
                  fused: bool | None = None) -> None:
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= momentum:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not 0.0 <= alpha:
-            raise ValueError(f"Invalid alpha value: {alpha}")
+        _check_lr(lr)
+        _check_nonnegative(eps=eps, momentum=momentum, weight_decay=weight_decay, alpha=alpha)
         defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered, weight_decay=weight_decay,
                         capturable=capturable, foreach=foreach, maximize=maximize, differentiable=differentiable,
                         fused=fused)
@@ -47,14 +38,8 @@ class RMSprop(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("momentum", 0)
-            group.setdefault("centered", False)
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
-            group.setdefault("fused", None)
+        self._group_setdefault(momentum=0, centered=False, foreach=None, maximize=False, differentiable=False,
+                               capturable=False, fused=None)
         self._steps_as_tensors()
 
     def _init_group(self, group, params_with_grad, grads, square_avgs, momentum_buffer_list, grad_avgs, state_steps):
@@ -84,22 +69,12 @@ class RMSprop(Optimizer):
     @_use_grad_for_differentiable
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Perform one optimization step; ``closure`` re-evaluates the model and returns the loss."""
-        loss = self._run_closure(closure)
-        for group in self.param_groups:
-            params_with_grad: list[Tensor] = []
-            grads: list[Tensor] = []
-            square_avgs: list[Tensor] = []
-            grad_avgs: list[Tensor] = []
-            momentum_buffer_list: list[Tensor] = []
-            state_steps: list[Tensor] = []
-            self._init_group(group, params_with_grad, grads, square_avgs, momentum_buffer_list, grad_avgs,
-                             state_steps)
-            rmsprop(params_with_grad, grads, square_avgs, grad_avgs, momentum_buffer_list, state_steps,
-                    lr=group["lr"], alpha=group["alpha"], eps=group["eps"], weight_decay=group["weight_decay"],
-                    momentum=group["momentum"], centered=group["centered"], foreach=group["foreach"],
-                    maximize=group["maximize"], differentiable=group["differentiable"],
-                    capturable=group["capturable"], fused=group["fused"])
-        return loss
+        # (_init_group's list order; rmsprop takes grad_avgs before the momentum buffers)
+        return self._step_groups(closure, 4, lambda group, params, grads, square_avgs, bufs, grad_avgs, steps: rmsprop(
+            params, grads, square_avgs, grad_avgs, bufs, steps, lr=group["lr"], alpha=group["alpha"], eps=group["eps"],
+            weight_decay=group["weight_decay"], momentum=group["momentum"], centered=group["centered"],
+            foreach=group["foreach"], maximize=group["maximize"], differentiable=group["differentiable"],
+            capturable=group["capturable"], fused=group["fused"]))
 
 
 def rmsprop(params: list[Tensor], grads: list[Tensor], square_avgs: list[Tensor], grad_avgs: list[Tensor],
@@ -108,8 +83,7 @@ def rmsprop(params: list[Tensor], grads: list[Tensor], square_avgs: list[Tensor]
             fused: bool | None = None, *, lr: float | Tensor, alpha: float, eps: float, weight_decay: float,
             momentum: float, centered: bool) -> None:
     """Functional RMSprop: updates ``params`` and the state lists in place. See :class:`RMSprop`."""
-    if not all(isinstance(t, Tensor) for t in state_steps):
-        raise RuntimeError("API has changed, `state_steps` argument must contain a list of singleton tensors")
+    _check_singleton_tensors(state_steps)
     impl = _resolve_impl(params, foreach, fused, differentiable)
     func = {"fused": _fused_rmsprop, "foreach": _multi_tensor_rmsprop, "single": _single_tensor_rmsprop}[impl]
     func(params, grads, square_avgs, grad_avgs, momentum_buffer_list, state_steps, lr=lr, alpha=alpha, eps=eps,

@@ -28,6 +28,7 @@ class SGD(Optimizer):
                  foreach: bool | None = None, differentiable: bool = False, fused: bool | None = None) -> None:
         if isinstance(lr, Tensor) and lr.numel() != 1:
             raise ValueError("Tensor lr must be 1-element")
+        # `lr < 0.0` here rather than _check_lr and _check_nonnegative: PyTorch's SGD lets a NaN through
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:
@@ -46,12 +47,7 @@ class SGD(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("nesterov", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("differentiable", False)
-            group.setdefault("fused", False)
+        self._group_setdefault(nesterov=False, maximize=False, foreach=None, differentiable=False, fused=False)
 
     def _init_group(self, group, params, grads, momentum_buffer_list):
         for p in group["params"]:

@@ -20,3 +20,14 @@ class RemovableHandle:
 
     def __exit__(self, *exc):
         self.remove()
+
+
+def add_hook(table, hook, *, prepend=False, flag_tables=()):
+    """``hook`` stored in ``table`` under a new handle's id, last (or first with ``prepend``: ``table`` is then an
+    OrderedDict, as PyTorch's hook tables are). Removing the handle also clears the id from ``flag_tables``, where
+    the caller marks the hook (with_kwargs, always_call)."""
+    handle = RemovableHandle(table, *flag_tables)
+    table[handle.id] = hook
+    if prepend:
+        table.move_to_end(handle.id, last=False)
+    return handle

@@ -319,6 +319,9 @@ def test_getitem_error_messages():
         x[mt.tensor([True, False, True, True])]
     with pytest.raises(IndexError, match="only integers, slices"):
         x[1.0]
+    with pytest.raises(IndexError, match=r"shape mismatch: indexing tensors could not be broadcast together with "
+                                         r"shapes \[2\], \[3\]$"):
+        mt.zeros(3, 3)[mt.tensor([0, 1]), mt.tensor([0, 1, 2])]
 
 
 # ====================================================================== __setitem__

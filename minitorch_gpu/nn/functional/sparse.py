@@ -95,6 +95,19 @@ def _renorm_rows(weight, indices, max_norm, norm_type):
         weight.index_copy_(0, rows, sel * scale)
 
 
+def _embedding_padding_idx(padding_idx, num_embeddings):
+    """``padding_idx`` checked against the table's rows and made nonnegative, as nn.Embedding and F.embedding
+    do (their AssertionError, not embedding_bag's RuntimeError)."""
+    if padding_idx > 0:
+        if padding_idx >= num_embeddings:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+    elif padding_idx < 0:
+        if padding_idx < -num_embeddings:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        padding_idx = num_embeddings + padding_idx
+    return padding_idx
+
+
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
               sparse=False):
     """Rows of ``weight`` (num_embeddings, embedding_dim) picked by the integer tensor ``input``: the result
@@ -109,14 +122,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     check_tensor(input, "embedding", "input")
     check_tensor(weight, "embedding", "weight")
     if padding_idx is not None:
-        n = weight.shape[0] if weight.dim() else 0
-        if padding_idx > 0:
-            if padding_idx >= n:
-                raise AssertionError("Padding_idx must be within num_embeddings")
-        elif padding_idx < 0:
-            if padding_idx < -n:
-                raise AssertionError("Padding_idx must be within num_embeddings")
-            padding_idx = n + padding_idx
+        padding_idx = _embedding_padding_idx(padding_idx, weight.shape[0] if weight.dim() else 0)
     if weight.dim() != 2:
         raise RuntimeError("'weight' must be 2-D")
     if input.dtype not in _INDEX_DTYPES:

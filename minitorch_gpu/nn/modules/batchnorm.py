@@ -12,10 +12,10 @@ from .. import functional as F
 from .. import init
 from ... import _dtype
 from ...distributed import c10d as dist
-from ...ops.creation import empty, ones, tensor, zeros
+from ...ops.creation import ones, tensor, zeros
 from ..functional.normalization import sync_batch_norm
 from ..module import Module
-from ..parameter import Parameter
+from .normalization import _affine_parameters
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
            "SyncBatchNorm"]
@@ -35,15 +35,7 @@ class _NormBase(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if affine:
-            self.weight = Parameter(empty(num_features, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(empty(num_features, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, affine, bias, num_features, device, dtype)
         if track_running_stats:
             self.register_buffer("running_mean", zeros(num_features, device=device, dtype=dtype))
             self.register_buffer("running_var", ones(num_features, device=device, dtype=dtype))

@@ -1,6 +1,7 @@
 """``Embedding``: a lookup table of learnt vectors; ``EmbeddingBag``: sums, means or maxima of bags of them."""
 from .. import functional as F
 from .. import init
+from ..functional.sparse import _embedding_padding_idx
 from ...autograd.grad_mode import no_grad
 from ...ops.creation import empty
 from ..module import Module
@@ -41,13 +42,7 @@ class Embedding(Module):
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
         if padding_idx is not None:
-            if padding_idx > 0:
-                if padding_idx >= num_embeddings:
-                    raise AssertionError("Padding_idx must be within num_embeddings")
-            elif padding_idx < 0:
-                if padding_idx < -num_embeddings:
-                    raise AssertionError("Padding_idx must be within num_embeddings")
-                padding_idx = num_embeddings + padding_idx
+            padding_idx = _embedding_padding_idx(padding_idx, num_embeddings)
         self.padding_idx = padding_idx
         self.max_norm = max_norm
         self.norm_type = norm_type
