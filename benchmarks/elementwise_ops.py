@@ -150,6 +150,18 @@ def run(size: int = 1 << 20, rounds: int = 11, reps: int = 5, only: list[str] | 
     import minitorch_gpu as mt
     import torch
     torch.set_num_threads(1)
+    # our compiled loops' pool too (else they split 1M elements over every core: "1 thread" must hold both sides)
+    be = mt.zeros(1)._be
+    saved_threads, be.optim_threads = be.optim_threads, 1
+    try:
+        rows = _rows(mt, torch, size, rounds, reps, only)
+    finally:
+        be.optim_threads = saved_threads
+    return {"size": size, "rounds": rounds, "reps": reps, "numpy": np.__version__, "torch": torch.__version__,
+            "rows": rows}
+
+
+def _rows(mt: Any, torch: Any, size: int, rounds: int, reps: int, only: list[str] | None) -> list[dict[str, Any]]:
     rows = []
     for name, fn, arrays in cases(size):
         if only and name not in only:
@@ -174,8 +186,7 @@ def run(size: int = 1 << 20, rounds: int = 11, reps: int = 5, only: list[str] | 
         ratio = statistics.median(a / b for a, b in zip(t_o, t_t))
         rows.append({"op": name, "ours_ms": o, "torch_ms": t, "ratio": ratio})
         print(f"{name:22s} ours {o:8.3f} ms  torch {t:8.3f} ms  {ratio:6.2f}x", flush=True)
-    return {"size": size, "rounds": rounds, "reps": reps, "numpy": np.__version__, "torch": torch.__version__,
-            "rows": rows}
+    return rows
 
 
 def markdown(res: dict[str, Any], machine: str) -> str:

@@ -1,7 +1,7 @@
 // elementwise_cpu.cpp: elementwise maps for the CPU backend where NumPy needs several passes over memory (gelu and
 // its gradient, sigmoid, silu, erf, the activation gradients, and in float32 erfinv, lgamma and digamma, whose
 // reference bodies run tens of passes) or runs a slow scalar libm loop (fmod, remainder, floor_divide, logaddexp,
-// hypot, sign).
+// hypot, sign), or takes two passes where one does (frac).
 //
 // Entry points (C ABI, called through ctypes by backends/_elementwise_native.py, which compiles this file with the
 // host C++ compiler on first use and caches the library):
@@ -31,9 +31,9 @@
 
 #include "cpu_vecmath.h"
 
-// the members after U_sign are float32 only: float64 keeps the reference bodies, whose libm calls
+// the members after U_frac are float32 only: float64 keeps the reference bodies, whose libm calls
 // this file could match only to an ulp of terms that cancel (lgamma, digamma near their zeros)
-enum UnaryOp { U_erf, U_gelu, U_gelu_tanh, U_sigmoid, U_silu, U_sign, U_erfinv, U_lgamma, U_digamma };
+enum UnaryOp { U_erf, U_gelu, U_gelu_tanh, U_sigmoid, U_silu, U_sign, U_frac, U_erfinv, U_lgamma, U_digamma };
 enum BinaryOp {
     B_gelu_backward, B_gelu_tanh_backward, B_sigmoid_backward, B_tanh_backward, B_logaddexp, B_logaddexp2,
     B_hypot, B_fmod, B_remainder, B_floor_divide
@@ -350,6 +350,8 @@ template <typename T> int unary(int op, idx n, const T* x, T* y) {
             return 0;
         }
         case U_sign: map1(n, x, y, [](T v) { return sign(v); }); return 0;
+        // the reference's x - trunc(x) in one pass instead of two (NaN for infinities on both)
+        case U_frac: map1(n, x, y, [](T v) { return v - std::trunc(v); }); return 0;
     }
     if constexpr (sizeof(T) == 4) {
         switch (op) {
@@ -450,7 +452,7 @@ void lstm_backward(idx B, idx H, const T* dh, const T* dc, const T* gi, const T*
 
 bool supports(int arity, int op, int dtype) {
     if (dtype != 0 && dtype != 1) return false;
-    if (arity == 1) return op >= U_erf && (op <= U_sign || (op <= U_digamma && dtype == 0));
+    if (arity == 1) return op >= U_erf && (op <= U_frac || (op <= U_digamma && dtype == 0));
     if (arity != 2 || op < B_gelu_backward || op > B_floor_divide) return false;
     // the float64 division family and hypot stay with NumPy: libm is the only exact route there
     return dtype == 0 || op <= B_logaddexp2;
