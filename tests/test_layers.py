@@ -19,7 +19,7 @@ LAYERS = [
     {"backends", "version"},
     {"tensor", "_tensor_str"},
     {"autograd"},
-    {"ops", "linalg"},
+    {"ops", "linalg", "utils._grads"},
     {"cuda", "accelerator", "optim", "utils._foreach_utils", "sparse", "testing", "utils.checkpoint", "distributions"},
     {"distributed", "profiler", "amp"},
     {"nn", "utils.data"},
