@@ -197,10 +197,12 @@ def plan(a_shape: tuple[int, ...], a_strides: tuple[int, ...], b_shape: tuple[in
             nc = -(-(-(-n // share)) // w) * w
     pieces = batch * -(-m // mc) * -(-n // nc)
     workers = min(workers, pieces)
-    if not force and workers < threads and (batch == 1 or m * n * k > _BLAS_SMP_MACS):
+    if not force and threads > 1 and m * n * k > _BLAS_SMP_MACS and (batch == 1 or workers < threads):
         # the rule is measured on one thread; with more, OpenBLAS splits each call above its threshold between
-        # them, where this kernel on fewer threads is not known to win. Batches of matrices below it keep the
-        # rule: NumPy calls BLAS once per matrix, and each call runs on one thread
+        # its own threads, which scales (512 x 128 x 384: 0.57x its 1-thread time on 2 cores) where this kernel's
+        # split through the Python pool did not (1.1x: the hand-off and a late helper take the gain). Batches
+        # keep the rule while this kernel uses every thread, or while their matrices are below that threshold:
+        # NumPy calls BLAS once per matrix, and each such call runs on one thread
         return None
     # A is read where it is when its rows or columns are runs of memory, except under the 16-row tile (16
     # streams of broadcasts: measured slower than packed) and rows a multiple of 4 KiB apart (they share
