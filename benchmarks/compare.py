@@ -543,7 +543,7 @@ def _loss_value(out):
         return None
 
 
-def run_case(name, libs, sz, rounds, warmup, target_s, quick, reps=None):
+def run_case(name, libs, sz, rounds, warmup, target_s, quick, reps=None, settle=0.0):
     steps, first = {}, {}
     ref = None
     for lib in libs:
@@ -564,6 +564,10 @@ def run_case(name, libs, sz, rounds, warmup, target_s, quick, reps=None):
         # alternate who goes first so that neither side always runs right after the other's allocations
         order = libs if r % 2 == 0 else libs[::-1]
         for lib in order:
+            if settle:
+                # the other side's idle worker threads spin for a while after its last call (OpenBLAS's, the
+                # OpenMP pool's): with every core in use, the next sample would run against them
+                time.sleep(settle)
             samples[lib.name].append(_time(steps[lib.name], reps, lib))
     row = {"case": name, "reps": reps, "rounds": rounds}
     for lib in libs:
@@ -618,12 +622,13 @@ def geomean(xs):
 
 def markdown(res):
     th = res["threads"]
+    pause = f", a {res['settle_s']:g} s pause before each sample" if res.get("settle_s") else ""
     lines = [f"# minitorch_gpu vs PyTorch on {res['device']}{' (quick sizes)' if res['quick'] else ''}", "",
              f"minitorch_gpu {res['versions']['minitorch_gpu']} (NumPy {res['versions']['numpy']}), "
              f"PyTorch {res['versions'].get('torch', 'not installed')}. "
              f"Threads: NumPy BLAS {th['numpy_blas']}, our optimizer pool {th['ours_optim_pool']}, "
              f"torch {th.get('torch', '-')} (requested {th['requested']}). "
-             f"Medians of {res['rounds']} interleaved rounds; ratio = ours / torch (lower is better, 1.00 is parity). "
+             f"Medians of {res['rounds']} interleaved rounds{pause}; ratio = ours / torch (lower is better, 1.00 is parity). "
              f"Machine: {res.get('machine', 'not recorded')}.",
              "", "| case | ours (ms) | torch (ms) | ratio |", "|---|---:|---:|---:|"]
     for r in res["cases"]:
@@ -690,16 +695,17 @@ def run(args):
         raise SystemExit(f"unknown case(s) {unknown}; choose from {list(CASES)}")
     print(f"threads: NumPy BLAS {threads['numpy_blas']}, ours optim pool {threads['ours_optim_pool']}, "
           f"torch {threads.get('torch', '-')}")
+    settle = args.settle if args.settle is not None else (0.3 if args.threads > 1 and device == "cpu" else 0.0)
     rows = []
     for name in names:
         row = run_case(name, libs, sz, rounds, 0 if args.quick and args.reps is None else 2, args.target_ms / 1e3,
-                       args.quick, args.reps)
+                       args.quick, args.reps, settle)
         rows.append(row)
         ratio = f"{row['ratio']:.2f}x" if row["ratio"] else "-"
         torch_ms = f"{row['torch_ms']:9.3f}" if "torch_ms" in row else "        -"
         print(f"{name:14s} ours {row['ours_ms']:9.3f} ms  torch {torch_ms} ms  ratio {ratio}", flush=True)
     from minitorch_gpu.backends import numpy_backend
-    res = {"device": device, "quick": args.quick, "rounds": rounds, "threads": threads,
+    res = {"device": device, "quick": args.quick, "rounds": rounds, "threads": threads, "settle_s": settle,
            # glibc's malloc told to keep freed memory (see minitorch_gpu/backends/numpy_backend.py): a
            # process-wide setting, so both sides run with it
            "malloc_keeps_freed_memory": numpy_backend.KEEPS_FREED_MEMORY,
@@ -741,6 +747,9 @@ def main(argv=None):
     p.add_argument("--cases", nargs="*", help=f"a subset of: {', '.join(CASES)}")
     p.add_argument("--out", default=RESULTS, help="results folder (a subfolder per device is made)")
     p.add_argument("--suffix", default="", help="write compare_<suffix>.* instead of compare.*")
+    p.add_argument("--settle", type=float, default=None,
+                   help="seconds of pause before each sample, so that the other side's spinning worker threads "
+                        "are asleep (default 0.3 with more than one CPU thread, else 0)")
     return run(p.parse_args(argv))
 
 

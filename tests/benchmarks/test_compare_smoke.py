@@ -32,6 +32,7 @@ def test_quick_run_writes_json_markdown_and_chart(tmp_path):
     assert res["threads"]["env"]["OPENBLAS_NUM_THREADS"] == "1"
     assert res["threads"]["numpy_blas"] in (None, 1)
     assert res["threads"]["ours_optim_pool"] == 1
+    assert res["settle_s"] == 0.0  # the pause between samples is for more than one thread only
     for row in res["cases"]:
         assert row["ours_ms"] > 0 and row["reps"] >= 1
     md = (folder / "compare.md").read_text()
