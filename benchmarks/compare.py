@@ -60,14 +60,13 @@ if __name__ == "__main__":
         os.environ[_var] = _n
 
 import argparse  # noqa: E402
-import json  # noqa: E402
 import math  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from ._machine import machine_description  # noqa: E402
+from ._report import machine_description, write_results  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
@@ -718,13 +717,9 @@ def run(args):
         res["versions"]["torch"] = torch.__version__
     res["machine"] = machine_description()  # after the run: its load average covers the run
     folder = os.path.join(args.out, device)
-    os.makedirs(folder, exist_ok=True)
     stem = "compare" + (f"_{args.suffix}" if args.suffix else "")
-    with open(os.path.join(folder, stem + ".json"), "w") as f:
-        json.dump(res, f, indent=1)
     md = markdown(res)
-    with open(os.path.join(folder, stem + ".md"), "w") as f:
-        f.write(md)
+    write_results(folder, stem, res, md)
     if torch is not None and not plot(res, os.path.join(folder, stem + ".png")):
         print("matplotlib is not installed: no chart written")
     print()

@@ -21,7 +21,6 @@ if __name__ == "__main__":
         os.environ[_var] = "1"
 
 import argparse  # noqa: E402
-import json  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
@@ -31,7 +30,7 @@ import numpy as np  # noqa: E402
 
 from minitorch_gpu.backends._elementwise_table import by_arity  # noqa: E402
 
-from ._machine import machine_description  # noqa: E402
+from ._report import machine_description, write_results  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "cpu")
 GOAL = 2.0
@@ -222,11 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(text)
     if args.out:
-        os.makedirs(args.out, exist_ok=True)
-        with open(os.path.join(args.out, "elementwise_ops.md"), "w", encoding="utf-8") as f:
-            f.write(text)
-        with open(os.path.join(args.out, "elementwise_ops.json"), "w", encoding="utf-8") as f:
-            json.dump(res, f, indent=1)
+        write_results(args.out, "elementwise_ops", res, text)
     return 0
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import statistics
 import sys
@@ -30,6 +29,7 @@ from minitorch_gpu.backends import get_backend
 from minitorch_gpu.backends.cuda.launch import Launcher
 
 from . import compare
+from ._report import write_results
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 GOAL = 1.5
@@ -191,11 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     text = markdown(res)
     print(text)
     if args.out:
-        os.makedirs(args.out, exist_ok=True)
-        with open(os.path.join(args.out, "host_path.md"), "w", encoding="utf-8") as f:
-            f.write(text)
-        with open(os.path.join(args.out, "host_path.json"), "w", encoding="utf-8") as f:
-            json.dump(res, f, indent=1)
+        write_results(args.out, "host_path", res, text)
     return 0
 
 

@@ -38,13 +38,14 @@ Results: ``benchmarks/results/sim/kernels_count.{json,md}``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 from typing import Any
 
 import numpy as np
+
+from ._report import write_results
 
 # the main job's GPU config (minitorch_gpu/train.py DEFAULTS["cuda"]), vocabulary of its default corpus
 GPU_CONFIG = dict(batch_size=64, block_size=256, n_layer=6, n_head=6, n_embd=384, vocab_size=96, dropout=0.2,
@@ -265,11 +266,7 @@ def markdown(doc: dict[str, Any]) -> str:
 
 
 def write(doc: dict[str, Any], folder: str) -> None:
-    os.makedirs(folder, exist_ok=True)
-    with open(os.path.join(folder, "kernels_count.json"), "w") as f:
-        json.dump(doc, f, indent=1)
-    with open(os.path.join(folder, "kernels_count.md"), "w") as f:
-        f.write(markdown(doc))
+    write_results(folder, "kernels_count", doc, markdown(doc))
 
 
 def main(argv: list[str] | None = None) -> int:
