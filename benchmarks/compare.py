@@ -380,20 +380,27 @@ def lstm_lm(lib, vocab, emb, hidden, layers):
     return LSTMLM()
 
 
-def build_lstm(lib, sz, ref):
-    c = sz["lstm"]
-    lib.mod.manual_seed(0)
-    model = lstm_lm(lib, c["vocab"], c["emb"], c["hidden"], c["layers"]).to(lib.device)
+def _token_lm_step(lib, model, ref, c, seed, lr, flatten):
+    """A next-token training step of ``model`` on a random (B, T) batch of ``c``'s vocabulary, AdamW, the logits
+    flattened by their ``flatten`` method ("view" or "reshape", as the model's authors write it) for the loss."""
+    model = model.to(lib.device)
     _copy_weights(model, lib, ref)
-    rng = np.random.default_rng(4)
+    rng = np.random.default_rng(seed)
     idx = lib.tensor(rng.integers(0, c["vocab"], (c["B"], c["T"])))
     targets = lib.tensor(rng.integers(0, c["vocab"], (c["B"] * c["T"],)))
-    opt = lib.mod.optim.AdamW(model.parameters(), lr=1e-3, fused=True)
+    opt = lib.mod.optim.AdamW(model.parameters(), lr=lr, fused=True)
     F = lib.mod.nn.functional
 
     def loss_fn(logits, y):
-        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y)
+        return F.cross_entropy(getattr(logits, flatten)(-1, logits.shape[-1]), y)
     return model, _train_step(model, opt, loss_fn, idx, targets)
+
+
+def build_lstm(lib, sz, ref):
+    c = sz["lstm"]
+    lib.mod.manual_seed(0)
+    model = lstm_lm(lib, c["vocab"], c["emb"], c["hidden"], c["layers"])
+    return _token_lm_step(lib, model, ref, c, 4, 1e-3, "reshape")
 
 
 def char_transformer(lib, vocab, n_embd, n_head, n_layer, block):
@@ -459,17 +466,8 @@ def char_transformer(lib, vocab, n_embd, n_head, n_layer, block):
 def build_char_transformer(lib, sz, ref):
     c = sz["chartf"]
     lib.mod.manual_seed(0)
-    model = char_transformer(lib, c["vocab"], c["n_embd"], c["n_head"], c["n_layer"], c["T"]).to(lib.device)
-    _copy_weights(model, lib, ref)
-    rng = np.random.default_rng(5)
-    idx = lib.tensor(rng.integers(0, c["vocab"], (c["B"], c["T"])))
-    targets = lib.tensor(rng.integers(0, c["vocab"], (c["B"] * c["T"],)))
-    opt = lib.mod.optim.AdamW(model.parameters(), lr=3e-4, fused=True)
-    F = lib.mod.nn.functional
-
-    def loss_fn(logits, y):
-        return F.cross_entropy(logits.view(-1, logits.shape[-1]), y)
-    return model, _train_step(model, opt, loss_fn, idx, targets)
+    model = char_transformer(lib, c["vocab"], c["n_embd"], c["n_head"], c["n_layer"], c["T"])
+    return _token_lm_step(lib, model, ref, c, 5, 3e-4, "view")
 
 
 CASES = {
