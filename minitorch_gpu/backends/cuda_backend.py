@@ -540,12 +540,13 @@ class CudaBackend(Backend, metaclass=ABCMeta):
         np.copyto(out, arr)
         return out
 
+    @abstractmethod
     def _pinned_empty(self, shape: tuple[int, ...], np_dtype: Any) -> np.ndarray[Any, Any]:
-        raise NotImplementedError
+        """An uninitialised host array in page-locked memory (CUDA's pinned allocator, or the simulator's)."""
 
+    @abstractmethod
     def is_pinned(self, arr: np.ndarray[Any, Any]) -> bool:
         """Whether the host array ``arr`` (or the array it views) lies in page-locked memory."""
-        raise NotImplementedError
 
     def _matmul_tf32(self, a: Array, b: Array) -> Array:
         """float32 ``a @ b`` with TF32 inputs where the array library offers it; the simulator's NumPy has no
