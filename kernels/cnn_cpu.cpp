@@ -1152,47 +1152,62 @@ int max_pool_backward(const Geo& g, const T* gy, const int64_t* ind, idx planes,
 }
 
 // ------------------------------------------------------------------------------------------- batch norm
-// Sums over a channel's n runs of s elements (f(i, j): the term of element j of run i) in kLanes independent
-// double accumulators: the compiler vectorises independent lanes (never a single running sum, whose order it
-// must keep), and the lanes are added in a fixed order at the end, so the result does not depend on the
-// thread that computes it.
+// Sums over a channel's n runs of s elements in kLanes independent double accumulators: element j of a run
+// goes to lane j % kLanes, and the lanes are added in a fixed order at the end, so the result does not depend
+// on the thread that computes it. The terms are generic lambdas `f(L, p)` of a loader L and an element offset
+// p: L.t(ptr) reads one T (Scalar) or 8 (Eight) and L.d widens what it read to double, so one expression
+// serves the vector body and the scalar tail (GCC left the element-wise form scalar inside the channel loop).
 constexpr int kLanes = 16;
+typedef double DVec __attribute__((vector_size(64)));
 
-template <class F>
-double lane_sum(idx n, idx s, F f) {
-    double acc[kLanes] = {0};
+template <typename T> struct Scalar {
+    T t(const T* p) const { return *p; }
+    double d(T v) const { return (double)v; }
+};
+
+template <typename T> struct Eight {
+    typedef T value __attribute__((vector_size(8 * sizeof(T))));
+    typedef T unaligned __attribute__((vector_size(8 * sizeof(T)), aligned(sizeof(T)), may_alias));
+    value t(const T* p) const { return *reinterpret_cast<const unaligned*>(p); }
+    DVec d(value v) const { return __builtin_convertvector(v, DVec); }
+};
+
+// (sum of f, sum of h) over the runs (run i starts stride elements after run i - 1); h may be NullTerm{}
+struct NullTerm {};
+
+template <typename T, class F, class H>
+void lane_sums(idx n, idx s, idx stride, F f, H h, double* sf, double* sh) {
+    constexpr bool two = !std::is_same<H, NullTerm>::value;
+    DVec a[2] = {}, b[2] = {};
+    const Eight<T> v8;
+    const Scalar<T> v1;
     for (idx i = 0; i < n; ++i) {
+        const idx row = i * stride;
         idx j = 0;
         for (; j + kLanes <= s; j += kLanes)
-            for (int l = 0; l < kLanes; ++l) acc[l] += f(i, j + l);
-        for (; j < s; ++j) acc[j % kLanes] += f(i, j);
-    }
-    double total = 0;
-    for (int l = 0; l < kLanes; ++l) total += acc[l];
-    return total;
-}
-
-// Two such sums in one pass: (sum of f, sum of h).
-template <class F, class H>
-void lane_sums(idx n, idx s, F f, H h, double* sf, double* sh) {
-    double a[kLanes] = {0}, b[kLanes] = {0};
-    for (idx i = 0; i < n; ++i) {
-        idx j = 0;
-        for (; j + kLanes <= s; j += kLanes)
-            for (int l = 0; l < kLanes; ++l) {
-                a[l] += f(i, j + l);
-                b[l] += h(i, j + l);
+            for (int half = 0; half < 2; ++half) {
+                a[half] += f(v8, row + j + 8 * half);
+                if constexpr (two) b[half] += h(v8, row + j + 8 * half);
             }
         for (; j < s; ++j) {
-            a[j % kLanes] += f(i, j);
-            b[j % kLanes] += h(i, j);
+            const int l = (int)(j % kLanes);
+            a[l / 8][l % 8] += f(v1, row + j);
+            if constexpr (two) b[l / 8][l % 8] += h(v1, row + j);
         }
     }
-    *sf = *sh = 0;
-    for (int l = 0; l < kLanes; ++l) {
-        *sf += a[l];
-        *sh += b[l];
+    *sf = 0;
+    for (int l = 0; l < kLanes; ++l) *sf += a[l / 8][l % 8];
+    if constexpr (two) {
+        *sh = 0;
+        for (int l = 0; l < kLanes; ++l) *sh += b[l / 8][l % 8];
     }
+}
+
+template <typename T, class F>
+double lane_sum(idx n, idx s, idx stride, F f) {
+    double total = 0;
+    lane_sums<T>(n, s, stride, f, NullTerm{}, &total, nullptr);
+    return total;
 }
 
 template <typename T>
@@ -1204,9 +1219,9 @@ int batch_norm_forward(idx n, idx c, idx s, const T* x, const T* w, const T* b, 
         idx ch = take(next);
         if (ch >= c) return 0;
         const T* xc = x + ch * s;
-        double mu = lane_sum(n, s, [=](idx i, idx j) { return (double)xc[i * stride + j]; }) / m;
-        double v = lane_sum(n, s, [=](idx i, idx j) {
-            double d = (double)xc[i * stride + j] - mu;
+        double mu = lane_sum<T>(n, s, stride, [=](auto L, idx p) { return L.d(L.t(xc + p)); }) / m;
+        double v = lane_sum<T>(n, s, stride, [=](auto L, idx p) {
+            auto d = L.d(L.t(xc + p)) - mu;
             return d * d;
         }) / m;
         double r = 1.0 / std::sqrt(v + eps);
@@ -1235,10 +1250,9 @@ int batch_norm_backward(idx n, idx c, idx s, const T* g, const T* x, const T* w,
         const T* xc = x + ch * s;
         const T mu = mean[ch];
         double sum_g, sum_gx;
-        lane_sums(
-            n, s, [=](idx i, idx j) { return (double)gc[i * stride + j]; },
-            [=](idx i, idx j) { return (double)gc[i * stride + j] * (double)(xc[i * stride + j] - mu); }, &sum_g,
-            &sum_gx);
+        lane_sums<T>(
+            n, s, stride, [=](auto L, idx p) { return L.d(L.t(gc + p)); },
+            [=](auto L, idx p) { return L.d(L.t(gc + p)) * L.d(L.t(xc + p) - mu); }, &sum_g, &sum_gx);
         double r = (double)rstd[ch];
         if (dw) dw[ch] = (T)(sum_gx * r);
         if (db) db[ch] = (T)sum_g;
