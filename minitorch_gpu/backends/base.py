@@ -190,6 +190,11 @@ class Backend(ElementwiseMixin, SpecialMixin, ReduceMixin, ShapeMixin, IndexMixi
     def ascontiguous(self, arr: Array) -> Array:
         return self.xp.ascontiguousarray(arr)
 
+    def matmul_operand(self, arr: Array) -> Array:
+        """A copy of the 2-D ``arr`` laid out for use as the right operand of many products (an RNN's hidden
+        weights over the steps of a sequence): row-major here; a backend may pad its rows."""
+        return self.ascontiguous(arr)
+
     def astype(self, arr: Array, np_dtype: NpDtype, copy: bool = False) -> Array:
         if not copy and arr.dtype == np_dtype:
             return arr

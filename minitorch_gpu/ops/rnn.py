@@ -139,7 +139,7 @@ class MkldnnRnnLayerBackward0(Op):
         h, c = h0._data, c0._data
         # W_hh^T laid out once for the T products (BLAS is ~1.5x slower on the transposed view at these shapes);
         # the row blocks below are fresh arrays of this op, written by plain slice assignment
-        wt = be.ascontiguous(w.T)
+        wt = be.matmul_operand(w.T)
         for t in (range(T - 1, -1, -1) if reverse else range(T)):
             rows = slice(t * B, (t + 1) * B)
             gh = be.matmul(h, wt, bias=b)

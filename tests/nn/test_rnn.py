@@ -101,6 +101,28 @@ def test_lstm_projection_matches_torch(device, torch, dtype, kw):
     _check_backward(_flat(rm), _flat(rt), [xm, hm, cm], [xt, ht, ct], ours, theirs, device, torch, _tol(dtype))
 
 
+@pytest.mark.parametrize("dtype,hidden", [("float32", 256), ("float64", 128)])
+def test_lstm_with_4kib_weight_rows_matches_torch(device, torch, dtype, hidden):
+    """4H columns of W_hh^T fill 4 KiB rows: the CPU lays the weight out with padded rows for the step products."""
+    ours = nn.LSTM(IN, hidden).to(getattr(mt, dtype))
+    theirs = torch.nn.LSTM(IN, hidden).to(getattr(torch, dtype))
+    theirs.load_state_dict({k: torch.tensor(to_np(v)) for k, v in ours.state_dict().items()})
+    ours = ours.to(device)
+    xm, xt = _leaf(RNG.standard_normal((T, 2, IN)).astype(dtype), device, torch)
+    _check_backward(_flat(ours(xm)), _flat(theirs(xt)), [xm], [xt], ours, theirs, device, torch, _tol(dtype))
+
+
+def test_matmul_operand_is_a_copy_with_the_same_values(device):
+    be = mt.zeros(1, device=device)._be
+    for cols in (1024, 100):
+        w = RNG.standard_normal((cols, 8)).astype("float32")
+        src = be.asarray(w).T
+        out = be.matmul_operand(src)
+        assert not np.shares_memory(to_np(mt.Tensor._make(out, be)), w)
+        assert out.shape == (8, cols) and out.strides[1] == 4
+        np.testing.assert_array_equal(to_np(mt.Tensor._make(out, be)), w.T)
+
+
 @pytest.mark.parametrize("mode", MODES, ids=["rnn_tanh", "rnn_relu", "lstm", "gru"])
 @pytest.mark.parametrize("batch_first", [False, True])
 def test_packed_unsorted_sequences_match_torch(device, torch, mode, batch_first):
