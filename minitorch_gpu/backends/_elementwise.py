@@ -124,16 +124,17 @@ class ElementwiseMixin(PrimitiveHost):
 
     @_lift_0d
     def threshold_backward(self, g: Array, x: Array, threshold: float) -> Array:
-        """``g`` where ``x > threshold``, else 0: the gradient of relu (``x`` its output, threshold 0)."""
+        """0 where ``x <= threshold``, else ``g``: the gradient of relu (``x`` its output, threshold 0). A NaN ``x``
+        passes ``g``, as in PyTorch."""
         xp = self.xp
-        keep = xp.greater(x, threshold)
-        if g.shape != keep.shape or g.dtype.kind not in "fV" or g.dtype.itemsize not in _INT_OF_SIZE:
-            return xp.asarray(xp.where(keep, g, g.dtype.type(0)))
+        drop = xp.less_equal(x, threshold)
+        if g.shape != drop.shape or g.dtype.kind not in "fV" or g.dtype.itemsize not in _INT_OF_SIZE:
+            return xp.asarray(xp.where(drop, g.dtype.type(0), g))
         # NOTE: where() with a data-dependent mask runs at branch-misprediction speed in NumPy (a random
         # half-positive mask costs ~15x a multiply); selecting by bit mask is branch-free, and exact where
         # g * mask is not (an inf or NaN gradient at a masked position must still give 0)
         bits_t = _INT_OF_SIZE[g.dtype.itemsize]
-        bits = xp.negative(keep.view(np.int8), dtype=bits_t)  # 0, or -1: every bit set
+        bits = xp.subtract(drop.view(np.int8), 1, dtype=bits_t)  # 0 where dropped, else -1: every bit set
         xp.bitwise_and(bits, g.view(bits_t), out=bits)
         return bits.view(g.dtype)
 

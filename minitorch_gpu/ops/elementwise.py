@@ -1329,7 +1329,7 @@ class RoundBackward1(Op):
 
 
 class ThresholdBackwardBackward0(Op):
-    """``g`` where ``y > threshold``, else 0: relu's gradient as one backend primitive (a ``where`` through
+    """0 where ``y <= threshold``, else ``g``: relu's gradient as one backend primitive (a ``where`` through
     Tensor ops costs a comparison tensor, a promotion and NumPy's branchy select), still differentiable
     in ``g`` for double backward; the step function has zero gradient in ``y``."""
 
@@ -1739,7 +1739,7 @@ class EluBackward0(Op):
 
     def backward(self, g):
         x, = self.saved_tensors
-        return (where(x > 0, g, g * (x.clamp(max=0).exp() * self.alpha)),)
+        return (where(x <= 0, g * (x.clamp(max=0).exp() * self.alpha), g),)  # a NaN input takes the linear side
 
 
 def elu(input, alpha=1.0, inplace=False):
@@ -1758,7 +1758,8 @@ class HardtanhBackward0(Op):
 
     def backward(self, g):
         x, = self.saved_tensors
-        return (where((x > self.lo) & (x < self.hi), g, 0.0),)
+        # PyTorch zeroes the gradient at and beyond the bounds only: a NaN input passes it
+        return (where((x <= self.lo) | (x >= self.hi), 0.0, g),)
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):

@@ -42,11 +42,12 @@ def test_threshold_backward_is_an_exact_select(be, dt):
     g = rng.standard_normal(1000).astype(dt)
     g[6:12] = [np.inf, -np.inf, np.nan, -0.0, np.inf, np.nan]  # masked-out inf/NaN gradients must give 0
     y = np.maximum(x, 0)
-    _same(be.threshold_backward(g, y, 0), np.where(y > 0, g, dt(0)))
-    _same(be.threshold_backward(g[:1].reshape(()), y[7:8].reshape(()), 0), np.where(y[7] > 0, g[0], dt(0)))
+    # PyTorch zeroes where y <= 0: a NaN y passes its gradient
+    _same(be.threshold_backward(g, y, 0), np.where(y <= 0, dt(0), g))
+    _same(be.threshold_backward(g[:1].reshape(()), y[7:8].reshape(()), 0), np.where(y[7] <= 0, dt(0), g[0]))
     # integer gradients and broadcast shapes take the reference path
     gi = rng.integers(-5, 5, 1000)
-    _same(be.threshold_backward(gi, y, 0), np.where(y > 0, gi, 0))
+    _same(be.threshold_backward(gi, y, 0), np.where(y <= 0, 0, gi))
 
 
 def test_relu_keeps_negative_zero_and_nan_like_torch(torch):

@@ -58,6 +58,25 @@ def test_matches_torch(device, torch, name, kw, dtype):
                  atol=1e-6 if dtype == "float32" else 1e-8)
 
 
+# the piecewise activations whose kink tests PyTorch writes as "zero (or the other branch) where x <= bound":
+# a NaN input fails the comparison, so its gradient passes through (and its value stays NaN)
+PIECEWISE = [(n, kw) for n, kw in ACTS if n in ("relu", "relu6", "elu", "selu", "celu", "hardtanh", "softshrink",
+                                                 "hardshrink", "threshold", "leaky_relu", "hardswish")]
+
+
+@pytest.mark.parametrize("name,kw", PIECEWISE, ids=[n for n, _ in PIECEWISE])
+def test_nan_and_bound_inputs_match_torch(device, torch, name, kw):
+    a = np.array([np.nan, -np.inf, np.inf, -6.0, -3.0, -1.0, -0.5, 0.0, 0.5, 1.0, 3.0, 6.0], np.float32)
+    x = mt.tensor(a, device=device, requires_grad=True)
+    xt = torch.tensor(a, requires_grad=True)
+    y, yt = getattr(F, name)(x, **kw), _torch_fn(torch, name)(xt, **kw)
+    # a ulp apart where exp is evaluated; NaN where NaN, the same infinities
+    np.testing.assert_allclose(to_np(y), yt.detach().numpy(), rtol=1e-6, atol=0)
+    y.sum().backward()
+    yt.sum().backward()
+    np.testing.assert_allclose(to_np(x.grad), xt.grad.numpy(), rtol=1e-6, atol=0)
+
+
 @pytest.mark.parametrize("name,kw", ACTS, ids=IDS)
 def test_gradcheck(device, name, kw):
     x = mt.tensor(_arr(4, 4), device=device, requires_grad=True)

@@ -113,11 +113,12 @@ class ThresholdBackward0(Op):
         self.threshold = threshold
         be = x._be
         d = x._data
-        return be.where(be.binary("gt", d, _scalar(threshold, d)), d, _E._scalar_for(value, d.dtype))
+        # PyTorch replaces x <= threshold: a NaN input stays NaN, and passes its gradient
+        return be.where(be.binary("le", d, _scalar(threshold, d)), _E._scalar_for(value, d.dtype), d)
 
     def backward(self, g):
         x, = self.saved_tensors
-        return (_E.where(x > self.threshold, g, 0.0),)
+        return (_E.where(x <= self.threshold, 0.0, g),)
 
 
 def threshold(input, threshold, value, inplace=False):
@@ -232,7 +233,7 @@ class _EluLike(Op):
         if input_scale != 1:
             neg = neg * input_scale
         gs = g * scale if scale != 1 else g
-        return (_E.where(x > 0, gs, gs * (neg.exp() * (alpha * input_scale))),)
+        return (_E.where(x <= 0, gs * (neg.exp() * (alpha * input_scale)), gs),)  # NaN: the linear side
 
 
 class EluBackward0(_EluLike):
@@ -302,7 +303,8 @@ class HardswishBackward0(Op):
 
     def backward(self, g):
         x, = self.saved_tensors
-        return (_E.where(x < -3, 0.0, _E.where(x <= 3, g * (x / 3 + 0.5), g)),)
+        # PyTorch's branches: zero at and below -3, the slope below 3, the gradient itself from 3 on (and for NaN)
+        return (_E.where(x <= -3, 0.0, _E.where(x < 3, g * (x / 3 + 0.5), g)),)
 
 
 class HardsigmoidBackward0(Op):
@@ -363,7 +365,7 @@ class SoftshrinkBackward0(Op):
 
     def backward(self, g):
         x, = self.saved_tensors
-        return (_E.where(x.abs() > self.lambd, g, 0.0),)
+        return (_E.where(x.abs() <= self.lambd, 0.0, g),)  # a NaN input passes the gradient
 
 
 class HardshrinkBackward0(Op):
@@ -372,11 +374,12 @@ class HardshrinkBackward0(Op):
         self.lambd = lambd
         be = x._be
         d = x._data
-        return be.where(be.binary("gt", be.unary("abs", d), _scalar(lambd, d)), d, _scalar(0, d))
+        # PyTorch zeroes |x| <= lambd: a NaN input stays NaN
+        return be.where(be.binary("le", be.unary("abs", d), _scalar(lambd, d)), _scalar(0, d), d)
 
     def backward(self, g):
         x, = self.saved_tensors
-        return (_E.where(x.abs() > self.lambd, g, 0.0),)
+        return (_E.where(x.abs() <= self.lambd, 0.0, g),)  # a NaN input passes the gradient
 
 
 def softshrink(input, lambd=0.5):
