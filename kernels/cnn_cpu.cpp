@@ -6,7 +6,8 @@
 // C++ compiler on first use and caches the library). `dtype` is 0 for float32, 1 for float64. Every entry takes
 // a counter `next` shared by the threads working on one call (starting at 0): each call takes pieces from it
 // until none are left, so results never depend on how many threads ran or who did which piece. This code
-// takes no locks and allocates nothing.
+// takes no locks and allocates nothing. Every entry with a counter has a parallel twin `<entry>_parallel`
+// (pool_cpu.h's MT_PARALLEL: the same arguments after a thread count) that runs it on the worker pool.
 //
 //   mt_cnn_im2col(dtype, geo, x, batch, cols, next) -> 0 | < 0
 //     the columns of `batch` samples, (C * kD * kH * kW, batch * oD * oH * oW) row-major: row
@@ -48,6 +49,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "pool_cpu.h"
 #include "vec64_cpu.h"
 
 namespace {
@@ -1472,3 +1474,24 @@ extern "C" int mt_cnn_batch_norm_backward(int dtype, long long n, long long c, l
                                    next);
     return -1;
 }
+
+// the parallel twins (pool_cpu.h)
+MT_PARALLEL(mt_cnn_im2col)
+MT_PARALLEL(mt_cnn_col2im)
+MT_PARALLEL(mt_cnn_direct_conv)
+MT_PARALLEL(mt_cnn_direct_conv_weight_grad)
+MT_PARALLEL(mt_cnn_wino_weight)
+MT_PARALLEL(mt_cnn_wino_conv)
+MT_PARALLEL(mt_cnn_wino_tiles)
+MT_PARALLEL(mt_cnn_wino_untile)
+MT_PARALLEL(mt_cnn_wino_products)
+MT_PARALLEL(mt_cnn_wino_wgrad_parts)
+MT_PARALLEL(mt_cnn_wino_wgrad_finish)
+MT_PARALLEL(mt_cnn_gemm_weight)
+MT_PARALLEL(mt_cnn_gemm_conv)
+MT_PARALLEL(mt_cnn_gemm_wgrad_parts)
+MT_PARALLEL(mt_cnn_gemm_wgrad_finish)
+MT_PARALLEL(mt_cnn_max_pool_forward)
+MT_PARALLEL(mt_cnn_max_pool_backward)
+MT_PARALLEL(mt_cnn_batch_norm_forward)
+MT_PARALLEL(mt_cnn_batch_norm_backward)

@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._cpu_library import CpuLibrary, build, run_parallel
+from ._cpu_library import CpuLibrary, build, parallel_entry
 from ._elementwise_native import _ptr
 from .cuda.loader import kernel_dir
 
@@ -59,20 +59,31 @@ _BLAS_SMP_MACS = 1 << 18
 _i64, _vp, _int = ctypes.c_longlong, ctypes.c_void_p, ctypes.c_int
 
 
-def _build() -> Any:
+class _Gemm:
+    """The library's entry points, typed: ``mt_gemm`` itself, its twin on the worker pool (``parallel``: a
+    thread count, then mt_gemm's arguments) and the scratch sizer."""
+
+    def __init__(self, lib: ctypes.CDLL) -> None:
+        args: list[Any] = [_int, _vp, _vp, _vp, _vp, _vp, _vp, _i64, _vp, _vp]
+        self.mt_gemm = lib.mt_gemm
+        self.mt_gemm.argtypes = args
+        self.mt_gemm.restype = _int
+        self.parallel = parallel_entry(lib, "mt_gemm", args)
+        self.mt_gemm_scratch = lib.mt_gemm_scratch
+        self.mt_gemm_scratch.argtypes = [_int, _vp]
+        self.mt_gemm_scratch.restype = _i64
+
+
+def _build() -> _Gemm:
     d = Path(kernel_dir())
     # contraction on: the products are fused multiply-adds (BLAS's are too); GCC turns the panel copies into
     # memmove calls of a few lines each unless told not to (Clang does not know the flag: the second try)
-    _, lib = build("gemm_cpu", [d / "gemm_cpu.cpp", d / "vec64_cpu.h"], _ABI, _PURPOSE,
+    _, lib = build("gemm_cpu", [d / "gemm_cpu.cpp", d / "vec64_cpu.h", d / "pool_cpu.h"], _ABI, _PURPOSE,
                    extras=(("-ffp-contract=fast", "-fno-tree-loop-distribute-patterns"), ("-ffp-contract=fast",)))
-    lib.mt_gemm.argtypes = [_int, _vp, _vp, _vp, _vp, _vp, _vp, _i64, _vp, _vp]
-    lib.mt_gemm.restype = _int
-    lib.mt_gemm_scratch.argtypes = [_int, _vp]
-    lib.mt_gemm_scratch.restype = _i64
-    return lib
+    return _Gemm(lib)
 
 
-LIB: CpuLibrary[Any] = CpuLibrary(_build, "MINITORCH_GPU_NATIVE_GEMM", _PURPOSE,
+LIB: CpuLibrary[_Gemm] = CpuLibrary(_build, "MINITORCH_GPU_NATIVE_GEMM", _PURPOSE,
                                   "every CPU matrix product goes to NumPy's BLAS")
 
 
@@ -291,19 +302,7 @@ def matmul(a: Any, b: Any, bias: Any, threads: int | Callable[[], int], force: b
     scratch = _scratch_for(p.elems * p.workers + 16, dt)
     counters = np.zeros(2, np.int64)
     cp = _ptr(counters)
-    args = (p.code, p.geo, _ptr(a), _ptr(b), bias_ptr, _ptr(c), _ptr(scratch), p.elems, cp, cp + 8)
-    if p.workers <= 1:
-        rc = lib.mt_gemm(*args)
-    else:
-        failed: list[int] = []
-
-        def call() -> None:
-            code_ = lib.mt_gemm(*args)
-            if code_:
-                failed.append(code_)
-
-        run_parallel(call, p.workers, threads)
-        rc = failed[0] if failed else 0
+    rc = lib.parallel(p.workers, p.code, p.geo, _ptr(a), _ptr(b), bias_ptr, _ptr(c), _ptr(scratch), p.elems, cp, cp + 8)
     if rc:
         raise RuntimeError(f"{_PURPOSE} rejected its arguments (code {rc})")
     return c

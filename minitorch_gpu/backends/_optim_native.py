@@ -18,9 +18,8 @@ from typing import Literal
 
 import numpy as np
 
-from ._cpu_library import CpuLibrary, NativeBuildError, build
+from ._cpu_library import CpuLibrary, NativeBuildError, build, parallel_entry
 from ._cpu_library import data_offset as _data_offset
-from ._optim import _pool
 from .cuda.fused_step import FusedStep, fused_group_sizes, group_scalar_count
 from .cuda.loader import enum_codes, kernel_dir
 
@@ -38,17 +37,16 @@ _ROLES = 5  # param, grad and up to three states: optim_cpu.cpp's kRoles
 
 def _sources() -> tuple[Path, list[Path]]:
     d = Path(kernel_dir())
-    return d, [d / "optim_cpu.cpp", d / "optim_math.cuh"]
+    return d, [d / "optim_cpu.cpp", d / "optim_math.cuh", d / "pool_cpu.h"]
 
 
 class _Library:
-    """The loaded library's two entry points, typed."""
+    """The loaded library's two entry points, typed (the step through its parallel twin)."""
 
     def __init__(self, path: Path, lib: ctypes.CDLL) -> None:
         i64, ptr = ctypes.c_longlong, ctypes.c_void_p
-        self.step = lib.mt_optim_cpu_step
-        self.step.restype = ctypes.c_int
-        self.step.argtypes = [ctypes.c_int, ctypes.c_int, i64, ptr, i64, ptr, i64, ptr, ptr, ctypes.c_int]
+        self.step = parallel_entry(lib, "mt_optim_cpu_step",
+                                   [ctypes.c_int, ctypes.c_int, i64, ptr, i64, ptr, i64, ptr, ptr, ctypes.c_int])
         self.disjoint = lib.mt_optim_cpu_disjoint
         self.disjoint.restype = ctypes.c_int
         self.disjoint.argtypes = [i64, ptr, i64, ptr, ctypes.c_int]
@@ -119,20 +117,9 @@ def run(step: FusedStep, threads: int) -> Literal[True] | None:
     args = (enum_codes("optim_cpu.cpp", "OptimKind")[step.kind], code, n, table, off, sizes)
     tail = ((ctypes.c_double * len(consts))(*consts), step.flag_bits())
     workers = max(1, min(int(threads), total // _PARALLEL_MIN_ELEMENTS))
-    next_chunk = ctypes.c_longlong(0)
-    counter = ctypes.addressof(next_chunk)
-
-    def call() -> None:
-        rc = lib.step(*args, _CHUNK, counter, *tail)
-        if rc != 0:
-            raise RuntimeError(f"{_PURPOSE} rejected its arguments (code {rc})")
-
     # the threads share the pieces through the counter (elementwise work: results cannot depend on who did
     # which), and this thread works too rather than waiting
-    futures = [_pool(int(threads)).submit(call) for _ in range(1, workers)]
-    try:
-        call()
-    finally:
-        for f in futures:
-            f.result()
+    rc = lib.step(workers, *args, _CHUNK, ctypes.byref(ctypes.c_longlong(0)), *tail)
+    if rc != 0:
+        raise RuntimeError(f"{_PURPOSE} rejected its arguments (code {rc})")
     return True

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ._cpu_library import CpuLibrary, address, build, run_counted
+from ._cpu_library import CpuLibrary, address, build, parallel_entry, run_counted
 from .cuda.loader import kernel_dir
 
 __all__ = ["LIB", "available", "piece_rows", "layer_norm_forward", "layer_norm_backward", "softmax_forward",
@@ -48,10 +48,7 @@ class _Rows:
 
     def __init__(self, lib: ctypes.CDLL) -> None:
         def entry(symbol: str, *argtypes: Any) -> Any:
-            fn = getattr(lib, symbol)
-            fn.argtypes = [_int, *argtypes, _i64, _ptr]  # dtype, ..., piece_rows, next
-            fn.restype = _int
-            return fn
+            return parallel_entry(lib, symbol, [_int, *argtypes, _i64, _ptr])  # dtype, ..., piece_rows, next
         self.ln_fwd = entry("mt_rows_layer_norm_forward", _i64, _i64, _ptr, _ptr, _ptr, _dbl, _ptr, _ptr, _ptr)
         self.ln_bwd = entry("mt_rows_layer_norm_backward", _i64, _i64, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr)
         self.sm_fwd = entry("mt_rows_softmax_forward", _int, _int, _i64, _i64, _ptr, _dbl, _i64, _int, _ptr, _ptr,
@@ -67,7 +64,7 @@ def _build() -> _Rows:
     # glibc's vector exp first, without it the same loops call scalar libm; -fopenmp-simd lets the vectoriser keep
     # a partial sum per lane in the loops marked `omp simd` (a compiler without it builds them as plain loops)
     simd = "-fopenmp-simd"
-    _, lib = build("rows_cpu", [src, src.parent / "cpu_vecmath.h"], _ABI, _PURPOSE,
+    _, lib = build("rows_cpu", [src, src.parent / "cpu_vecmath.h", src.parent / "pool_cpu.h"], _ABI, _PURPOSE,
                    extras=(("-DMT_LIBMVEC", simd, "-lmvec"), (simd,), ()))
     return _Rows(lib)
 
@@ -92,7 +89,7 @@ def _run(fn: Any, args: tuple[Any, ...], rows: int, n: int, threads: int, what: 
     workers = 1
     if threads > 1:
         workers = max(1, min(threads, pieces, rows * n // _PARALLEL_MIN_ELEMENTS))
-    run_counted(fn, (*args, piece), workers, threads, f"{_PURPOSE}: {what}")
+    run_counted(fn, (*args, piece), workers, f"{_PURPOSE}: {what}")
 
 
 def _rows_of(x: Any) -> Any:
