@@ -44,7 +44,10 @@ _GRAD_OUT, _GRAD_TAPS = 3, 9
 # products (4 kWinoRows)
 _WINO_PIECE, _WINO_GRAD_ROWS = 32, 48
 
-# elements a thread should have before a call is split: a hand-off through the pool costs tens of microseconds
+# elements a thread should have before a call is split. The hand-off to the native pool costs about a
+# microsecond, but the data a call reads was mostly written by this thread, and the helper's core fetches its
+# share from this one's cache: measured on 2 CPUs (2 threads' time over 1's, in rounds where the second CPU was
+# free), batch norm over 32K-64K elements 0.92-1.15, 128K 0.70-0.78
 _PARALLEL_MIN_ELEMENTS = 1 << 16
 _DTYPES = {np.dtype(np.float32): 0, np.dtype(np.float64): 1}
 _GEO = 21  # cnn_cpu.cpp's kGeo

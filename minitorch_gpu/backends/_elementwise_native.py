@@ -30,12 +30,13 @@ _ABI = "1"
 _PURPOSE = "the native CPU elementwise library"
 _SOURCE = "elementwise_cpu.cpp"
 _DTYPES = {np.dtype(np.float32): 0, np.dtype(np.float64): 1}
-# elements a thread should have before a call is split: a hand-off through the pool costs about 50 microseconds,
-# a one-pass map of 256K floats about 100; measured on 2 logical CPUs, splitting 128K-256K elements took 1.3-2x
-# one thread's time, 1M elements 0.7-1.1x, 4M 0.8x
-_PARALLEL_MIN_ELEMENTS = 1 << 18
+# elements a thread should have before a call is split: a hand-off to the native pool's spinning helpers costs
+# about a microsecond, a one-pass map of 16K floats about 8. Measured on 2 CPUs (2 threads' time over 1's, in
+# rounds where the second CPU was free): 32K elements 1.03-1.06 (one piece), 48K 0.74-0.81, 64K 0.63-0.78,
+# 128K 0.58-0.64 (gelu, sigmoid, floor_divide)
+_PARALLEL_MIN_ELEMENTS = 3 << 13
 # elements per piece of shared work (a multiple of 16: pieces start on 64-byte boundaries of the arrays)
-_PIECE = 1 << 15
+_PIECE = 1 << 14
 
 UNARY: dict[str, int] = enum_codes(_SOURCE, "UnaryOp")
 BINARY: dict[str, int] = enum_codes(_SOURCE, "BinaryOp")

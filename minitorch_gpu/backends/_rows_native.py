@@ -34,10 +34,11 @@ _I64 = np.dtype(np.int64)
 # taking a piece costs nothing. NOTE: layer norm's weight and bias gradients are summed per piece, then the pieces
 # in order, so this number (never the thread count) fixes their rounding
 _PIECE_ELEMENTS = 1 << 14
-# elements a thread should have before a call is split: a hand-off through the pool costs about 50 microseconds,
-# a one-pass map of 256K floats about 100; measured on 2 logical CPUs, splitting 128K-256K elements took 1.3-2x
-# one thread's time, 1M elements 0.7-1.1x, 4M 0.8x
-_PARALLEL_MIN_ELEMENTS = 1 << 18
+# elements a thread should have before a call is split: a hand-off to the native pool's spinning helpers costs
+# about a microsecond. Measured on 2 CPUs (2 threads' time over 1's, in rounds where the second CPU was free):
+# 16K elements 0.98-1.09, 32K 0.67-0.86, 64K 0.64-0.77, 128K 0.58-0.61 (layer norm and softmax, rows of 128 and
+# 1024)
+_PARALLEL_MIN_ELEMENTS = 1 << 14
 _MAX_MASK_DIMS = 8  # rows_cpu.cpp's kMaxDims
 
 _i64, _ptr, _int, _dbl = ctypes.c_longlong, ctypes.c_void_p, ctypes.c_int, ctypes.c_double
