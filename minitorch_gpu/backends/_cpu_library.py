@@ -196,16 +196,21 @@ class Pool:
             try:
                 self.configure(float(spin))
             except ValueError as e:
-                warnings.warn(f"minitorch_gpu: {_SPIN_ENV}={spin!r} is not a number of microseconds >= 0 ({e}); "
+                warnings.warn(f"minitorch_gpu: {_SPIN_ENV}={spin!r} is not a number of microseconds in [0, 1e6] ({e}); "
                               "keeping the default", RuntimeWarning, stacklevel=2)
         # no helper may be left spinning in a library the interpreter is tearing down around it
         atexit.register(lib.mt_pool_shutdown)
 
     def configure(self, spin_us: float) -> float:
-        """Set how long (microseconds) an idle helper spins before it sleeps; returns the previous value."""
-        if not spin_us >= 0:
-            raise ValueError(f"the spin time must be a number of microseconds >= 0, got {spin_us}")
+        """Set how long (microseconds, up to a second) an idle helper spins before it sleeps; returns the previous
+        value."""
+        if not 0 <= spin_us <= 1e6:
+            raise ValueError(f"the spin time must be a number of microseconds >= 0 and <= 1e6, got {spin_us}")
         return float(self.lib.mt_pool_configure(int(spin_us * 1000))) / 1000
+
+    def spin_us(self) -> float:
+        """How long (microseconds) an idle helper spins before it sleeps."""
+        return float(self.lib.mt_pool_configure(-1)) / 1000
 
     def helpers(self) -> int:
         """Helper threads started in this process."""

@@ -192,8 +192,10 @@ def test_spin_time_is_configurable(pool):
         assert pool.configure(500) == 20
         rc, owner = _probe(pool, 2, 16, work_ns=1000)
         assert rc == 0 and all(o != 0 for o in owner)
-        with pytest.raises(ValueError, match="microseconds >= 0"):
-            pool.configure(-1)
+        for bad in (-1, float("nan"), float("inf")):
+            with pytest.raises(ValueError, match="microseconds >= 0"):
+                pool.configure(bad)
+        assert pool.spin_us() == 500
         assert pool.configure(500) == 500  # the refused value left it alone
     finally:
         pool.configure(before)
