@@ -43,8 +43,10 @@ _MAX_BLOCKS = 64  # kMaxBlocks: tiles of rows per piece
 _KC = 256
 # rows of A per piece at most, in tiles (the packed block, up to 32 x 12 rows x KC floats = 384 KiB, stays in L2)
 _PIECE_TILES = 32
-# multiply-adds a thread should have before a product is split: a hand-off through the pool costs tens of
-# microseconds, a core does about 80 multiply-adds a nanosecond
+# multiply-adds a thread should have before a product is split (a core does about 80 multiply-adds a nanosecond).
+# NOTE: set when a hand-off through the Python thread pool cost tens of microseconds; the native pool's costs one
+# or two, but the 1- against 2-thread measurements on the shared 2-core machine, between OpenBLAS's spinning
+# threads, did not settle a new value, so it stays
 _PARALLEL_MIN_MACS = 1 << 22
 
 # below this many multiply-adds (all the products of a call together) NumPy's fixed cost beats this kernel's
@@ -211,7 +213,8 @@ def plan(a_shape: tuple[int, ...], a_strides: tuple[int, ...], b_shape: tuple[in
     if not force and threads > 1 and m * n * k > _BLAS_SMP_MACS and (batch == 1 or workers < threads):
         # the rule is measured on one thread; with more, OpenBLAS splits each call above its threshold between
         # its own threads, which scales (512 x 128 x 384: 0.57x its 1-thread time on 2 cores) where this kernel's
-        # split through the Python pool did not (1.1x: the hand-off and a late helper take the gain). Batches
+        # split through the Python pool it had then did not (1.1x: the hand-off and a late helper take the gain;
+        # not measured again with the native pool, see _PARALLEL_MIN_MACS). Batches
         # keep the rule while this kernel uses every thread, or while their matrices are below that threshold:
         # NumPy calls BLAS once per matrix, and each such call runs on one thread
         return None
