@@ -214,3 +214,18 @@ print([str(w.message) for w in caught], pool.configure(100))
     assert r.returncode == 0, r.stderr
     assert "MINITORCH_GPU_POOL_SPIN_US='fast' is not a number" in r.stdout
     assert r.stdout.strip().endswith(" 100.0")  # the default spin
+
+
+def test_openblas_thread_timeout_default_and_a_user_value():
+    """The package sets OpenBLAS's idle-spin time before NumPy loads (its spinning threads would otherwise hold
+    the cores the pool's helpers need), and leaves a value the user set."""
+    code = "import os, minitorch_gpu; print(os.environ['OPENBLAS_THREAD_TIMEOUT'])"
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    root = os.path.dirname(os.path.dirname(minitorch_gpu.__file__))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [root, env.get("PYTHONPATH", "")] if p)
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "18"
+    r = _run_python(code, {"OPENBLAS_THREAD_TIMEOUT": "25"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "25"
