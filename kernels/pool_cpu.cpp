@@ -41,6 +41,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <new>
 #include <system_error>
 #include <thread>
 
@@ -114,7 +115,8 @@ Pool* pool() {
     Pool* p = g_pool.load(std::memory_order_acquire);
     if (p != nullptr) return p;
     std::call_once(g_atfork_once, [] { pthread_atfork(nullptr, nullptr, &forget_after_fork); });
-    Pool* fresh = new Pool;
+    Pool* fresh = new (std::nothrow) Pool;
+    if (fresh == nullptr) return nullptr;  // the caller runs alone
     if (g_pool.compare_exchange_strong(p, fresh, std::memory_order_acq_rel)) return fresh;
     delete fresh;  // another thread's won; nothing was started on ours
     return p;
@@ -212,7 +214,7 @@ int mt_pool_run(mt_pool_task task, void* ctx, int workers) {
         return 1;
     }
     Pool* p = pool();
-    if (p->stop.load(std::memory_order_relaxed) || p->busy.exchange(true, std::memory_order_acquire)) {
+    if (p == nullptr || p->stop.load(std::memory_order_relaxed) || p->busy.exchange(true, std::memory_order_acquire)) {
         task(ctx);
         return 1;
     }
