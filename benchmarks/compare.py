@@ -58,6 +58,7 @@ if __name__ == "__main__":
     _n = _threads_from_argv(sys.argv[1:])
     for _var in _BLAS_ENV:
         os.environ[_var] = _n
+    import minitorch_gpu  # noqa: F401  (its OpenBLAS settings, made before it loads NumPy, as a user's script gets them)
 
 import argparse  # noqa: E402
 import math  # noqa: E402

@@ -6,7 +6,8 @@
 // C++ compiler on first use and caches the library). `dtype` is 0 for float32, 1 for float64. Every entry takes
 // a counter `next` shared by the threads working on one call (starting at 0): each call takes pieces from it
 // until none are left, so results never depend on how many threads ran or who did which piece. This code
-// takes no locks and allocates nothing.
+// takes no locks and allocates nothing. Every entry with a counter has a parallel twin `<entry>_parallel`
+// (pool_cpu.h's MT_PARALLEL: the same arguments after a thread count) that runs it on the worker pool.
 //
 //   mt_cnn_im2col(dtype, geo, x, batch, cols, next) -> 0 | < 0
 //     the columns of `batch` samples, (C * kD * kH * kW, batch * oD * oH * oW) row-major: row
@@ -25,11 +26,11 @@
 //   mt_cnn_batch_norm_forward(dtype, n, c, s, x, w, b, eps, y, mean, var, rstd, next) -> 0 | < 0
 //     training batch norm of x (n, c, s): per channel the mean, then the biased variance of the centred values
 //     (two passes, sums in double), y = x * scale + shift with scale = rstd * w, shift = b - mean * scale
-//     (w, b may be null). mean, var and rstd in x's dtype. Pieces: channels.
+//     (w, b may be null). mean, var and rstd in x's dtype. Pieces: blocks of channels (bn_channels_per_piece).
 //   mt_cnn_batch_norm_backward(dtype, n, c, s, g, x, w, mean, rstd, dx, dw, db, next) -> 0 | < 0
 //     per channel sum(g) and sum(g * (x - mean)) in one pass (sums in double), then
 //     dx = (g - sum(g) / m - (x - mean) * rstd^2 * sum(g * (x - mean)) / m) * rstd * w, m = n * s;
-//     dw = rstd * sum(g * (x - mean)), db = sum(g). dx, dw, db may each be null. Pieces: channels.
+//     dw = rstd * sum(g * (x - mean)), db = sum(g). dx, dw, db may each be null. Pieces: blocks of channels.
 //
 //   mt_cnn_wino_* / mt_cnn_gemm_*: Winograd and the implicit GEMM; their geometry, layouts and entries are
 //     described in their sections below. Those that need per-thread scratch take a second counter `slots`
@@ -48,6 +49,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "pool_cpu.h"
 #include "vec64_cpu.h"
 
 namespace {
@@ -1210,30 +1212,45 @@ double lane_sum(idx n, idx s, idx stride, F f) {
     return total;
 }
 
+// Channels per piece: the per-channel outputs (mean, var, rstd; dw, db) of neighbouring channels share cache
+// lines, and so do the ends of their rows, and a line written by two threads moves between their cores on each
+// write; a block of channels per piece keeps that to the blocks' edges. Blocks of at least kBnPieceElems
+// elements, but at least 8 pieces while there are 8 channels (the threads' shares stay even).
+constexpr idx kBnPieceElems = 1 << 14;
+inline idx bn_channels_per_piece(idx n, idx c, idx s) {
+    const idx per_channel = n * s > 0 ? n * s : 1;
+    idx per = (kBnPieceElems + per_channel - 1) / per_channel;
+    const idx most = c / 8 > 1 ? c / 8 : 1;
+    return per < most ? per : most;
+}
+
 template <typename T>
 int batch_norm_forward(idx n, idx c, idx s, const T* x, const T* w, const T* b, double eps, T* y, T* mean,
                        T* var, T* rstd, idx* next) {
     const idx stride = c * s;
     const double m = (double)(n * s);
+    const idx per = bn_channels_per_piece(n, c, s);
     for (;;) {
-        idx ch = take(next);
-        if (ch >= c) return 0;
-        const T* xc = x + ch * s;
-        double mu = lane_sum<T>(n, s, stride, [=](auto L, idx p) { return L.d(L.t(xc + p)); }) / m;
-        double v = lane_sum<T>(n, s, stride, [=](auto L, idx p) {
-            auto d = L.d(L.t(xc + p)) - mu;
-            return d * d;
-        }) / m;
-        double r = 1.0 / std::sqrt(v + eps);
-        mean[ch] = (T)mu;
-        var[ch] = (T)v;
-        rstd[ch] = (T)r;
-        double sc = w ? r * (double)w[ch] : r;
-        T scale = (T)sc, shift = (T)((b ? (double)b[ch] : 0.0) - mu * sc);
-        for (idx i = 0; i < n; ++i) {
-            const T* src = xc + i * stride;
-            T* dst = y + ch * s + i * stride;
-            for (idx j = 0; j < s; ++j) dst[j] = src[j] * scale + shift;
+        const idx ch0 = take(next) * per;
+        if (ch0 >= c) return 0;
+        for (idx ch = ch0; ch < c && ch < ch0 + per; ++ch) {
+            const T* xc = x + ch * s;
+            double mu = lane_sum<T>(n, s, stride, [=](auto L, idx p) { return L.d(L.t(xc + p)); }) / m;
+            double v = lane_sum<T>(n, s, stride, [=](auto L, idx p) {
+                auto d = L.d(L.t(xc + p)) - mu;
+                return d * d;
+            }) / m;
+            double r = 1.0 / std::sqrt(v + eps);
+            mean[ch] = (T)mu;
+            var[ch] = (T)v;
+            rstd[ch] = (T)r;
+            double sc = w ? r * (double)w[ch] : r;
+            T scale = (T)sc, shift = (T)((b ? (double)b[ch] : 0.0) - mu * sc);
+            for (idx i = 0; i < n; ++i) {
+                const T* src = xc + i * stride;
+                T* dst = y + ch * s + i * stride;
+                for (idx j = 0; j < s; ++j) dst[j] = src[j] * scale + shift;
+            }
         }
     }
 }
@@ -1243,27 +1260,30 @@ int batch_norm_backward(idx n, idx c, idx s, const T* g, const T* x, const T* w,
                         T* dx, T* dw, T* db, idx* next) {
     const idx stride = c * s;
     const double m = (double)(n * s);
+    const idx per = bn_channels_per_piece(n, c, s);
     for (;;) {
-        idx ch = take(next);
-        if (ch >= c) return 0;
-        const T* gc = g + ch * s;
-        const T* xc = x + ch * s;
-        const T mu = mean[ch];
-        double sum_g, sum_gx;
-        lane_sums<T>(
-            n, s, stride, [=](auto L, idx p) { return L.d(L.t(gc + p)); },
-            [=](auto L, idx p) { return L.d(L.t(gc + p)) * L.d(L.t(xc + p) - mu); }, &sum_g, &sum_gx);
-        double r = (double)rstd[ch];
-        if (dw) dw[ch] = (T)(sum_gx * r);
-        if (db) db[ch] = (T)sum_g;
-        if (!dx) continue;
-        double scale = w ? r * (double)w[ch] : r;
-        T k = (T)(sum_gx * r * r / m), mean_g = (T)(sum_g / m), sc = (T)scale;
-        for (idx i = 0; i < n; ++i) {
-            const T* gr = gc + i * stride;
-            const T* xr = xc + i * stride;
-            T* dr = dx + ch * s + i * stride;
-            for (idx j = 0; j < s; ++j) dr[j] = (gr[j] - mean_g - (xr[j] - mu) * k) * sc;
+        const idx ch0 = take(next) * per;
+        if (ch0 >= c) return 0;
+        for (idx ch = ch0; ch < c && ch < ch0 + per; ++ch) {
+            const T* gc = g + ch * s;
+            const T* xc = x + ch * s;
+            const T mu = mean[ch];
+            double sum_g, sum_gx;
+            lane_sums<T>(
+                n, s, stride, [=](auto L, idx p) { return L.d(L.t(gc + p)); },
+                [=](auto L, idx p) { return L.d(L.t(gc + p)) * L.d(L.t(xc + p) - mu); }, &sum_g, &sum_gx);
+            double r = (double)rstd[ch];
+            if (dw) dw[ch] = (T)(sum_gx * r);
+            if (db) db[ch] = (T)sum_g;
+            if (!dx) continue;
+            double scale = w ? r * (double)w[ch] : r;
+            T k = (T)(sum_gx * r * r / m), mean_g = (T)(sum_g / m), sc = (T)scale;
+            for (idx i = 0; i < n; ++i) {
+                const T* gr = gc + i * stride;
+                const T* xr = xc + i * stride;
+                T* dr = dx + ch * s + i * stride;
+                for (idx j = 0; j < s; ++j) dr[j] = (gr[j] - mean_g - (xr[j] - mu) * k) * sc;
+            }
         }
     }
 }
@@ -1472,3 +1492,24 @@ extern "C" int mt_cnn_batch_norm_backward(int dtype, long long n, long long c, l
                                    next);
     return -1;
 }
+
+// the parallel twins (pool_cpu.h)
+MT_PARALLEL(mt_cnn_im2col)
+MT_PARALLEL(mt_cnn_col2im)
+MT_PARALLEL(mt_cnn_direct_conv)
+MT_PARALLEL(mt_cnn_direct_conv_weight_grad)
+MT_PARALLEL(mt_cnn_wino_weight)
+MT_PARALLEL(mt_cnn_wino_conv)
+MT_PARALLEL(mt_cnn_wino_tiles)
+MT_PARALLEL(mt_cnn_wino_untile)
+MT_PARALLEL(mt_cnn_wino_products)
+MT_PARALLEL(mt_cnn_wino_wgrad_parts)
+MT_PARALLEL(mt_cnn_wino_wgrad_finish)
+MT_PARALLEL(mt_cnn_gemm_weight)
+MT_PARALLEL(mt_cnn_gemm_conv)
+MT_PARALLEL(mt_cnn_gemm_wgrad_parts)
+MT_PARALLEL(mt_cnn_gemm_wgrad_finish)
+MT_PARALLEL(mt_cnn_max_pool_forward)
+MT_PARALLEL(mt_cnn_max_pool_backward)
+MT_PARALLEL(mt_cnn_batch_norm_forward)
+MT_PARALLEL(mt_cnn_batch_norm_backward)

@@ -8,6 +8,14 @@
 //   mt_ew_unary(op, dtype, n, x, y)                      y[i] = op(x[i])                   -> 0, or < 0 on bad input
 //   mt_ew_binary(op, dtype, n, a, a_step, b, b_step, y)  y[i] = op(a[i * a_step], b[i * b_step]); a step of 0
 //                                                        broadcasts a scalar (at most one of the two)
+//   mt_ew_unary_pieces(op, dtype, n, x, y, piece, next)
+//   mt_ew_binary_pieces(op, dtype, n, a, a_step, b, b_step, y, piece, next)
+//                                                        the same over pieces [k piece, (k + 1) piece) taken from
+//                                                        the counter `next` (starting at 0) by every thread of
+//                                                        one call; piece a multiple of 16, so that every piece
+//                                                        but the last is whole vectors, as in one call. Their
+//                                                        twins `<entry>_parallel` (pool_cpu.h's MT_PARALLEL: a
+//                                                        thread count first) run them on the worker pool
 //   mt_ew_supports(arity, op, dtype)                     -> 1 when the op is compiled for the dtype
 //   mt_lstm_cell_forward(dtype, B, H, gi, gh, c, h_out, c_out)
 //   mt_lstm_cell_backward(dtype, B, H, dh, dc, gi, gh, c, d_gates, dc_prev)
@@ -30,6 +38,7 @@
 #include <limits>
 
 #include "cpu_vecmath.h"
+#include "pool_cpu.h"
 
 // the members after U_frac are float32 only: float64 keeps the reference bodies, whose libm calls
 // this file could match only to an ulp of terms that cancel (lgamma, digamma near their zeros)
@@ -478,6 +487,31 @@ int mt_ew_binary(int op, int dtype, idx n, const void* a, idx a_step, const void
     return binary_common<double>(op, n, (const double*)a, a_step, (const double*)b, b_step, (double*)y);
 }
 
+int mt_ew_unary_pieces(int op, int dtype, idx n, const void* x, void* y, idx piece, idx* next) {
+    if (n < 0 || piece <= 0 || piece % 16 != 0 || !supports(1, op, dtype)) return -1;
+    const idx isz = dtype == 0 ? 4 : 8;
+    for (;;) {
+        const idx s = __atomic_fetch_add(next, 1, __ATOMIC_RELAXED) * piece;
+        if (s >= n) return 0;
+        const int rc = mt_ew_unary(op, dtype, n - s < piece ? n - s : piece, (const char*)x + s * isz,
+                                   (char*)y + s * isz);
+        if (rc != 0) return rc;
+    }
+}
+
+int mt_ew_binary_pieces(int op, int dtype, idx n, const void* a, idx a_step, const void* b, idx b_step, void* y,
+                        idx piece, idx* next) {
+    if (n < 0 || piece <= 0 || piece % 16 != 0 || !supports(2, op, dtype)) return -1;
+    const idx isz = dtype == 0 ? 4 : 8;
+    for (;;) {
+        const idx s = __atomic_fetch_add(next, 1, __ATOMIC_RELAXED) * piece;
+        if (s >= n) return 0;
+        const int rc = mt_ew_binary(op, dtype, n - s < piece ? n - s : piece, (const char*)a + s * isz * a_step,
+                                    a_step, (const char*)b + s * isz * b_step, b_step, (char*)y + s * isz);
+        if (rc != 0) return rc;
+    }
+}
+
 int mt_lstm_cell_forward(int dtype, idx B, idx H, const void* gi, const void* gh, const void* c, void* h_out,
                          void* c_out) {
     if (B < 0 || H < 0) return -1;
@@ -505,3 +539,7 @@ int mt_lstm_cell_backward(int dtype, idx B, idx H, const void* dh, const void* d
 }
 
 }  // extern "C"
+
+// the parallel twins (pool_cpu.h)
+MT_PARALLEL(mt_ew_unary_pieces)
+MT_PARALLEL(mt_ew_binary_pieces)

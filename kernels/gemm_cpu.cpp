@@ -11,6 +11,8 @@
 //     the caller's scratch (slot_elems elements each, mt_gemm_scratch's size) from the counter `slot`. A piece
 //     sums over K in the same order whoever computes it, so results never depend on the thread count.
 //   mt_gemm_scratch(dtype, geo) -> elements of one thread's scratch | < 0 for a bad geometry
+//   mt_gemm_parallel: mt_gemm's twin on the worker pool (pool_cpu.h's MT_PARALLEL: a thread count, then the same
+//     arguments)
 //
 // `geo` is int64, kGeo values: {M, N, K, sam, sak, sbk, sbn, scm, nb, bd[4], sa[4], sb[4], sc[4], MC, NC, KC,
 // NV, pack_b}: the product's sizes; the element strides of A's rows and columns, B's rows and columns and C's
@@ -39,6 +41,7 @@
 #include <cstring>
 #include <utility>
 
+#include "pool_cpu.h"
 #include "vec64_cpu.h"
 
 namespace {
@@ -311,3 +314,5 @@ extern "C" int mt_gemm(int dtype, const long long* geo, const void* a, const voi
                             (double*)scratch, slot_elems, next, slot);
     return -3;
 }
+
+MT_PARALLEL(mt_gemm)

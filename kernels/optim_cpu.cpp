@@ -21,6 +21,9 @@
 //   mt_optim_cpu_disjoint(n_tensors, arrays, data_offset, sizes, itemsize) -> 1 when no two roles of a tensor
 //     share memory (the loops are compiled on that promise), else 0
 //
+//   mt_optim_cpu_step_parallel(workers, kind, ...) -> the step on up to `workers` threads of the worker pool
+//     (pool_cpu.h's MT_PARALLEL: each runs the step with the same counter)
+//
 // The per-element math is optim_math.cuh's, shared with the GPU kernels. Threads are the caller's: each calls
 // the step with the same counter; this code takes no locks and allocates nothing.
 #include <cmath>
@@ -28,6 +31,7 @@
 #include <utility>
 
 #include "optim_math.cuh"
+#include "pool_cpu.h"
 
 enum OptimKind { K_adam, K_sgd, K_rmsprop, K_adagrad, K_lion };
 
@@ -148,3 +152,6 @@ extern "C" int mt_optim_cpu_disjoint(long long n_tensors, const uint64_t* arrays
 
 // the number of group scalars the caller must pass, so the Python side can check it agrees
 extern "C" int mt_optim_cpu_group_scalars() { return MT_OPTIM_GROUP_SCALARS; }
+
+// the step's twin on the worker pool (pool_cpu.h)
+MT_PARALLEL(mt_optim_cpu_step)

@@ -11,7 +11,8 @@
 // compiler on first use and caches the library). `dtype` is 0 for float32, 1 for float64; arrays are C-contiguous
 // (rows, n) unless said otherwise. Every entry works on pieces of `piece_rows` rows taken from the counter `next`
 // (starting at 0) shared by the threads of one call, so results never depend on how many threads ran. Each returns
-// 0, or < 0 for arguments it rejects (-1), or a target outside [0, C) (-2). Nothing here allocates or locks.
+// 0, or < 0 for arguments it rejects (-1), or a target outside [0, C) (-2). Nothing here allocates or locks. Each
+// has a parallel twin `<entry>_parallel` on the worker pool (pool_cpu.h's MT_PARALLEL: a thread count first).
 //
 //   mt_rows_layer_norm_forward(dtype, rows, n, x, w, b, eps, y, mean, rstd, piece_rows, next)
 //     y = (x - mean) * rstd * w + b per row, rstd = 1 / sqrt(var + eps), var the biased variance; the statistics
@@ -57,6 +58,7 @@
 #include <limits>
 
 #include "cpu_vecmath.h"
+#include "pool_cpu.h"
 
 namespace {
 
@@ -571,3 +573,11 @@ extern "C" int mt_rows_cross_entropy_backward(int dtype, idx rows, idx C, const 
                                        (const double*)rowmax, (const double*)lse, (const double*)gout, gstride,
                                        scale, (double*)dx, piece, next));
 }
+
+// the parallel twins (pool_cpu.h)
+MT_PARALLEL(mt_rows_layer_norm_forward)
+MT_PARALLEL(mt_rows_layer_norm_backward)
+MT_PARALLEL(mt_rows_softmax_forward)
+MT_PARALLEL(mt_rows_softmax_backward)
+MT_PARALLEL(mt_rows_cross_entropy)
+MT_PARALLEL(mt_rows_cross_entropy_backward)

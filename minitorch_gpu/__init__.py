@@ -2,7 +2,16 @@
 
 Port a script with ``import minitorch_gpu as torch``.
 """
+import os as _os
 import sys as _sys
+
+# NOTE: before anything loads NumPy's OpenBLAS, which reads this once. Its idle threads spin for 2^28 cycles
+# (about 0.1 s) after each product, on the cores the compiled CPU loops split their calls onto, and a helper
+# sharing a core with a spinning thread gets little of it: at 2 threads, a ResNet training step took 0.98x its
+# 1-thread time with the default and 0.74x with 2^18 cycles (tens of microseconds, still enough to keep them warm
+# between the back-to-back products of an LSTM: 0.81x either way). A value already set wins; with NumPy already
+# imported it has no effect.
+_os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "18")
 
 from . import _dtype
 from ._device import device, get_default_device, set_default_device

@@ -1,14 +1,25 @@
 """The CPU backend's compiled kernels (kernels/*_cpu.cpp): each one C++ file built with the host compiler for this
-CPU on first use (``_native``'s verified cache), loaded once per process, and run over the backend's thread pool.
-Shared by the fused optimizer step (``_optim_native``), the elementwise maps (``_elementwise_native``) and the
+CPU on first use (``_native``'s verified cache), loaded once per process, and split between threads by one native
+worker pool (kernels/pool_cpu.cpp). Shared by the fused optimizer step (``_optim_native``), the elementwise maps
+(``_elementwise_native``), the row loops (``_rows_native``), the matrix product (``_gemm_native``) and the
 convolution, pooling and batch-norm loops (``_cnn_native``).
 
 A library is switched off by its environment variable set to ``0`` (``MINITORCH_GPU_NATIVE_OPTIM``,
-``MINITORCH_GPU_NATIVE_ELEMENTWISE``, ``MINITORCH_GPU_NATIVE_NN``); a build failure is reported once as a
+``MINITORCH_GPU_NATIVE_ELEMENTWISE``, ``MINITORCH_GPU_NATIVE_NN``...); a build failure is reported once as a
 warning, and the callers run their NumPy bodies from then on.
+
+The pool: every entry point shares its work between threads through a counter in its arguments, so a split is the
+same call made on several threads at once. Each library exports, per entry, a parallel twin taking the number of
+threads first (kernels/pool_cpu.h's ``MT_PARALLEL``; :func:`parallel_entry` types it), which fans the call out in
+native code: one ctypes call and one GIL release whatever the thread count, where a Python pool paid about 75
+microseconds per call to wake a helper and hand it the GIL. ``build`` hands every library it loads the pool's run
+function, so there is one pool however many libraries use it. ``MINITORCH_GPU_NATIVE_POOL=0`` (or a pool that does
+not build) runs every call on the calling thread; ``MINITORCH_GPU_POOL_SPIN_US`` sets how long an idle helper
+spins before it sleeps (default 100).
 """
 from __future__ import annotations
 
+import atexit
 import ctypes
 import os
 import platform
@@ -21,10 +32,10 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 
 from .. import _native
-from ._optim import _pool
+from .cuda.loader import kernel_dir
 
-__all__ = ["NativeBuildError", "CpuLibrary", "address", "build", "compile_flags", "cpu_signature", "data_offset",
-           "run_counted", "run_parallel"]
+__all__ = ["NativeBuildError", "CpuLibrary", "POOL", "address", "build", "compile_flags", "cpu_signature",
+           "data_offset", "parallel_entry", "run_counted"]
 
 L = TypeVar("L")
 
@@ -82,10 +93,13 @@ def build(stem: str, sources: Sequence[Path], abi: str, purpose: str,
             # NOTE: libraries (-l...) must follow the source on the command line for the linker to use them
             cmd = [cxx, *flags, f"-I{sources[0].parent}", str(sources[0]), *extra]
             try:
-                return path, _native.build_library(path, cmd, f"kernels/{sources[0].name}", NativeBuildError,
-                                                   purpose)
+                lib = _native.build_library(path, cmd, f"kernels/{sources[0].name}", NativeBuildError, purpose)
             except (NativeBuildError, OSError) as e:
                 last = e
+                continue
+            if stem != _POOL_STEM:
+                _attach(lib)
+            return path, lib
     assert last is not None
     raise last
 
@@ -132,44 +146,97 @@ class CpuLibrary(Generic[L]):
             self.state.update(lib=None, tried=False, reason=None)
 
 
-def run_parallel(call: Callable[[], None], workers: int, threads: int) -> None:
-    """``call()`` on ``workers`` threads at once (this one included) from the backend's pool of ``threads``.
-
-    The calls share their work through a counter of the native entry point, so the split cannot change results.
-    """
-    if workers <= 1:
-        call()
-        return
-    futures = [_pool(threads).submit(call) for _ in range(1, workers)]
-    try:
-        call()
-    finally:
-        for f in futures:
-            f.result()
+def parallel_entry(lib: ctypes.CDLL, symbol: str, argtypes: Sequence[Any], restype: Any = ctypes.c_int) -> Any:
+    """The parallel twin of the entry ``symbol`` of ``lib`` (exported by ``MT_PARALLEL(symbol)``): a function of
+    ``(workers, *args)``, ``args`` typed as ``argtypes``, that runs ``symbol(*args)`` on up to ``workers`` threads
+    through the pool and returns the first non-zero result of any of them."""
+    address_ = ctypes.c_void_p.in_dll(lib, f"{symbol}_parallel").value
+    if not address_:
+        raise NativeBuildError(f"{symbol}_parallel is null in {lib._name}")
+    return ctypes.CFUNCTYPE(restype, ctypes.c_int, *argtypes)(address_)
 
 
-def run_counted(fn: Callable[..., int], args: Sequence[Any], workers: int, threads: int, what: str,
+def run_counted(fn: Callable[..., int], args: Sequence[Any], workers: int, what: str,
                 after: Sequence[Any] = ()) -> None:
-    """``fn(*args, next, *after)`` on ``workers`` threads (this one included) sharing one work counter ``next`` (a
-    ``long long`` starting at 0) from which the native entry takes its pieces; raises RuntimeError naming ``what``
-    when the entry returns non-zero."""
-    counter = ctypes.c_longlong(0)
-    ref = ctypes.byref(counter)
-    if workers <= 1:
-        rc = fn(*args, ref, *after)
-        if rc:
-            raise RuntimeError(f"{what} rejected its arguments (code {rc})")
+    """``fn(workers, *args, next, *after)`` for a parallel twin ``fn`` (:func:`parallel_entry`) whose threads
+    share one work counter ``next`` (a ``long long`` starting at 0) from which the native entry takes its
+    pieces; raises RuntimeError naming ``what`` when the entry returns non-zero on any thread."""
+    rc = fn(workers, *args, ctypes.byref(ctypes.c_longlong(0)), *after)
+    if rc:
+        raise RuntimeError(f"{what} rejected its arguments (code {rc})")
+
+
+# ---------------------------------------------------------------------------------------------- the worker pool
+_POOL_STEM = "pool_cpu"
+_POOL_PURPOSE = "the native CPU worker pool"
+_SPIN_ENV = "MINITORCH_GPU_POOL_SPIN_US"
+
+
+class Pool:
+    """The loaded pool library (kernels/pool_cpu.cpp), typed."""
+
+    def __init__(self, lib: ctypes.CDLL) -> None:
+        i64, ptr, c_int = ctypes.c_longlong, ctypes.c_void_p, ctypes.c_int
+        self.lib = lib
+        lib.mt_pool_run.restype = c_int
+        lib.mt_pool_run.argtypes = [ptr, ptr, c_int]
+        self.run_address: int = ctypes.cast(lib.mt_pool_run, ctypes.c_void_p).value or 0
+        lib.mt_pool_configure.restype = i64
+        lib.mt_pool_configure.argtypes = [i64]
+        lib.mt_pool_threads.restype = c_int
+        lib.mt_pool_threads.argtypes = []
+        lib.mt_pool_shutdown.restype = None
+        lib.mt_pool_shutdown.argtypes = []
+        lib.mt_pool_attach.restype = None
+        lib.mt_pool_attach.argtypes = [ptr]
+        lib.mt_pool_attach(self.run_address)
+        self.probe = parallel_entry(lib, "mt_pool_probe", [i64, i64, i64, c_int, ptr, ptr])
+        spin = os.environ.get(_SPIN_ENV)
+        if spin:
+            try:
+                self.configure(float(spin))
+            except ValueError as e:
+                warnings.warn(f"minitorch_gpu: {_SPIN_ENV}={spin!r} is not a number of microseconds in [0, 1e6] ({e}); "
+                              "keeping the default", RuntimeWarning, stacklevel=2)
+        # no helper may be left spinning in a library the interpreter is tearing down around it
+        atexit.register(lib.mt_pool_shutdown)
+
+    def configure(self, spin_us: float) -> float:
+        """Set how long (microseconds, up to a second) an idle helper spins before it sleeps; returns the previous
+        value."""
+        if not 0 <= spin_us <= 1e6:
+            raise ValueError(f"the spin time must be a number of microseconds >= 0 and <= 1e6, got {spin_us}")
+        return float(self.lib.mt_pool_configure(int(spin_us * 1000))) / 1000
+
+    def spin_us(self) -> float:
+        """How long (microseconds) an idle helper spins before it sleeps."""
+        return float(self.lib.mt_pool_configure(-1)) / 1000
+
+    def helpers(self) -> int:
+        """Helper threads started in this process."""
+        return int(self.lib.mt_pool_threads())
+
+
+def _build_pool() -> Pool:
+    d = Path(kernel_dir())
+    _, lib = build(_POOL_STEM, [d / "pool_cpu.cpp", d / "pool_cpu.h"], "1", _POOL_PURPOSE,
+                   extras=(("-pthread",), ()))
+    return Pool(lib)
+
+
+POOL: CpuLibrary[Pool] = CpuLibrary(_build_pool, "MINITORCH_GPU_NATIVE_POOL", _POOL_PURPOSE,
+                                    "the compiled CPU loops run on one thread")
+
+
+def _attach(lib: ctypes.CDLL) -> None:
+    """Hand a freshly loaded kernel library the pool (or nothing: its twins then run on the calling thread)."""
+    attach = getattr(lib, "mt_pool_attach", None)
+    if attach is None:
         return
-    failed: list[int] = []
-
-    def call() -> None:
-        r = fn(*args, ref, *after)
-        if r:
-            failed.append(r)
-
-    run_parallel(call, workers, threads)
-    if failed:
-        raise RuntimeError(f"{what} rejected its arguments (code {failed[0]})")
+    pool = POOL.get()
+    attach.restype = None
+    attach.argtypes = [ctypes.c_void_p]
+    attach(pool.run_address if pool is not None else None)
 
 
 def data_offset() -> int:

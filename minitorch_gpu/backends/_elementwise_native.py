@@ -19,8 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ._cpu_library import CpuLibrary, address, build
-from ._optim import _pool
+from ._cpu_library import CpuLibrary, address, build, parallel_entry
 from ._types import writable
 from .cuda.loader import enum_codes, kernel_dir
 
@@ -31,12 +30,13 @@ _ABI = "1"
 _PURPOSE = "the native CPU elementwise library"
 _SOURCE = "elementwise_cpu.cpp"
 _DTYPES = {np.dtype(np.float32): 0, np.dtype(np.float64): 1}
-# elements a thread should have before a call is split: a hand-off through the pool costs about 50 microseconds,
-# a one-pass map of 256K floats about 100; measured on 2 logical CPUs, splitting 128K-256K elements took 1.3-2x
-# one thread's time, 1M elements 0.7-1.1x, 4M 0.8x
-_PARALLEL_MIN_ELEMENTS = 1 << 18
+# elements a thread should have before a call is split: a hand-off to the native pool's spinning helpers costs
+# about a microsecond, a one-pass map of 16K floats about 8. Measured on 2 CPUs (2 threads' time over 1's, in
+# rounds where the second CPU was free): 32K elements 1.03-1.06 (one piece), 48K 0.74-0.81, 64K 0.63-0.78,
+# 128K 0.58-0.64 (gelu, sigmoid, floor_divide)
+_PARALLEL_MIN_ELEMENTS = 3 << 13
 # elements per piece of shared work (a multiple of 16: pieces start on 64-byte boundaries of the arrays)
-_PIECE = 1 << 15
+_PIECE = 1 << 14
 
 UNARY: dict[str, int] = enum_codes(_SOURCE, "UnaryOp")
 BINARY: dict[str, int] = enum_codes(_SOURCE, "BinaryOp")
@@ -64,6 +64,9 @@ class _Library:
         self.binary = lib.mt_ew_binary
         self.binary.restype = c_int
         self.binary.argtypes = [c_int, c_int, i64, ptr, i64, ptr, i64, ptr]
+        # the same over pieces shared through a counter, on the worker pool: (workers, ..., piece, next)
+        self.unary_pieces = parallel_entry(lib, "mt_ew_unary_pieces", [*self.unary.argtypes, i64, ptr])
+        self.binary_pieces = parallel_entry(lib, "mt_ew_binary_pieces", [*self.binary.argtypes, i64, ptr])
         self.lstm_forward = lib.mt_lstm_cell_forward
         self.lstm_forward.restype = c_int
         self.lstm_forward.argtypes = [c_int, i64, i64, ptr, ptr, ptr, ptr, ptr]
@@ -80,7 +83,8 @@ class _Library:
 def _build() -> _Library:
     src = Path(kernel_dir()) / _SOURCE
     # glibc's vector math library first (vector exp, exp2, erf, log1p); without it the same loops call scalar libm
-    path, lib = build("elementwise_cpu", [src, src.parent / "cpu_vecmath.h"], _ABI, _PURPOSE,
+    path, lib = build("elementwise_cpu", [src, src.parent / "cpu_vecmath.h", src.parent / "pool_cpu.h"], _ABI,
+                      _PURPOSE,
                       extras=(("-DMT_LIBMVEC", "-lmvec"), ()))
     return _Library(path, lib)
 
@@ -125,32 +129,14 @@ def _target(out: Any, shape: tuple[int, ...], dt: np.dtype[Any], *inputs: Any) -
     return out
 
 
-def _split(n: int, threads: int | Callable[[], int], call: Callable[[int, int], int]) -> None:
-    """``call(start, stop)`` over [0, n), shared among up to ``threads`` threads for long arrays (ctypes drops the
-    GIL during the call, and elementwise results cannot depend on who computed which piece).
+def _workers(n: int, threads: int | Callable[[], int]) -> int:
+    """How many threads share a map of ``n`` elements (``threads`` asked only for long arrays)."""
+    if n < 2 * _PARALLEL_MIN_ELEMENTS:
+        return 1
+    return max(1, min(threads() if callable(threads) else threads, n // _PARALLEL_MIN_ELEMENTS))
 
-    The pieces are taken from one shared iterator by whoever is free, this thread included, and helpers that have
-    not started by the time the work is gone are cancelled: on a busy machine a helper thread can start
-    milliseconds late, and a fixed split would make this thread wait for it."""
-    count = 1
-    if n >= 2 * _PARALLEL_MIN_ELEMENTS:
-        count = threads() if callable(threads) else threads
-    workers = min(count, n // _PARALLEL_MIN_ELEMENTS)
-    if workers <= 1:
-        rc = call(0, n)
-    else:
-        starts = iter(range(0, n, _PIECE))  # next() on a range iterator is atomic under the GIL
 
-        def work() -> int:
-            code = 0
-            for s in starts:
-                code = code or call(s, min(n, s + _PIECE))
-            return code
-        futures = [_pool(count).submit(work) for _ in range(workers - 1)]
-        rc = work()
-        for f in futures:
-            if not f.cancel():
-                rc = rc or f.result()
+def _check(rc: int) -> None:
     if rc != 0:
         raise RuntimeError(f"{_PURPOSE} rejected its arguments (code {rc})")
 
@@ -173,10 +159,14 @@ def unary(name: str, x: Any, out: Any = None, threads: Threads = 1) -> Any:
     y = _target(out, x.shape, dt, x)
     if y is None:
         return None
-    code, dcode, isz = UNARY[name], _DTYPES[dt], dt.itemsize
-    xp, yp = _ptr(x), _ptr(y)
-    fn = lib.unary
-    _split(n, threads, lambda s, e: fn(code, dcode, e - s, xp + s * isz, yp + s * isz))
+    code, dcode = UNARY[name], _DTYPES[dt]
+    workers = _workers(n, threads)
+    if workers <= 1:
+        _check(lib.unary(code, dcode, n, _ptr(x), _ptr(y)))
+    else:
+        # pieces shared through a counter by the pool's threads (elementwise results cannot depend on who
+        # computed which, and a helper that starts late just takes fewer)
+        _check(lib.unary_pieces(workers, code, dcode, n, _ptr(x), _ptr(y), _PIECE, ctypes.byref(ctypes.c_longlong(0))))
     return y
 
 
@@ -209,12 +199,12 @@ def binary(name: str, a: Any, b: Any, out: Any = None, threads: Threads = 1) -> 
     # a number operand travels as a one-element array of the dtype (step 0): NumPy's weak-scalar rule
     av = a if a_arr else np.array([a], dt)
     bv = b if b_arr else np.array([b], dt)
-    code, dcode, isz = BINARY[name], _DTYPES[dt], dt.itemsize
-    ap, bp, yp = _ptr(av), _ptr(bv), _ptr(y)
-    sa, sb = int(a_arr), int(b_arr)
-    fn = lib.binary
-    _split(n, threads, lambda s, e: fn(code, dcode, e - s, ap + s * isz * sa, sa, bp + s * isz * sb, sb,
-                                       yp + s * isz))
+    args = (BINARY[name], _DTYPES[dt], n, _ptr(av), int(a_arr), _ptr(bv), int(b_arr), _ptr(y))
+    workers = _workers(n, threads)
+    if workers <= 1:
+        _check(lib.binary(*args))
+    else:
+        _check(lib.binary_pieces(workers, *args, _PIECE, ctypes.byref(ctypes.c_longlong(0))))
     return y
 
 

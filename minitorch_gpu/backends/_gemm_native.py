@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._cpu_library import CpuLibrary, build, run_parallel
+from ._cpu_library import CpuLibrary, build, parallel_entry
 from ._elementwise_native import _ptr
 from .cuda.loader import kernel_dir
 
@@ -43,8 +43,10 @@ _MAX_BLOCKS = 64  # kMaxBlocks: tiles of rows per piece
 _KC = 256
 # rows of A per piece at most, in tiles (the packed block, up to 32 x 12 rows x KC floats = 384 KiB, stays in L2)
 _PIECE_TILES = 32
-# multiply-adds a thread should have before a product is split: a hand-off through the pool costs tens of
-# microseconds, a core does about 80 multiply-adds a nanosecond
+# multiply-adds a thread should have before a product is split (a core does about 80 multiply-adds a nanosecond).
+# NOTE: set when a hand-off through the Python thread pool cost tens of microseconds; the native pool's costs one
+# or two, but the 1- against 2-thread measurements on the shared 2-core machine, between OpenBLAS's spinning
+# threads, did not settle a new value, so it stays
 _PARALLEL_MIN_MACS = 1 << 22
 
 # below this many multiply-adds (all the products of a call together) NumPy's fixed cost beats this kernel's
@@ -59,20 +61,31 @@ _BLAS_SMP_MACS = 1 << 18
 _i64, _vp, _int = ctypes.c_longlong, ctypes.c_void_p, ctypes.c_int
 
 
-def _build() -> Any:
+class _Gemm:
+    """The library's entry points, typed: ``mt_gemm`` itself, its twin on the worker pool (``parallel``: a
+    thread count, then mt_gemm's arguments) and the scratch sizer."""
+
+    def __init__(self, lib: ctypes.CDLL) -> None:
+        args: list[Any] = [_int, _vp, _vp, _vp, _vp, _vp, _vp, _i64, _vp, _vp]
+        self.mt_gemm = lib.mt_gemm
+        self.mt_gemm.argtypes = args
+        self.mt_gemm.restype = _int
+        self.parallel = parallel_entry(lib, "mt_gemm", args)
+        self.mt_gemm_scratch = lib.mt_gemm_scratch
+        self.mt_gemm_scratch.argtypes = [_int, _vp]
+        self.mt_gemm_scratch.restype = _i64
+
+
+def _build() -> _Gemm:
     d = Path(kernel_dir())
     # contraction on: the products are fused multiply-adds (BLAS's are too); GCC turns the panel copies into
     # memmove calls of a few lines each unless told not to (Clang does not know the flag: the second try)
-    _, lib = build("gemm_cpu", [d / "gemm_cpu.cpp", d / "vec64_cpu.h"], _ABI, _PURPOSE,
+    _, lib = build("gemm_cpu", [d / "gemm_cpu.cpp", d / "vec64_cpu.h", d / "pool_cpu.h"], _ABI, _PURPOSE,
                    extras=(("-ffp-contract=fast", "-fno-tree-loop-distribute-patterns"), ("-ffp-contract=fast",)))
-    lib.mt_gemm.argtypes = [_int, _vp, _vp, _vp, _vp, _vp, _vp, _i64, _vp, _vp]
-    lib.mt_gemm.restype = _int
-    lib.mt_gemm_scratch.argtypes = [_int, _vp]
-    lib.mt_gemm_scratch.restype = _i64
-    return lib
+    return _Gemm(lib)
 
 
-LIB: CpuLibrary[Any] = CpuLibrary(_build, "MINITORCH_GPU_NATIVE_GEMM", _PURPOSE,
+LIB: CpuLibrary[_Gemm] = CpuLibrary(_build, "MINITORCH_GPU_NATIVE_GEMM", _PURPOSE,
                                   "every CPU matrix product goes to NumPy's BLAS")
 
 
@@ -200,7 +213,8 @@ def plan(a_shape: tuple[int, ...], a_strides: tuple[int, ...], b_shape: tuple[in
     if not force and threads > 1 and m * n * k > _BLAS_SMP_MACS and (batch == 1 or workers < threads):
         # the rule is measured on one thread; with more, OpenBLAS splits each call above its threshold between
         # its own threads, which scales (512 x 128 x 384: 0.57x its 1-thread time on 2 cores) where this kernel's
-        # split through the Python pool did not (1.1x: the hand-off and a late helper take the gain). Batches
+        # split through the Python pool it had then did not (1.1x: the hand-off and a late helper take the gain;
+        # not measured again with the native pool, see _PARALLEL_MIN_MACS). Batches
         # keep the rule while this kernel uses every thread, or while their matrices are below that threshold:
         # NumPy calls BLAS once per matrix, and each such call runs on one thread
         return None
@@ -291,19 +305,7 @@ def matmul(a: Any, b: Any, bias: Any, threads: int | Callable[[], int], force: b
     scratch = _scratch_for(p.elems * p.workers + 16, dt)
     counters = np.zeros(2, np.int64)
     cp = _ptr(counters)
-    args = (p.code, p.geo, _ptr(a), _ptr(b), bias_ptr, _ptr(c), _ptr(scratch), p.elems, cp, cp + 8)
-    if p.workers <= 1:
-        rc = lib.mt_gemm(*args)
-    else:
-        failed: list[int] = []
-
-        def call() -> None:
-            code_ = lib.mt_gemm(*args)
-            if code_:
-                failed.append(code_)
-
-        run_parallel(call, p.workers, threads)
-        rc = failed[0] if failed else 0
+    rc = lib.parallel(p.workers, p.code, p.geo, _ptr(a), _ptr(b), bias_ptr, _ptr(c), _ptr(scratch), p.elems, cp, cp + 8)
     if rc:
         raise RuntimeError(f"{_PURPOSE} rejected its arguments (code {rc})")
     return c

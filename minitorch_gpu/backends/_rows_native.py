@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ._cpu_library import CpuLibrary, address, build, run_counted
+from ._cpu_library import CpuLibrary, address, build, parallel_entry, run_counted
 from .cuda.loader import kernel_dir
 
 __all__ = ["LIB", "available", "piece_rows", "layer_norm_forward", "layer_norm_backward", "softmax_forward",
@@ -34,10 +34,11 @@ _I64 = np.dtype(np.int64)
 # taking a piece costs nothing. NOTE: layer norm's weight and bias gradients are summed per piece, then the pieces
 # in order, so this number (never the thread count) fixes their rounding
 _PIECE_ELEMENTS = 1 << 14
-# elements a thread should have before a call is split: a hand-off through the pool costs about 50 microseconds,
-# a one-pass map of 256K floats about 100; measured on 2 logical CPUs, splitting 128K-256K elements took 1.3-2x
-# one thread's time, 1M elements 0.7-1.1x, 4M 0.8x
-_PARALLEL_MIN_ELEMENTS = 1 << 18
+# elements a thread should have before a call is split: a hand-off to the native pool's spinning helpers costs
+# about a microsecond. Measured on 2 CPUs (2 threads' time over 1's, in rounds where the second CPU was free):
+# 16K elements 0.98-1.09, 32K 0.67-0.86, 64K 0.64-0.77, 128K 0.58-0.61 (layer norm and softmax, rows of 128 and
+# 1024)
+_PARALLEL_MIN_ELEMENTS = 1 << 14
 _MAX_MASK_DIMS = 8  # rows_cpu.cpp's kMaxDims
 
 _i64, _ptr, _int, _dbl = ctypes.c_longlong, ctypes.c_void_p, ctypes.c_int, ctypes.c_double
@@ -48,10 +49,7 @@ class _Rows:
 
     def __init__(self, lib: ctypes.CDLL) -> None:
         def entry(symbol: str, *argtypes: Any) -> Any:
-            fn = getattr(lib, symbol)
-            fn.argtypes = [_int, *argtypes, _i64, _ptr]  # dtype, ..., piece_rows, next
-            fn.restype = _int
-            return fn
+            return parallel_entry(lib, symbol, [_int, *argtypes, _i64, _ptr])  # dtype, ..., piece_rows, next
         self.ln_fwd = entry("mt_rows_layer_norm_forward", _i64, _i64, _ptr, _ptr, _ptr, _dbl, _ptr, _ptr, _ptr)
         self.ln_bwd = entry("mt_rows_layer_norm_backward", _i64, _i64, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr)
         self.sm_fwd = entry("mt_rows_softmax_forward", _int, _int, _i64, _i64, _ptr, _dbl, _i64, _int, _ptr, _ptr,
@@ -67,7 +65,7 @@ def _build() -> _Rows:
     # glibc's vector exp first, without it the same loops call scalar libm; -fopenmp-simd lets the vectoriser keep
     # a partial sum per lane in the loops marked `omp simd` (a compiler without it builds them as plain loops)
     simd = "-fopenmp-simd"
-    _, lib = build("rows_cpu", [src, src.parent / "cpu_vecmath.h"], _ABI, _PURPOSE,
+    _, lib = build("rows_cpu", [src, src.parent / "cpu_vecmath.h", src.parent / "pool_cpu.h"], _ABI, _PURPOSE,
                    extras=(("-DMT_LIBMVEC", simd, "-lmvec"), (simd,), ()))
     return _Rows(lib)
 
@@ -92,7 +90,7 @@ def _run(fn: Any, args: tuple[Any, ...], rows: int, n: int, threads: int, what: 
     workers = 1
     if threads > 1:
         workers = max(1, min(threads, pieces, rows * n // _PARALLEL_MIN_ELEMENTS))
-    run_counted(fn, (*args, piece), workers, threads, f"{_PURPOSE}: {what}")
+    run_counted(fn, (*args, piece), workers, f"{_PURPOSE}: {what}")
 
 
 def _rows_of(x: Any) -> Any:

@@ -122,11 +122,18 @@ def test_thread_split_does_not_change_results(lib, monkeypatch, threads, cpu_bac
              for t in (1, threads)]
     np.testing.assert_array_equal(pools[0][0], pools[1][0])
     np.testing.assert_array_equal(pools[0][1], pools[1][1])
-    x3 = x.reshape(4, 6, 81)
-    w, b = RNG.standard_normal(6).astype(np.float32), RNG.standard_normal(6).astype(np.float32)
-    norms = [cpu_backend(True, t).batch_norm_forward(x3, w, b, 1e-5) for t in (1, threads)]
-    for a, r in zip(*norms):
-        np.testing.assert_array_equal(a, r)
+    # 6 channels: a channel a piece; 37: blocks of 4 channels and a short last one
+    for x3 in (x.reshape(4, 6, 81), RNG.standard_normal((3, 37, 25)).astype(np.float32)):
+        c = x3.shape[1]
+        w, b = RNG.standard_normal(c).astype(np.float32), RNG.standard_normal(c).astype(np.float32)
+        g = RNG.standard_normal(x3.shape).astype(np.float32)
+        outs = []
+        for t in (1, threads):
+            be = cpu_backend(True, t)
+            y, mean, var, rstd = be.batch_norm_forward(x3, w, b, 1e-5)
+            outs.append((y, mean, var, rstd, *be.batch_norm_backward(g, x3, w, mean, rstd, (True, True, True))))
+        for a, r in zip(*outs):
+            np.testing.assert_array_equal(a, r)
 
 
 def test_declines_what_it_does_not_take(cpu_backend):
