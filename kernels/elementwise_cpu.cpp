@@ -1,7 +1,8 @@
 // elementwise_cpu.cpp: elementwise maps for the CPU backend where NumPy needs several passes over memory (gelu and
 // its gradient, sigmoid, silu, erf, the activation gradients, and in float32 erfinv, lgamma and digamma, whose
 // reference bodies run tens of passes) or runs a slow scalar libm loop (fmod, remainder, floor_divide, logaddexp,
-// hypot, sign), or takes two passes where one does (frac).
+// hypot, sign), or takes two passes where one does (frac, relu's gradient); and the plain arithmetic and relu, which
+// NumPy runs on one thread, for long arrays when the backend has more.
 //
 // Entry points (C ABI, called through ctypes by backends/_elementwise_native.py, which compiles this file with the
 // host C++ compiler on first use and caches the library):
@@ -40,12 +41,13 @@
 #include "cpu_vecmath.h"
 #include "pool_cpu.h"
 
-// the members after U_frac are float32 only: float64 keeps the reference bodies, whose libm calls
-// this file could match only to an ulp of terms that cancel (lgamma, digamma near their zeros)
-enum UnaryOp { U_erf, U_gelu, U_gelu_tanh, U_sigmoid, U_silu, U_sign, U_frac, U_erfinv, U_lgamma, U_digamma };
+// erfinv, lgamma and digamma are float32 only: float64 keeps the reference bodies, whose libm calls this file
+// could match only to an ulp of terms that cancel (lgamma, digamma near their zeros). relu and the arithmetic
+// (add .. div, relu_backward) are there for the pool's threads: one thread of NumPy is as fast
+enum UnaryOp { U_erf, U_gelu, U_gelu_tanh, U_sigmoid, U_silu, U_sign, U_frac, U_erfinv, U_lgamma, U_digamma, U_relu };
 enum BinaryOp {
     B_gelu_backward, B_gelu_tanh_backward, B_sigmoid_backward, B_tanh_backward, B_logaddexp, B_logaddexp2,
-    B_hypot, B_fmod, B_remainder, B_floor_divide
+    B_hypot, B_fmod, B_remainder, B_floor_divide, B_add, B_sub, B_mul, B_div, B_relu_backward
 };
 
 namespace {
@@ -361,6 +363,8 @@ template <typename T> int unary(int op, idx n, const T* x, T* y) {
         case U_sign: map1(n, x, y, [](T v) { return sign(v); }); return 0;
         // the reference's x - trunc(x) in one pass instead of two (NaN for infinities on both)
         case U_frac: map1(n, x, y, [](T v) { return v - std::trunc(v); }); return 0;
+        // a compare and a select, as NumPy's clip(x, 0, inf): NaN and -0.0 stay, as PyTorch's relu keeps them
+        case U_relu: map1(n, x, y, [](T v) { return v < (T)0 ? (T)0 : v; }); return 0;
     }
     if constexpr (sizeof(T) == 4) {
         switch (op) {
@@ -384,6 +388,14 @@ template <typename T> int binary_common(int op, idx n, const T* a, idx sa, const
         case B_tanh_backward: map2(n, a, sa, b, sb, y, [](T g, T v) { return g * ((T)1 - v * v); }); return 0;
         case B_logaddexp: map2(n, a, sa, b, sb, y, [](T u, T v) { return logaddexp(u, v); }); return 0;
         case B_logaddexp2: map2(n, a, sa, b, sb, y, [](T u, T v) { return logaddexp2(u, v); }); return 0;
+        // one rounding each, as NumPy's: the same bits, on the pool's threads where NumPy has one
+        case B_add: map2(n, a, sa, b, sb, y, [](T u, T v) { return u + v; }); return 0;
+        case B_sub: map2(n, a, sa, b, sb, y, [](T u, T v) { return u - v; }); return 0;
+        case B_mul: map2(n, a, sa, b, sb, y, [](T u, T v) { return u * v; }); return 0;
+        case B_div: map2(n, a, sa, b, sb, y, [](T u, T v) { return u / v; }); return 0;
+        // relu's gradient from its output: PyTorch zeroes where y <= 0 (a NaN y passes g), and a select keeps a
+        // masked-out inf or NaN gradient from leaking (g * mask would not)
+        case B_relu_backward: map2(n, a, sa, b, sb, y, [](T g, T v) { return v <= (T)0 ? (T)0 : g; }); return 0;
     }
     return -1;
 }
@@ -461,10 +473,13 @@ void lstm_backward(idx B, idx H, const T* dh, const T* dc, const T* gi, const T*
 
 bool supports(int arity, int op, int dtype) {
     if (dtype != 0 && dtype != 1) return false;
-    if (arity == 1) return op >= U_erf && (op <= U_frac || (op <= U_digamma && dtype == 0));
-    if (arity != 2 || op < B_gelu_backward || op > B_floor_divide) return false;
+    if (arity == 1) {
+        if (op < U_erf || op > U_relu) return false;
+        return dtype == 0 || op <= U_frac || op == U_relu;  // erfinv, lgamma, digamma: float32 only
+    }
+    if (arity != 2 || op < B_gelu_backward || op > B_relu_backward) return false;
     // the float64 division family and hypot stay with NumPy: libm is the only exact route there
-    return dtype == 0 || op <= B_logaddexp2;
+    return dtype == 0 || op <= B_logaddexp2 || op >= B_add;
 }
 
 }  // namespace

@@ -24,7 +24,7 @@ from ._types import writable
 from .cuda.loader import enum_codes, kernel_dir
 
 __all__ = ["available", "unavailable_reason", "unary", "binary", "lstm_cell_forward", "lstm_cell_backward", "UNARY",
-           "BINARY", "SMALL_OK", "SCALAR_LIBM", "SMALL_MIN", "MEDIUM_MIN", "MIN_SIZE"]
+           "BINARY", "SMALL_OK", "SCALAR_LIBM", "PARALLEL_ONLY", "SMALL_MIN", "MEDIUM_MIN", "MIN_SIZE"]
 
 _ABI = "1"
 _PURPOSE = "the native CPU elementwise library"
@@ -49,9 +49,14 @@ elements on. The rest (sigmoid, sign, the activation gradients: a few fast ufunc
 where their passes over memory outweigh the fixed cost of a ctypes call (a few microseconds)."""
 SMALL_MIN = 256
 MEDIUM_MIN = 4096
+PARALLEL_ONLY = frozenset({"relu", "add", "sub", "mul", "div"})
+"""Ops NumPy runs in one fast pass on one thread: compiled only where the call is split between threads (the
+backend installs them only while it has more than one)."""
 
 
 def _min_size(name: str) -> int:
+    if name in PARALLEL_ONLY:
+        return 2 * _PARALLEL_MIN_ELEMENTS
     return 0 if name in SMALL_OK else SMALL_MIN if name in SCALAR_LIBM else MEDIUM_MIN
 
 class _Library:
@@ -161,6 +166,8 @@ def unary(name: str, x: Any, out: Any = None, threads: Threads = 1) -> Any:
         return None
     code, dcode = UNARY[name], _DTYPES[dt]
     workers = _workers(n, threads)
+    if workers <= 1 and name in PARALLEL_ONLY:
+        return None
     if workers <= 1:
         _check(lib.unary(code, dcode, n, _ptr(x), _ptr(y)))
     else:
@@ -193,6 +200,9 @@ def binary(name: str, a: Any, b: Any, out: Any = None, threads: Threads = 1) -> 
     n = ref.size
     if n < MIN_SIZE[name]:
         return None
+    workers = _workers(n, threads)
+    if workers <= 1 and name in PARALLEL_ONLY:
+        return None
     y = _target(out, shape, dt, a, b)
     if y is None:
         return None
@@ -200,7 +210,6 @@ def binary(name: str, a: Any, b: Any, out: Any = None, threads: Threads = 1) -> 
     av = a if a_arr else np.array([a], dt)
     bv = b if b_arr else np.array([b], dt)
     args = (BINARY[name], _DTYPES[dt], n, _ptr(av), int(a_arr), _ptr(bv), int(b_arr), _ptr(y))
-    workers = _workers(n, threads)
     if workers <= 1:
         _check(lib.binary(*args))
     else:

@@ -90,13 +90,28 @@ class NumpyBackend(CpuCnnMixin, Backend):
         self.device = device("cpu")
 
     # ------------------------------------------------------------------ compiled elementwise maps
+    @property  # type: ignore[override]
+    def optim_threads(self) -> int | None:
+        """Threads of the compiled CPU loops (None: ``$MINITORCH_GPU_OPTIM_THREADS`` or the CPU count, at most 8)."""
+        return self.__dict__.get("_threads")
+
+    @optim_threads.setter
+    def optim_threads(self, n: int | None) -> None:
+        self.__dict__["_threads"] = n
+        # the tables hold the parallel-only rows for the count they were built with: rebuilt on the next op
+        self.__dict__.pop("_utab", None)
+        self.__dict__.pop("_btab", None)
+
     def _build_tables(self) -> None:
         super()._build_tables()
-        # the table rows the compiled loops serve: the NumPy body (or ufunc) stays the reference they fall back to
+        # the table rows the compiled loops serve: the NumPy body (or ufunc) stays the reference they fall back to.
+        # The rows NumPy runs as fast on one thread (add, relu, ...) are wrapped only while there are more, so that
+        # one thread's small ops pay no wrapper
+        skip = _elementwise_native.PARALLEL_ONLY if self._optim_threads() <= 1 else frozenset()
         for tab, names, native in ((self._utab, _elementwise_native.UNARY, self._native_unary),
                                    (self._btab, _elementwise_native.BINARY, self._native_binary)):
             for name in names:
-                if name in tab:
+                if name in tab and name not in skip:
                     tab[name] = native(name, tab[name])
 
     def _native_unary(self, name: str, reference: Callable[..., Array]) -> Callable[..., Array]:
@@ -148,6 +163,11 @@ class NumpyBackend(CpuCnnMixin, Backend):
     def tanh_backward(self, g: Array, y: Array) -> Array:
         r = self._compiled("tanh_backward", g, y)
         return r if r is not None else super().tanh_backward(g, y)
+
+    def threshold_backward(self, g: Array, x: Array, threshold: float) -> Array:
+        # relu's (threshold 0): one compiled select instead of NumPy's compare, mask and AND passes
+        r = self._compiled("relu_backward", g, x) if threshold == 0 else None
+        return r if r is not None else super().threshold_backward(g, x, threshold)
 
     def lstm_cell_forward(self, gi: Array, gh: Array, c: Array) -> tuple[Array, Array]:
         r = _elementwise_native.lstm_cell_forward(gi, gh, c) if self.native_elementwise else None

@@ -11,7 +11,8 @@ from minitorch_gpu.backends import _elementwise_native as native
 from minitorch_gpu.backends.numpy_backend import NumpyBackend
 
 # the ops whose compiled loop repeats the reference step by step (float32) or needs no rounding at all
-EXACT32 = {"erf", "gelu", "sign", "frac", "fmod", "remainder", "floor_divide", "sigmoid_backward", "tanh_backward"}
+EXACT32 = {"erf", "gelu", "sign", "frac", "fmod", "remainder", "floor_divide", "sigmoid_backward", "tanh_backward",
+           "relu_backward"}
 # within this many ulp of the reference (libm's vector exp / tanh / log1p / erf against NumPy's own)
 ULPS = 4
 SPECIAL = [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 1e-30, -3e38, 3e38, 20.0, -20.0, 90.0, -90.0, 1e7, -1e7,
@@ -53,6 +54,8 @@ def _call(be, name, *args):
         return be.gelu_backward(*args, "tanh" if name == "gelu_tanh_backward" else "none")
     if name in ("silu", "sigmoid_backward", "tanh_backward"):
         return getattr(be, name)(*args)
+    if name == "relu_backward":
+        return be.threshold_backward(*args, 0)
     if name in native.UNARY:
         return be.unary(name, *args)
     return be.binary(name, *args)
@@ -86,6 +89,8 @@ def _inputs(name, dt, n, seed):
         return a, b
     if name in ("sigmoid_backward", "tanh_backward"):
         return _values(dt, n, seed), _values(dt, n, seed + 1, -1, 1)
+    if name == "relu_backward":  # (g, relu's output): zeros, NaN and infinities on both sides
+        return _values(dt, n, seed), np.maximum(_values(dt, n, seed + 1), dt(0))
     if name in native.BINARY:
         return _values(dt, n, seed), _values(dt, n, seed + 1)
     if name == "erfinv":  # the domain, its ends, and the last floats below 1 (erf's slope near 1e-6 there)
@@ -136,9 +141,43 @@ def test_a_number_operand_on_either_side(lib, name):
         _assert_matches(name, got, ref, np.float32, args)
 
 
-@pytest.mark.parametrize("name", ["gelu", "sigmoid", "fmod", "gelu_backward"])
+@pytest.mark.parametrize("name", sorted(native.PARALLEL_ONLY))
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_parallel_only_ops_run_compiled_on_several_threads_with_numpys_bits(lib, monkeypatch, name, dt):
+    monkeypatch.setattr(native, "_PARALLEL_MIN_ELEMENTS", 1000)
+    monkeypatch.setitem(native.MIN_SIZE, name, 2000)
+    args = _inputs(name, dt, 70001, seed=11)
+    run = native.unary if name in native.UNARY else native.binary
+    assert run(name, *args, threads=1) is None  # one thread: NumPy's pass is as fast
+    with np.errstate(all="ignore"):
+        assert run(name, *args, threads=2) is not None
+        ref = _call(_backend(False), name, *args)
+        got = _call(_backend(True, threads=2), name, *args)
+        if name in native.BINARY:  # a number operand, either side
+            ref_s, got_s = (_call(_backend(False), name, args[0], 2.5), _call(_backend(True, threads=2), name,
+                                                                               args[0], 2.5))
+            np.testing.assert_array_equal(got_s, ref_s)
+            ref_s, got_s = (_call(_backend(False), name, -3, args[1]), _call(_backend(True, threads=2), name, -3,
+                                                                              args[1]))
+            np.testing.assert_array_equal(got_s, ref_s)
+    np.testing.assert_array_equal(got, ref)
+    assert np.array_equal(np.signbit(got), np.signbit(ref))
+
+
+def test_parallel_only_rows_follow_the_thread_count(lib):
+    be = _backend(True, threads=1)
+    x = np.ones(4, np.float32)
+    be.unary("relu", x)
+    assert "relu" not in be._utab or not getattr(be._utab["relu"], "__closure__", None)
+    be.optim_threads = 2  # the tables are rebuilt for the new count on the next op
+    be.unary("relu", x)
+    assert be._utab["relu"].__closure__
+
+
+@pytest.mark.parametrize("name", ["gelu", "sigmoid", "fmod", "gelu_backward", "add", "relu", "relu_backward"])
 def test_thread_split_does_not_change_results(lib, monkeypatch, name):
     monkeypatch.setattr(native, "_PARALLEL_MIN_ELEMENTS", 1000)
+    monkeypatch.setitem(native.MIN_SIZE, name, min(native.MIN_SIZE[name], 2000))
     args = _inputs(name, np.float32, 70001, seed=5)
     with np.errstate(all="ignore"):
         one = _call(_backend(True, threads=1), name, *args)
