@@ -90,7 +90,7 @@ class NumpyBackend(CpuCnnMixin, Backend):
         self.device = device("cpu")
 
     # ------------------------------------------------------------------ compiled elementwise maps
-    @property  # type: ignore[override]
+    @property
     def optim_threads(self) -> int | None:
         """Threads of the compiled CPU loops (None: ``$MINITORCH_GPU_OPTIM_THREADS`` or the CPU count, at most 8)."""
         return self.__dict__.get("_threads")
