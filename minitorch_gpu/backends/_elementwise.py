@@ -269,16 +269,17 @@ class ElementwiseMixin(PrimitiveHost):
 
     @_lift_0d
     def _sigmoid(self, x: Array, out: Array | None = None) -> Array:
-        """1 / (1 + exp(-x)) with the exponent clamped below overflow, so large |x| neither warns nor loses
-        relative accuracy for tiny results. 2-byte floats compute in float32, as PyTorch's CPU kernels do."""
+        """1 / (1 + exp(-x)), PyTorch's formula: where exp(-x) overflows the result is exactly 0 (sigmoid(-inf) is 0;
+        a clamped exponent would leave the dtype's smallest normal there). 2-byte floats compute in float32, as
+        PyTorch's CPU kernels do."""
         xp = self.xp
         dt = x.dtype
         low = dt.itemsize == 2
         if low:
             x = x.astype(np.float32)
         t = xp.negative(x)
-        xp.minimum(t, _exp_limit(t.dtype), out=t)
-        xp.exp(t, out=t)
+        with np.errstate(over="ignore"):
+            xp.exp(t, out=t)
         t += 1
         xp.reciprocal(t, out=t)
         if low:
