@@ -116,3 +116,32 @@ def assert_requires_grad_survives(roundtrip, device):
     assert not out["plain"].requires_grad
     for k in obj:
         assert out[k].device == obj[k].device
+
+
+def assert_same_special(got, want, dtype, *, ulps=4, atol=0.0, signed_zeros=True, exact_zeros=True, what="",
+                        inputs=()):
+    """``got`` against PyTorch's ``want`` at special values: NaN exactly where ``want`` is NaN, the same infinities,
+    zero exactly where ``want`` is zero (with ``signed_zeros``, of the same sign), and other finite values within
+    ``ulps`` units in the last place of ``dtype`` (relative to the larger magnitude) plus ``atol``: an absolute
+    tolerance on the scale of the inputs, for results that cancel (1 - tanh(x)^2), never one that lets a tiny
+    value stand for an exact 0 (unless not ``exact_zeros``). ``inputs`` (arrays aligned with the values) go into the
+    failure message."""
+    g = np.asarray(got).astype(np.float64)
+    w = np.asarray(want).astype(np.float64)
+    assert g.shape == w.shape, f"{what}: shape {g.shape} != {w.shape}"
+    eps = float(np.finfo(dtype).eps)
+    bad = np.isnan(g) != np.isnan(w)
+    both = ~np.isnan(g) & ~np.isnan(w)
+    inf = both & (np.isinf(g) | np.isinf(w))
+    bad |= inf & (g != w)
+    fin = both & ~inf
+    if exact_zeros:
+        bad |= fin & ((g == 0) != (w == 0))
+    with np.errstate(invalid="ignore", over="ignore"):
+        tol = ulps * eps * np.maximum(np.abs(g), np.abs(w)) + atol
+        bad |= fin & (np.abs(g - w) > tol)
+    if signed_zeros:
+        bad |= fin & (g == 0) & (w == 0) & (np.signbit(g) != np.signbit(w))
+    if bad.any():
+        at = [np.broadcast_to(np.asarray(v, np.float64), bad.shape)[bad].tolist() for v in inputs]
+        raise AssertionError(f"{what}: ours {g[bad].tolist()} != PyTorch's {w[bad].tolist()} at inputs {at}")

@@ -42,9 +42,9 @@ def _zeta_int(k: int) -> float:
 
 
 # lgamma(1 + t) = -gamma t + sum_k (-1)^k zeta(k) / k t^k, for lgamma on [1/2, 5/2] (t = x - 1, or x - 2 and
-# lgamma(2 + t) = lgamma(1 + t) + log1p(t)): the recurrence and Stirling's series leave an absolute error of several
-# ulp of 30 there, around the zeros at 1 and 2 (lgamma(1) came out 3.6e-15, not 0). These 56 terms reach double
-# precision relative to the result for |t| <= 1/2.
+# lgamma(2 + t) = lgamma(1 + t) + log1p(t)): the recurrence up to Stirling's series cancels there, around the zeros
+# at 1 and 2, to an absolute error of several ulp of 30 (lgamma(1) came out 3.6e-15, not 0). These 56 terms reach
+# double precision relative to the result for |t| <= 1/2.
 _LGAMMA1P = tuple((-1) ** k * _zeta_int(k) / k for k in range(2, 58))
 
 
@@ -68,32 +68,36 @@ class SpecialMixin(PrimitiveHost):
         return xp.sin(math.pi * r)
 
     def _lgamma_from_half(self, w: Array) -> Array:
-        """lgamma for w >= 1/2 (or NaN): the series around 1 and 2 up to 5/2, beyond the recurrence up to
-        _STIRLING_FROM, then Stirling's series."""
+        """lgamma for w >= 1/2 (or NaN): Stirling's series from _STIRLING_FROM on; below, the recurrence down to
+        z = w - n in [1/2, 5/2], lgamma(w) = lgamma(z) + log((w - 1) ... (w - n)), and the series around the zeros
+        at 1 and 2 for lgamma(z). Every step adds terms of one sign: no cancellation, a few ulp throughout."""
         xp = self.xp
-        prod = xp.ones_like(w)
-        y = w
-        for _ in range(int(_STIRLING_FROM)):
-            low = y < _STIRLING_FROM
-            prod = xp.where(low, prod * y, prod)
-            y = xp.where(low, y + 1.0, y)
-        inv = 1.0 / y
-        inv2 = inv * inv
-        series = xp.zeros_like(y)
-        for c in _STIRLING[::-1]:
-            series = series * inv2 + c
-        r = (y - 0.5) * xp.log(y) - y + _HALF_LOG_2PI + series * inv - xp.log(prod)
-        r = xp.where(xp.isinf(w), xp.inf, r)
-        near = w <= 2.5
-        if bool(near.any()):
-            wn = w[near]
-            near_two = wn > 1.5
-            t = xp.where(near_two, wn - 2.0, wn - 1.0)
+        r = xp.empty_like(w)
+        big = w >= _STIRLING_FROM
+        if bool(big.any()):
+            y = w[big]
+            inv = 1.0 / y
+            inv2 = inv * inv
+            series = xp.zeros_like(y)
+            for c in _STIRLING[::-1]:
+                series = series * inv2 + c
+            r[big] = xp.where(xp.isinf(y), xp.inf, (y - 0.5) * xp.log(y) - y + _HALF_LOG_2PI + series * inv)
+        small = ~big
+        if bool(small.any()):
+            z = w[small]
+            prod = xp.ones_like(z)
+            for _ in range(math.ceil(_STIRLING_FROM - 2.5)):
+                high = z > 2.5
+                z = xp.where(high, z - 1.0, z)  # exact: z >= 1
+                prod = xp.where(high, prod * z, prod)
+            near_two = z > 1.5
+            t = xp.where(near_two, z - 2.0, z - 1.0)
             s = xp.zeros_like(t)
             for c in _LGAMMA1P[::-1]:
                 s = (s + c) * t
             s = (s - _EULER_GAMMA) * t + 0.0  # lgamma(1 + t); + 0.0: +0.0, not -0.0, at t = 0
-            r[near] = xp.where(near_two, s + xp.log1p(t), s)
+            # lgamma(2 + t) = lgamma(1 + t) + log1p(t)
+            r[small] = xp.where(near_two, s + xp.log1p(t), s) + xp.log(prod)
         return r
 
     def _lgamma(self, x: Array, out: Array | None = None) -> Array:
