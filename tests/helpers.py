@@ -145,3 +145,29 @@ def assert_same_special(got, want, dtype, *, ulps=4, atol=0.0, signed_zeros=True
     if bad.any():
         at = [np.broadcast_to(np.asarray(v, np.float64), bad.shape)[bad].tolist() for v in inputs]
         raise AssertionError(f"{what}: ours {g[bad].tolist()} != PyTorch's {w[bad].tolist()} at inputs {at}")
+
+
+def torch_elementwise_reference(torch, fn, cols, dtype, upstream):
+    """PyTorch's values and input gradients for ``fn`` applied to each element of the columns ``cols`` on its own
+    (its scalar formula, which its CUDA kernels share; its CPU vector loops differ from it at some special values,
+    so that a whole-tensor result would depend on the tensor's length), the gradient seeded with ``upstream``:
+    (values as float64, [gradient per column] or None where PyTorch has no gradient)."""
+    tdt = getattr(torch, dtype)
+    values, grads = [], [[] for _ in cols]
+    differentiable = True
+    for row in zip(*cols):
+        xs = [torch.tensor([v], dtype=tdt, requires_grad=True) for v in row]
+        y = fn(*xs)
+        values.append(y.detach().to(torch.float64).numpy()[0] if y.is_floating_point() else y.numpy()[0])
+        if not y.requires_grad:
+            differentiable = False
+            continue
+        try:
+            y.backward(torch.full_like(y, upstream))
+        except RuntimeError:  # floor_divide: "derivative for aten::floor_divide is not implemented"
+            differentiable = False
+            continue
+        for i, x in enumerate(xs):
+            # (sgn's gradient of a real input is an "efficient zero tensor", which wants force=True)
+            grads[i].append(0.0 if x.grad is None else x.grad.to(torch.float64).numpy(force=True)[0])
+    return np.array(values), ([np.array(g) for g in grads] if differentiable else None)

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 import pytest
-from helpers import assert_same_special, to_np
+from helpers import assert_same_special, to_np, torch_elementwise_reference
 
 import minitorch_gpu as mt
 
@@ -55,29 +55,8 @@ def _fn(lib, name):
 
 @functools.lru_cache(maxsize=None)
 def _reference(name, dtype, cols, upstream):
-    """PyTorch's values and input gradients for ``name`` applied to each element of the columns ``cols`` on its
-    own, the gradient seeded with ``upstream``: (values, [gradient per column] or None)."""
     import torch
-    fn = _fn(torch, name)
-    tdt = getattr(torch, dtype)
-    values, grads = [], [[] for _ in cols]
-    differentiable = True
-    for row in zip(*cols):
-        xs = [torch.tensor([v], dtype=tdt, requires_grad=True) for v in row]
-        y = fn(*xs)
-        values.append(y.detach().to(torch.float64).numpy()[0] if y.is_floating_point() else y.numpy()[0])
-        if not y.requires_grad:
-            differentiable = False
-            continue
-        try:
-            y.backward(torch.full_like(y, upstream))
-        except RuntimeError:  # floor_divide: "derivative for aten::floor_divide is not implemented"
-            differentiable = False
-            continue
-        for i, x in enumerate(xs):
-            # (sgn's gradient of a real input is an "efficient zero tensor", which wants force=True)
-            grads[i].append(0.0 if x.grad is None else x.grad.to(torch.float64).numpy(force=True)[0])
-    return np.array(values), ([np.array(g) for g in grads] if differentiable else None)
+    return torch_elementwise_reference(torch, _fn(torch, name), cols, dtype, upstream)
 
 
 def _ours(name, dtype, cols, upstream, device):

@@ -281,6 +281,10 @@ class HardswishBackward0(Op):
         return (_E.where(x <= -3, 0.0, _E.where(x < 3, g * (x / 3 + 0.5), g)),)
 
 
+# PyTorch's hardsigmoid gradient multiplies by the C float 1.0f / 6.0f in every dtype (float64 included)
+_ONE_SIXTH_F32 = 0.1666666716337204
+
+
 class HardsigmoidBackward0(Op):
     def forward(self, x):
         self.save_for_backward(x)
@@ -291,7 +295,7 @@ class HardsigmoidBackward0(Op):
 
     def backward(self, g):
         x, = self.saved_tensors
-        return (_E.where((x > -3) & (x < 3), g / 6, 0.0),)
+        return (_E.where((x > -3) & (x < 3), g * _ONE_SIXTH_F32, 0.0),)
 
 
 def hardswish(input, inplace=False):
@@ -334,8 +338,9 @@ class SoftshrinkBackward0(Op):
         be = x._be
         d = x._data
         lo = _scalar(lambd, d)
-        # x - clamp(x, -lambd, lambd): x - lambd above, x + lambd below, 0 in between
-        return be.binary("sub", d, be.clamp(d, -lo, lo))
+        # x - clamp(x, -lambd, lambd): x - lambd above, x + lambd below, 0 in between, with x's sign there (PyTorch
+        # writes it x * 0: softshrink(-0.5) is -0.0); elsewhere the result has x's sign already
+        return be.binary("copysign", be.binary("sub", d, be.clamp(d, -lo, lo)), d)
 
     def backward(self, g):
         x, = self.saved_tensors

@@ -719,6 +719,9 @@ class NllLossBackward0(Op):
         loss = be.unary("neg", picked, out=picked)
         if ct.coef is not None:
             loss = be.binary("mul", loss, ct.coef, out=loss)
+        if ct.mask is not None:
+            # an ignored sample contributes exactly 0, as PyTorch skips it: not 0 * x, NaN for an infinite x
+            loss = be.where(be.binary("ne", ct.mask, 0), loss, loss.dtype.type(0))
         if reduction == "mean":
             _denominator(be, ct)
         return _finish(be, _reduce_rows(be, loss, ct, reduction), ct.npd)
@@ -806,6 +809,9 @@ class CrossEntropyLossBackward0(Op):
                                            saved, _grad_denominator(be, ct) if self.reduction == "mean" else None,
                                            tidx=ct.tidx,
                                            mask=ct.mask)
+            if ct.mask is not None:
+                # the ignored samples' rows are exactly 0 (PyTorch skips them), not 0 * g: NaN for a NaN g
+                dl = be.where(be.binary("ne", ct.mask, 0), dl, dl.dtype.type(0))
             return (Tensor._make(_finish(be, dl.reshape(self.in_shape), ct.npd), be),)
         # create_graph: the same formula in Tensor ops, differentiable again through softmax
         a, at_target, smooth = self._coefficients(be)
@@ -816,7 +822,10 @@ class CrossEntropyLossBackward0(Op):
         b = Tensor._make(_target_matrix(be, ct, at_target, smooth), be)
         if not isinstance(a, float):
             pt = pt * Tensor._make(a, be)
-        gx = ((pt - b) * _row_grad(g, ct, self.reduction)).reshape(self.in_shape)
+        gx = (pt - b) * _row_grad(g, ct, self.reduction)
+        if ct.mask is not None:
+            gx = gx.where(Tensor._make(be.asarray(be.binary("ne", ct.mask, 0)), be), 0.0)
+        gx = gx.reshape(self.in_shape)
         if gx._data.dtype != ct.npd:
             gx = gx.to(_dtype.from_numpy_dtype(ct.npd))
         return (gx,)
