@@ -188,14 +188,26 @@ def test_unary_in_half_precision_matches_torch(device, torch, dtype):
     """The 2-byte floats compute in float32 and round once, as PyTorch's kernels do. (Not erf: PyTorch's
     bfloat16 erf(1e-30) is 0, the float32 value rounded is 1.1e-30.)"""
     for name in ("abs", "exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "reciprocal", "sign", "nan_to_num",
-                 "floor", "round", "expm1", "log1p", "sin"):
+                 "floor", "round", "expm1", "log1p", "sin", "relu"):
         want, _ = _reference(name, dtype, (tuple(VALUES),), 1.0)
         y = _fn(mt, name)(mt.tensor(VALUES, dtype=getattr(mt, dtype), device=device))
         assert y.dtype is getattr(mt, dtype), f"{name}: {y.dtype}"
         assert_same_special(to_np(y), want, dtype, ulps=1, what=f"{name} {dtype}", inputs=[VALUES])
 
 
-def test_lgamma_is_exactly_zero_at_one_and_two(device, torch, request):
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("name", ["tanh", "sigmoid", "relu", "exp", "sqrt"])
+def test_half_precision_gradients_round_once(device, torch, name, dtype):
+    """g * (1 - y^2) and the other gradients of 2-byte floats in float32, rounded once, as PyTorch's kernels do."""
+    want, (want_grad,) = _reference(name, dtype, (tuple(VALUES),), 1.0)
+    x = mt.tensor(VALUES, dtype=getattr(mt, dtype), device=device, requires_grad=True)
+    y = _fn(mt, name)(x)
+    assert_same_special(to_np(y), want, dtype, ulps=1, what=f"{name} {dtype}", inputs=[VALUES])
+    y.backward(mt.ones_like(y))
+    assert_same_special(to_np(x.grad), want_grad, dtype, ulps=1, what=f"{name} {dtype} gradient", inputs=[VALUES])
+
+
+def test_lgamma_is_exactly_zero_at_one_and_two(device, torch):
     x = np.array([1.0, 2.0])
     for dtype in FLOATS:
         if device == "cpu" and dtype == "float32":
