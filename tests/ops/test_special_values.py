@@ -196,6 +196,22 @@ def test_unary_in_half_precision_matches_torch(device, torch, dtype):
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("name", ["add", "mul", "div", "floor_divide", "remainder", "fmod", "pow", "atan2",
+                                  "copysign", "hypot", "logaddexp", "maximum", "fmin", "lt"])
+def test_binary_in_half_precision_matches_torch(device, torch, name, dtype):
+    want, want_grads = _reference(name, dtype, (_A, _B), 1.0)
+    xs = [mt.tensor(np.array(c), dtype=getattr(mt, dtype), device=device, requires_grad=True) for c in (_A, _B)]
+    y = _fn(mt, name)(*xs)
+    signed = name not in SIGNLESS_TIES and name != "remainder"
+    assert_same_special(to_np(y), want, dtype, ulps=1, signed_zeros=signed, what=f"{name} {dtype}", inputs=[_A, _B])
+    if want_grads is not None:
+        y.backward(mt.ones_like(y))
+        for i, (x, w) in enumerate(zip(xs, want_grads)):
+            assert_same_special(to_np(x.grad), w, dtype, ulps=1, signed_zeros=signed,
+                                what=f"{name} {dtype} d/dinput{i}", inputs=[_A, _B])
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("name", ["tanh", "sigmoid", "relu", "exp", "sqrt"])
 def test_half_precision_gradients_round_once(device, torch, name, dtype):
     """g * (1 - y^2) and the other gradients of 2-byte floats in float32, rounded once, as PyTorch's kernels do."""
