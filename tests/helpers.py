@@ -116,3 +116,58 @@ def assert_requires_grad_survives(roundtrip, device):
     assert not out["plain"].requires_grad
     for k in obj:
         assert out[k].device == obj[k].device
+
+
+def assert_same_special(got, want, dtype, *, ulps=4, atol=0.0, signed_zeros=True, exact_zeros=True, what="",
+                        inputs=()):
+    """``got`` against PyTorch's ``want`` at special values: NaN exactly where ``want`` is NaN, the same infinities,
+    zero exactly where ``want`` is zero (with ``signed_zeros``, of the same sign), and other finite values within
+    ``ulps`` units in the last place of ``dtype`` (relative to the larger magnitude) plus ``atol``: an absolute
+    tolerance on the scale of the inputs, for results that cancel (1 - tanh(x)^2), never one that lets a tiny
+    value stand for an exact 0 (unless not ``exact_zeros``). ``inputs`` (arrays aligned with the values) go into the
+    failure message."""
+    g = np.asarray(got).astype(np.float64)
+    w = np.asarray(want).astype(np.float64)
+    assert g.shape == w.shape, f"{what}: shape {g.shape} != {w.shape}"
+    eps = float(np.finfo(dtype).eps)
+    bad = np.isnan(g) != np.isnan(w)
+    both = ~np.isnan(g) & ~np.isnan(w)
+    inf = both & (np.isinf(g) | np.isinf(w))
+    bad |= inf & (g != w)
+    fin = both & ~inf
+    if exact_zeros:
+        bad |= fin & ((g == 0) != (w == 0))
+    with np.errstate(invalid="ignore", over="ignore"):
+        tol = ulps * eps * np.maximum(np.abs(g), np.abs(w)) + atol
+        bad |= fin & (np.abs(g - w) > tol)
+    if signed_zeros:
+        bad |= fin & (g == 0) & (w == 0) & (np.signbit(g) != np.signbit(w))
+    if bad.any():
+        at = [np.broadcast_to(np.asarray(v, np.float64), bad.shape)[bad].tolist() for v in inputs]
+        raise AssertionError(f"{what}: ours {g[bad].tolist()} != PyTorch's {w[bad].tolist()} at inputs {at}")
+
+
+def torch_elementwise_reference(torch, fn, cols, dtype, upstream):
+    """PyTorch's values and input gradients for ``fn`` applied to each element of the columns ``cols`` on its own
+    (its scalar formula, which its CUDA kernels share; its CPU vector loops differ from it at some special values,
+    so that a whole-tensor result would depend on the tensor's length), the gradient seeded with ``upstream``:
+    (values as float64, [gradient per column] or None where PyTorch has no gradient)."""
+    tdt = getattr(torch, dtype)
+    values, grads = [], [[] for _ in cols]
+    differentiable = True
+    for row in zip(*cols):
+        xs = [torch.tensor([v], dtype=tdt, requires_grad=True) for v in row]
+        y = fn(*xs)
+        values.append(y.detach().to(torch.float64).numpy()[0] if y.is_floating_point() else y.numpy()[0])
+        if not y.requires_grad:
+            differentiable = False
+            continue
+        try:
+            y.backward(torch.full_like(y, upstream))
+        except RuntimeError:  # floor_divide: "derivative for aten::floor_divide is not implemented"
+            differentiable = False
+            continue
+        for i, x in enumerate(xs):
+            # (sgn's gradient of a real input is an "efficient zero tensor", which wants force=True)
+            grads[i].append(0.0 if x.grad is None else x.grad.to(torch.float64).numpy(force=True)[0])
+    return np.array(values), ([np.array(g) for g in grads] if differentiable else None)

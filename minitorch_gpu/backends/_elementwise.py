@@ -265,20 +265,24 @@ class ElementwiseMixin(PrimitiveHost):
         # loop (about 6x slower than clip here); clip also keeps -0.0 as PyTorch does (maximum gives +0.0)
         if x.dtype.kind == "f":
             return self.xp.clip(x, x.dtype.type(0), x.dtype.type(np.inf), out=out)
+        if x.dtype.kind == "V":
+            # bfloat16: clip returns float32 there and maximum gives +0.0 at -0.0
+            return _copy_to(self.xp, out, self.xp.where(self.xp.less(x, 0), x.dtype.type(0), x))
         return self.xp.maximum(x, x.dtype.type(0), out=out)
 
     @_lift_0d
     def _sigmoid(self, x: Array, out: Array | None = None) -> Array:
-        """1 / (1 + exp(-x)) with the exponent clamped below overflow, so large |x| neither warns nor loses
-        relative accuracy for tiny results. 2-byte floats compute in float32, as PyTorch's CPU kernels do."""
+        """1 / (1 + exp(-x)), PyTorch's formula: where exp(-x) overflows the result is exactly 0 (sigmoid(-inf) is 0;
+        a clamped exponent would leave the dtype's smallest normal there). 2-byte floats compute in float32, as
+        PyTorch's CPU kernels do."""
         xp = self.xp
         dt = x.dtype
         low = dt.itemsize == 2
         if low:
             x = x.astype(np.float32)
         t = xp.negative(x)
-        xp.minimum(t, _exp_limit(t.dtype), out=t)
-        xp.exp(t, out=t)
+        with np.errstate(over="ignore"):
+            xp.exp(t, out=t)
         t += 1
         xp.reciprocal(t, out=t)
         if low:
@@ -421,10 +425,16 @@ class ElementwiseMixin(PrimitiveHost):
 
     def sigmoid_backward(self, g: Array, y: Array) -> Array:
         """g * y (1 - y): the gradient of sigmoid from its output ``y`` (``g`` already in y's dtype)."""
+        if y.dtype.itemsize == 2:
+            return self.narrow(self.sigmoid_backward(g.astype(np.float32), y.astype(np.float32)), y.dtype)
         return self.binary("mul", g, self.binary("mul", y, self.binary("sub", 1.0, y)))
 
     def tanh_backward(self, g: Array, y: Array) -> Array:
-        """g * (1 - y^2): the gradient of tanh from its output ``y`` (``g`` already in y's dtype)."""
+        """g * (1 - y^2): the gradient of tanh from its output ``y`` (``g`` already in y's dtype). 2-byte floats
+        compute in float32 and round once, as PyTorch's kernels do (y^2 rounded to bfloat16 first put the gradient
+        at tanh(2) two units in the last place off)."""
+        if y.dtype.itemsize == 2:
+            return self.narrow(self.tanh_backward(g.astype(np.float32), y.astype(np.float32)), y.dtype)
         return self.binary("mul", g, self.binary("sub", 1.0, self.binary("mul", y, y)))
 
     @_lift_0d

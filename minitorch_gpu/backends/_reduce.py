@@ -390,6 +390,9 @@ class ReduceMixin(PrimitiveHost):
         if reverse:
             x = xp.flip(x, axis)
         r = getattr(x, name)(axis=axis, dtype=dtype)
+        if name == "cumsum" and not exclusive and r.dtype.kind == "f":
+            # PyTorch's running sums start from +0.0, so none is -0.0 (NumPy's copy a leading -0.0 on)
+            r += 0
         if exclusive:
             shifted = xp.empty_like(r)
             lead = (slice(None),) * axis

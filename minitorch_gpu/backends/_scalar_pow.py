@@ -12,6 +12,7 @@ arrays, array exponents); the caller then uses it.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -77,6 +78,9 @@ def _pow_of_abs(x: Array, e: float) -> Array:
     if not negative.any():
         return np.power(x, e)
     r = np.power(np.abs(x), e)
+    if math.isinf(e):
+        # pow(x, +-inf) depends on |x| only (1 at x = -1, as at 1), which r holds; inf has no parity to copy
+        return r
     if e.is_integer():
         if e % 2:
             np.copysign(r, x, out=r)  # (-a) ** odd = -(a ** odd), -0.0 and infinities included

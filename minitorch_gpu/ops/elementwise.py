@@ -436,9 +436,10 @@ RemainderBackward1 = _binary_node("RemainderBackward1", "remainder", lambda g, a
 FmodBackward1 = _binary_node("FmodBackward1", "fmod", lambda g, a, b: g,
                              lambda g, a, b: -g * div(a, b, rounding_mode="trunc"), ("", "ab"), bool_kernel="fmod_cpu")
 FmodBackward0 = _binary_node("FmodBackward0", "fmod", lambda g, a, b: g, lambda g, a, b: g, bool_kernel="fmod_cpu")
-# exponent 0 contributes nothing to the base's gradient, even where a ** -1 is infinite
+# exponent 0 contributes nothing to the base's gradient, even where a ** -1 is infinite (a select, so a NaN gradient
+# gives 0 there); the exponent's gradient multiplies g by 0 at base 0: PyTorch keeps a NaN gradient there
 PowBackward1 = _binary_node("PowBackward1", "pow", lambda g, a, b: where(b == 0, 0.0, g * (b * a.pow(b - 1))),
-                            lambda g, a, b: where((a == 0) & (b >= 0), 0.0, g * (a.pow(b) * a.log())), ("ab", "ab"),
+                            lambda g, a, b: g * where((a == 0) & (b >= 0), 0.0, a.pow(b) * a.log()), ("ab", "ab"),
                             bool_kernel="pow")
 
 
@@ -531,6 +532,10 @@ class PowBackward0(_BinaryOp):
             return be.binary("logical_or", d, not s)
         if _INFO[d.dtype][0] != _FLOAT and s < 0:
             raise RuntimeError("Integers to negative integer powers are not allowed.")
+        if s == 0.5 or s == -0.5:
+            # PyTorch computes these powers as sqrt and 1 / sqrt (on the CPU and on CUDA): -0.0 ** 0.5 is -0.0
+            # and -inf ** 0.5 NaN there, where pow gives +0.0 and +inf
+            return be.unary("sqrt" if s > 0 else "rsqrt", d)
         return be.binary("pow", d, s)
 
     def backward(self, g):
@@ -559,7 +564,8 @@ class PowBackward2(_BinaryOp):
         base = self.base
         if base == 0:
             b = self.saved_tensors[0]
-            return (where(b >= 0, 0.0, g * (r * float("-inf"))),)
+            # PyTorch multiplies g by the selected factor: a NaN gradient stays NaN where the factor is 0
+            return (g * where(b >= 0, 0.0, r * float("-inf")),)
         return (g * (r * (math.log(base) if base > 0 else math.nan)),)
 
 
@@ -891,8 +897,15 @@ def positive(input):
     return input
 
 
-atan2 = _binary("atan2", "Atan2Backward0", "atan2", lambda g, a, b: g / (a * a + b * b) * b,
-                lambda g, a, b: g / (a * a + b * b) * -a, ("ab", "ab"), true_division=True,
+def _atan2_recip(a, b):
+    """1 / (a^2 + b^2), 0 where the sum is 0: PyTorch's atan2 gradient is 0 at the origin (and where the squares
+    underflow to 0), not 0 * inf = NaN."""
+    d = a * a + b * b
+    return where(d == 0, 0.0, d.reciprocal())
+
+
+atan2 = _binary("atan2", "Atan2Backward0", "atan2", lambda g, a, b: g * (b * _atan2_recip(a, b)),
+                lambda g, a, b: g * (-a * _atan2_recip(a, b)), ("ab", "ab"), true_division=True,
                 doc="Elementwise angle of (other, input), in the float result dtype.", aliases=("arctan2",),
                 inplace=True)
 
@@ -907,8 +920,8 @@ def _float_kernel2(kernel):
 
 
 _LOG2 = 0.6931471805599453
-hypot = _binary("hypot", "HypotBackward0", "hypot", lambda g, a, b: g * (a / a.hypot(b)),
-                lambda g, a, b: g * (b / a.hypot(b)), ("ab", "ab"), true_division=True, inplace=True,
+hypot = _binary("hypot", "HypotBackward0", "hypot", lambda g, a, b: g * a / a.hypot(b),
+                lambda g, a, b: g * b / a.hypot(b), ("ab", "ab"), true_division=True, inplace=True,
                 check=_float_kernel2("hypot_cpu"), doc="sqrt(input ** 2 + other ** 2) elementwise, without overflow.")
 logaddexp = _binary("logaddexp", "LogaddexpBackward0", "logaddexp", lambda g, a, b: g / ((b - a).exp() + 1),
                     lambda g, a, b: g / ((a - b).exp() + 1), ("ab", "ab"), true_division=True,
@@ -916,10 +929,16 @@ logaddexp = _binary("logaddexp", "LogaddexpBackward0", "logaddexp", lambda g, a,
 logaddexp2 = _binary("logaddexp2", "Logaddexp2Backward0", "logaddexp2", lambda g, a, b: g / ((b - a).exp2() + 1),
                      lambda g, a, b: g / ((a - b).exp2() + 1), ("ab", "ab"), true_division=True,
                      check=_float_kernel2("logaddexp2_cpu"), doc="log2(2 ** input + 2 ** other) without overflow.")
-# d/d input copysign(input, other) is +-1 (-1 where the signs differ), 0 at input == 0 as in PyTorch; other
-# only contributes its sign: zero gradient
+def _copysign_grad(g, a, flipped):
+    """d/d input copysign(input, other) as PyTorch writes it, g * (result / input) with 0 at input == 0: +-1
+    (-1 where ``flipped``), and NaN at a NaN or infinite input (inf / inf); a NaN ``g`` stays NaN at input == 0."""
+    ratio = where(a == 0, 0.0, where(flipped, -1.0, 1.0))
+    return g * where(a.isfinite(), ratio, math.nan)
+
+
+# other only contributes its sign: zero gradient
 CopysignBackward0 = _binary_node("CopysignBackward0", "copysign",
-                                 lambda g, a, b: where(a == 0, 0.0, where(a.signbit() != b.signbit(), -g, g)),
+                                 lambda g, a, b: _copysign_grad(g, a, a.signbit() != b.signbit()),
                                  lambda g, a, b: _zeros(g), ("ab", ""), true_division=True)
 
 
@@ -936,7 +955,7 @@ class CopysignBackward1(_BinaryOp):
     def backward(self, g):
         a, = self.saved_tensors
         flips = a.signbit() if math.copysign(1.0, self.other) > 0 else ~a.signbit()
-        return (where(a == 0, 0.0, where(flips, -g, g)),)
+        return (_copysign_grad(g, a, flips),)
 
 
 def copysign(input, other, *, out=None):
@@ -1466,7 +1485,7 @@ _unary("log10", "Log10Backward0", "log10", saves=INPUT, grad=lambda g, x: g / (x
 _unary("log1p", "Log1PBackward0", "log1p", saves=INPUT, grad=lambda g, x: g / (x + 1))
 _unary("expm1", "Expm1Backward0", "expm1", saves=OUTPUT, grad=lambda g, y: g * (y + 1))
 _unary("sqrt", "SqrtBackward0", "sqrt", saves=OUTPUT, grad=lambda g, y: g / (y * 2))
-_unary("rsqrt", "RsqrtBackward0", "rsqrt", saves=OUTPUT, grad=lambda g, y: g * (y.pow(3) * -0.5))
+_unary("rsqrt", "RsqrtBackward0", "rsqrt", saves=OUTPUT, grad=lambda g, y: g * -0.5 * y.pow(3))
 _unary("sin", "SinBackward0", "sin", saves=INPUT, grad=lambda g, x: g * x.cos())
 _unary("cos", "CosBackward0", "cos", saves=INPUT, grad=lambda g, x: g * -x.sin())
 _unary("tan", "TanBackward0", "tan", saves=OUTPUT, grad=lambda g, y: g * (y * y + 1))
@@ -1571,13 +1590,19 @@ class NanToNumBackward0(Op):
         self.save_for_backward(x)
         be = x._be
         d = x._data
+        # the replacements in the input's dtype (a Python float would promote a bfloat16 result to float32); one
+        # beyond the dtype's range becomes an infinity, as PyTorch converts it
+        t = d.dtype.type
+        with _np.errstate(over="ignore"):
+            nan, posinf, neginf = t(nan), t(posinf), t(neginf)
         r = be.where(be.unary("isnan", d), nan, d)
         r = be.where(be.binary("eq", d, math.inf), posinf, r)
         return be.where(be.binary("eq", d, -math.inf), neginf, r)
 
     def backward(self, g):
         x, = self.saved_tensors
-        return (where(x.isfinite(), g, 0.0),)
+        # a product, not a select: a NaN gradient stays NaN at the replaced elements, as in PyTorch
+        return (g * x.isfinite(),)
 
 
 def _largest(npd):
@@ -1728,18 +1753,32 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
 
 
 class EluBackward0(Op):
-    def forward(self, x, alpha=1.0):
+    """``scale * (x if x > 0 else alpha * (exp(x * input_scale) - 1))``: PyTorch's one elu kernel behind elu, selu
+    and celu."""
+
+    def forward(self, x, alpha=1.0, scale=1.0, input_scale=1.0):
         self.save_for_backward(x)
-        self.alpha = alpha
+        self.alpha, self.scale, self.input_scale = alpha, scale, input_scale
         be = x._be
         d = x._data
-        neg = be.binary("mul", be.unary("expm1", be.binary("minimum", d, _scalar_like(0, d))),
-                        _scalar_like(alpha, d))
-        return be.where(be.binary("gt", d, 0), d, neg)
+        pos = be.binary("gt", d, _scalar_like(0, d))
+        # the negative side's input, 0 where x > 0 (exp must not overflow there); a select, not minimum(x, 0),
+        # keeps -0.0 (PyTorch's elu(-0.0) is expm1(-0.0) = -0.0) and NaN
+        neg = be.where(pos, d.dtype.type(0), d)
+        if input_scale != 1:
+            neg = be.binary("mul", neg, _scalar_like(input_scale, d))
+        neg = be.binary("mul", be.unary("expm1", neg), _scalar_like(alpha, d))
+        r = be.where(pos, d, neg)
+        return r if scale == 1 else be.binary("mul", r, _scalar_like(scale, d))
 
     def backward(self, g):
         x, = self.saved_tensors
-        return (where(x <= 0, g * (x.clamp(max=0).exp() * self.alpha), g),)  # a NaN input takes the linear side
+        alpha, scale, input_scale = self.alpha, self.scale, self.input_scale
+        neg = x.clamp(max=0)
+        if input_scale != 1:
+            neg = neg * input_scale
+        gs = g * scale if scale != 1 else g
+        return (where(x <= 0, gs * (neg.exp() * (alpha * input_scale)), gs),)  # NaN: the linear side
 
 
 def elu(input, alpha=1.0, inplace=False):

@@ -416,8 +416,10 @@ class MaxBackward0(Op):
         if self.axis is None:
             return (g,)
         be = g._be
-        mask = be.index_mask(self.indices, self.in_shape, self.axis, self.in_np_dtype)
-        return (_restore(g, self.in_shape, (self.axis,), self.keepdim) * _tensor(mask, be),)
+        mask = be.index_mask(self.indices, self.in_shape, self.axis, _dtype.bool.np_dtype)
+        # a select, as PyTorch scatters the gradient into zeros: the other positions get exactly 0, not g * 0
+        # (-0.0 for a negative g, NaN for a NaN or infinite one)
+        return (_restore(g, self.in_shape, (self.axis,), self.keepdim).where(_tensor(mask, be), 0.0),)
 
 
 class MinBackward0(MaxBackward0):
@@ -692,7 +694,8 @@ class LinalgVectorNormBackward0(Op):
         norm_is_zero = _mask(be, "eq", n._data, 0)
         safe_n = n.masked_fill(norm_is_zero, 1)
         if p == 2:
-            return (x * (g / safe_n).masked_fill(norm_is_zero, 0),)
+            # PyTorch's g * (x / norm) with 0 where the norm is 0: a NaN g stays NaN there, the zeros take g's sign
+            return (g * (x / safe_n).masked_fill(norm_is_zero, 0),)
         if p < 1:
             # |x|^(p-1) is infinite at x = 0, where the derivative is taken as 0: sign(0) = 0 times |1|^(p-1)
             safe_abs = x.abs().masked_fill(_mask(be, "eq", x._data, 0), 1)

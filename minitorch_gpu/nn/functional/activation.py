@@ -210,37 +210,11 @@ def logsigmoid(input):
 
 # ====================================================================== the elu family
 
-class _EluLike(Op):
-    """``scale * (x if x > 0 else alpha * (exp(x * input_scale) - 1))``: PyTorch's one elu kernel behind
-    elu, selu and celu."""
-
-    def forward(self, x, alpha, scale, input_scale):
-        self.save_for_backward(x)
-        self.alpha, self.scale, self.input_scale = alpha, scale, input_scale
-        be = x._be
-        d = x._data
-        neg = be.binary("minimum", d, _scalar(0, d))
-        if input_scale != 1:
-            neg = be.binary("mul", neg, input_scale)
-        neg = be.binary("mul", be.unary("expm1", neg), alpha)
-        r = be.where(be.binary("gt", d, _scalar(0, d)), d, neg)
-        return r if scale == 1 else be.binary("mul", r, scale)
-
-    def backward(self, g):
-        x, = self.saved_tensors
-        alpha, scale, input_scale = self.alpha, self.scale, self.input_scale
-        neg = x.clamp(max=0)
-        if input_scale != 1:
-            neg = neg * input_scale
-        gs = g * scale if scale != 1 else g
-        return (_E.where(x <= 0, gs * (neg.exp() * (alpha * input_scale)), gs),)  # NaN: the linear side
+# selu's node is elu's (PyTorch computes selu with its elu kernel and names the node after it)
+EluBackward0 = _E.EluBackward0
 
 
-class EluBackward0(_EluLike):
-    """selu's node (PyTorch computes selu with its elu kernel and names the node after it)."""
-
-
-class CeluBackward0(_EluLike):
+class CeluBackward0(_E.EluBackward0):
     pass
 
 
@@ -307,6 +281,10 @@ class HardswishBackward0(Op):
         return (_E.where(x <= -3, 0.0, _E.where(x < 3, g * (x / 3 + 0.5), g)),)
 
 
+# PyTorch's hardsigmoid gradient multiplies by the C float 1.0f / 6.0f in every dtype (float64 included)
+_ONE_SIXTH_F32 = 0.1666666716337204
+
+
 class HardsigmoidBackward0(Op):
     def forward(self, x):
         self.save_for_backward(x)
@@ -317,7 +295,7 @@ class HardsigmoidBackward0(Op):
 
     def backward(self, g):
         x, = self.saved_tensors
-        return (_E.where((x > -3) & (x < 3), g / 6, 0.0),)
+        return (_E.where((x > -3) & (x < 3), g * _ONE_SIXTH_F32, 0.0),)
 
 
 def hardswish(input, inplace=False):
@@ -360,8 +338,9 @@ class SoftshrinkBackward0(Op):
         be = x._be
         d = x._data
         lo = _scalar(lambd, d)
-        # x - clamp(x, -lambd, lambd): x - lambd above, x + lambd below, 0 in between
-        return be.binary("sub", d, be.clamp(d, -lo, lo))
+        # x - clamp(x, -lambd, lambd): x - lambd above, x + lambd below, 0 in between, with x's sign there (PyTorch
+        # writes it x * 0: softshrink(-0.5) is -0.0); elsewhere the result has x's sign already
+        return be.binary("copysign", be.binary("sub", d, be.clamp(d, -lo, lo)), d)
 
     def backward(self, g):
         x, = self.saved_tensors

@@ -283,6 +283,11 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
 
 # ====================================================================== binary cross-entropy
 
+# the floor of the gradient's denominator x (1 - x) at x = 0 and 1: PyTorch's constant 1e-12 is a C float, so the
+# gradient there is g * (x - y) / float32(1e-12) in every dtype
+_BCE_GRAD_EPS = 9.999999960041972e-13
+
+
 class BinaryCrossEntropyBackward0(Op):
     """-w (y log x + (1 - y) log(1 - x)) with both logs clamped to >= -100, so that x = 0 or 1 gives a
     finite loss, as PyTorch defines it."""
@@ -326,7 +331,7 @@ class BinaryCrossEntropyBackward0(Op):
             gs = gs * w
         gx = gy = None
         if na:
-            gx = _grad_for(gs * (x - y) / ((1 - x) * x).clamp_min(1e-12), x)
+            gx = _grad_for(gs * (x - y) / ((1 - x) * x).clamp_min(_BCE_GRAD_EPS), x)
         if nb:
             gy = _grad_for(gs * ((-x).log1p() - x.log()), y)
         return gx, gy, None
@@ -460,11 +465,11 @@ class KlDivBackward0(Op):
         if log_target:
             loss = be.binary("mul", be.unary("exp", td), be.binary("sub", td, xd))
         else:
-            # xlogy(t, t) - t x: a zero target contributes nothing, even against an infinite log-probability
+            # PyTorch's xlogy(t, t) - t x: 0 * log 0 is 0, but 0 * x is NaN for a NaN or infinite x (a zero target
+            # against a log-probability of -inf gives NaN there too)
             zero = be.binary("eq", td, 0)
             tlogt = be.binary("mul", td, be.unary("log", be.where(zero, 1.0, td)))
             loss = be.binary("sub", tlogt, be.binary("mul", td, xd), out=tlogt)
-            loss = be.where(zero, 0.0, loss)
         self.n = loss.size
         if reduction == "batchmean":
             self.n = x._data.shape[0] if x._data.ndim else 1
@@ -714,6 +719,9 @@ class NllLossBackward0(Op):
         loss = be.unary("neg", picked, out=picked)
         if ct.coef is not None:
             loss = be.binary("mul", loss, ct.coef, out=loss)
+        if ct.mask is not None:
+            # an ignored sample contributes exactly 0, as PyTorch skips it: not 0 * x, NaN for an infinite x
+            loss = be.where(be.binary("ne", ct.mask, 0), loss, loss.dtype.type(0))
         if reduction == "mean":
             _denominator(be, ct)
         return _finish(be, _reduce_rows(be, loss, ct, reduction), ct.npd)
@@ -723,7 +731,10 @@ class NllLossBackward0(Op):
         be = g._be
         coef = -1.0 if ct.coef is None else be.unary("neg", ct.coef)
         d = Tensor._make(_target_matrix(be, ct, coef, None), be)
-        gx = d * _row_grad(g, ct, self.reduction)
+        # PyTorch scatters the gradient into zeros: the other classes and the ignored samples get exactly 0, not
+        # 0 * g (NaN for a NaN gradient, -0.0 for a negative one)
+        picked = _target_matrix(be, ct, 1.0 if ct.mask is None else ct.mask, None)
+        gx = (d * _row_grad(g, ct, self.reduction)).where(Tensor._make(be.asarray(be.binary("ne", picked, 0)), be), 0.0)
         if gx._data.shape != self.in_shape:
             gx = gx.reshape(self.in_shape)
         if gx._data.dtype != ct.npd:
@@ -798,6 +809,9 @@ class CrossEntropyLossBackward0(Op):
                                            saved, _grad_denominator(be, ct) if self.reduction == "mean" else None,
                                            tidx=ct.tidx,
                                            mask=ct.mask)
+            if ct.mask is not None:
+                # the ignored samples' rows are exactly 0 (PyTorch skips them), not 0 * g: NaN for a NaN g
+                dl = be.where(be.binary("ne", ct.mask, 0), dl, dl.dtype.type(0))
             return (Tensor._make(_finish(be, dl.reshape(self.in_shape), ct.npd), be),)
         # create_graph: the same formula in Tensor ops, differentiable again through softmax
         a, at_target, smooth = self._coefficients(be)
@@ -808,7 +822,10 @@ class CrossEntropyLossBackward0(Op):
         b = Tensor._make(_target_matrix(be, ct, at_target, smooth), be)
         if not isinstance(a, float):
             pt = pt * Tensor._make(a, be)
-        gx = ((pt - b) * _row_grad(g, ct, self.reduction)).reshape(self.in_shape)
+        gx = (pt - b) * _row_grad(g, ct, self.reduction)
+        if ct.mask is not None:
+            gx = gx.where(Tensor._make(be.asarray(be.binary("ne", ct.mask, 0)), be), 0.0)
+        gx = gx.reshape(self.in_shape)
         if gx._data.dtype != ct.npd:
             gx = gx.to(_dtype.from_numpy_dtype(ct.npd))
         return (gx,)
