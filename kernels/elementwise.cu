@@ -175,11 +175,8 @@ template <typename T> __device__ __forceinline__ T floor_divide_of(T a, T b) {
 template <typename T> __device__ __forceinline__ T remainder_of(T a, T b) {
     if (b == (T)0) return mt_fmod(a, b);
     T mod = mt_fmod(a, b);
-    if (mod != (T)0) {
-        if ((b < (T)0) != (mod < (T)0)) mod += b;
-    } else {
-        mod = mt_copysign((T)0, b);
-    }
+    // a zero keeps fmod's sign (the dividend's), as PyTorch's
+    if (mod != (T)0 && (b < (T)0) != (mod < (T)0)) mod += b;
     return mod;
 }
 template <typename T> __device__ __forceinline__ T logaddexp_of(T a, T b) {

@@ -119,20 +119,22 @@ template <typename T> inline T exp_limit() { return (T)(std::log((double)std::nu
 
 // tanh-gelu is x s with s = (1 + tanh u) / 2 = 1 / (1 + e), e = exp(-2u), u = beta (x + kappa x^3): the sigmoid
 // form of _gelu_tanh_gate, accurate where tanh(u) is near -1, and 1 - s = e s without a subtraction
-template <typename T> inline T gelu_tanh_exp(T x) {
+// (the forward lets e overflow, so s is exactly 0 there as PyTorch's 1 + tanh(u): gelu(-inf) NaN, gelu(-1e30)
+// -0.0; the gradient clamps it, whose e s would be inf * 0)
+template <typename T, bool Clamp> inline T gelu_tanh_exp(T x) {
     T e = x * x;
     e = e * (T)kKappa;
     e = e + (T)1;
     e = e * x;
     e = e * (T)(-2 * kBeta);
-    return m_exp(min_nan(e, exp_limit<T>()));
+    return m_exp(Clamp ? min_nan(e, exp_limit<T>()) : e);
 }
 
-template <typename T> inline T gelu_tanh(T x) { return ((T)1 / (gelu_tanh_exp(x) + (T)1)) * x; }
+template <typename T> inline T gelu_tanh(T x) { return ((T)1 / (gelu_tanh_exp<T, false>(x) + (T)1)) * x; }
 
 // d/dx x s(u) = s + x 2 s (1 - s) u', u' = beta (1 + 3 kappa x^2)
 template <typename T> inline T gelu_tanh_backward(T g, T x) {
-    T e = gelu_tanh_exp(x);
+    T e = gelu_tanh_exp<T, true>(x);
     T s = (T)1 / (e + (T)1);
     T d = e * s;
     d = d * s;
@@ -148,7 +150,10 @@ template <typename T> inline T gelu_tanh_backward(T g, T x) {
 
 // ------------------------------------------------------------------------------------------ sigmoid family
 
+// clamped below overflow: the LSTM cell's gates (as backends/_rnn.py's reference)
 template <typename T> inline T sigmoid(T x, T lim) { return (T)1 / ((T)1 + m_exp(min_nan(-x, lim))); }
+// PyTorch's 1 / (1 + exp(-x)): exactly 0 where exp(-x) overflows (sigmoid(-inf) is 0, silu(-inf) NaN)
+template <typename T> inline T sigmoid(T x) { return (T)1 / ((T)1 + m_exp(-x)); }
 template <typename T> inline T sign(T x) { return (T)(x > 0) - (T)(x < 0); }  // 0 for NaN and -0.0, as _sign
 
 // ------------------------------------------------------------------------------------------ logaddexp, hypot
@@ -193,10 +198,11 @@ inline bool fmod32_fast(float a, float b, float& r) {
 }
 
 // npy_divmod's remainder and floor quotient (Python's convention) from the fmod above, written with selects so
-// that the loops vectorise
+// that the loops vectorise; a zero remainder keeps fmod's sign (the dividend's), as PyTorch's (NumPy's takes the
+// divisor's)
 inline float remainder32(float a, float b, float mod) {
     float adj = ((b < 0) != (mod < 0)) ? mod + b : mod;
-    return mod != 0 ? adj : std::copysign(0.0f, b);
+    return mod != 0 ? adj : mod;
 }
 
 inline float floor_divide32(float a, float b, float mod) {
@@ -295,7 +301,9 @@ inline float lgamma32(float v) {
     const double l = log(reflect ? prod / std::fabs(sinpi(z)) : prod);  // +inf at the poles (sin = 0)
     const double r = reflect ? kLogPi - big + l : big - l;
     const double inf = std::numeric_limits<double>::infinity();
-    return (float)(std::isinf(z) || std::isinf(w) ? inf : r);
+    // the zeros at 1 and 2 exactly, as PyTorch's (the sum above cancels there to a few 1e-15; next to them that
+    // absolute error is under half a float32 ulp of the value)
+    return (float)(std::isinf(z) || std::isinf(w) ? inf : (z == 1.0 || z == 2.0) ? 0.0 : r);
 }
 
 // digamma: Cephes' (as PyTorch's CPU kernel and the reference): reflection for negative x through pi / tan(pi x),
@@ -350,16 +358,8 @@ template <typename T> int unary(int op, idx n, const T* x, T* y) {
         case U_erf: map1(n, x, y, [](T v) { return erf_of(v); }); return 0;
         case U_gelu: map1(n, x, y, [](T v) { return gelu(v); }); return 0;
         case U_gelu_tanh: map1(n, x, y, [](T v) { return gelu_tanh(v); }); return 0;
-        case U_sigmoid: {
-            const T lim = exp_limit<T>();
-            map1(n, x, y, [lim](T v) { return sigmoid(v, lim); });
-            return 0;
-        }
-        case U_silu: {
-            const T lim = exp_limit<T>();
-            map1(n, x, y, [lim](T v) { return v * sigmoid(v, lim); });
-            return 0;
-        }
+        case U_sigmoid: map1(n, x, y, [](T v) { return sigmoid(v); }); return 0;
+        case U_silu: map1(n, x, y, [](T v) { return v * sigmoid(v); }); return 0;
         case U_sign: map1(n, x, y, [](T v) { return sign(v); }); return 0;
         // the reference's x - trunc(x) in one pass instead of two (NaN for infinities on both)
         case U_frac: map1(n, x, y, [](T v) { return v - std::trunc(v); }); return 0;

@@ -349,7 +349,14 @@ class ElementwiseMixin(PrimitiveHost):
 
     def _remainder(self, a: Operand, b: Operand, out: Array | None = None) -> Array:
         self._check_int_divisor(a, b)
-        return self.xp.remainder(a, b) if out is None else self.xp.remainder(a, b, out=out)
+        xp = self.xp
+        r = xp.remainder(a, b) if out is None else xp.remainder(a, b, out=out)
+        if r.dtype.kind == "f":
+            r = xp.asarray(r)  # NumPy returns a scalar for 0-d operands
+            # NumPy gives a zero the divisor's sign; PyTorch keeps fmod's (the dividend's): remainder(-0.0, 1.0) is
+            # -0.0, remainder(3.0, -1.0) is 0.0
+            xp.copysign(r, a, out=r, where=r == 0)
+        return r
 
     def _fmod(self, a: Operand, b: Operand, out: Array | None = None) -> Array:
         self._check_int_divisor(a, b)
@@ -378,7 +385,7 @@ class ElementwiseMixin(PrimitiveHost):
         if low:
             x = x.astype(np.float32)
         if approximate == "tanh":
-            t = self._gelu_tanh_gate(x)[0]
+            t = self._gelu_tanh_gate(x, clamp=False)[0]
             t *= x
         else:
             t = self._gelu_cdf(x)
@@ -454,19 +461,23 @@ class ElementwiseMixin(PrimitiveHost):
         r = xp.where(lin, xc, xb)
         return r.astype(dt) if low else r
 
-    def _gelu_tanh_gate(self, x: Array) -> tuple[Array, Array]:
+    def _gelu_tanh_gate(self, x: Array, clamp: bool = True) -> tuple[Array, Array]:
         """(s, e): s = (1 + tanh(u)) / 2 = 1 / (1 + e), e = exp(-2u), u = beta (x + kappa x^3); tanh-gelu is x s. As
         a sigmoid it keeps full relative accuracy where tanh(u) is near -1 (1 + tanh there cancels to an ulp of 1,
         or to 0), so the gradient for large negative x is as small as it should be; and 1 - s = e s needs no
-        subtraction either. The exponent is clamped below overflow (as sigmoid's), so e stays finite."""
+        subtraction either. With ``clamp`` the exponent stays below overflow, so e is finite (the gradient's e s
+        would be inf * 0); without, s is exactly 0 where e overflows, as PyTorch's 1 + tanh(u) is (its gelu of
+        -inf is NaN, of -1e30 is -0.0)."""
         xp = self.xp
         e = x * x
         e *= x.dtype.type(_GELU_TANH_KAPPA)
         e += x.dtype.type(1)
         e *= x
         e *= x.dtype.type(-2 * _GELU_TANH_BETA)
-        xp.minimum(e, _exp_limit(e.dtype), out=e)
-        xp.exp(e, out=e)
+        if clamp:
+            xp.minimum(e, _exp_limit(e.dtype), out=e)
+        with np.errstate(over="ignore", invalid="ignore"):
+            xp.exp(e, out=e)
         s = xp.add(e, x.dtype.type(1))
         return xp.reciprocal(s, out=s), e
 

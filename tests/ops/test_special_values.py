@@ -137,9 +137,8 @@ _A, _B = (tuple(c) for c in np.array(np.meshgrid(PAIR_VALUES, PAIR_VALUES, index
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("name", BINARY)
 def test_binary_matches_torch_at_special_values(device, torch, name, dtype):
-    # remainder keeps fmod's zero sign in PyTorch: test_remainder_keeps_the_sign_of_fmods_zero. logaddexp2(-1, -1)
-    # is exactly 0 in ours, PyTorch's rounding leaves -1.1e-8 (float32)
-    signed = name not in SIGNLESS_TIES and name != "remainder"
+    # logaddexp2(-1, -1) is exactly 0 in ours, PyTorch's rounding leaves -1.1e-8 (float32)
+    signed = name not in SIGNLESS_TIES
     _check(name, dtype, (_A, _B), device, signed_zeros=signed, exact_zeros=name != "logaddexp2")
 
 
@@ -232,27 +231,21 @@ def test_lgamma_is_exactly_zero_at_one_and_two(device, torch):
                             torch.lgamma(torch.tensor(x)).numpy(), dtype, ulps=0, what=f"lgamma {dtype}")
 
 
-@pytest.mark.xfail(strict=True, reason="kernels/elementwise_cpu.cpp's float32 lgamma gives lgamma(2) = -1.8e-15, "
-                                       "PyTorch 0.0")
 def test_lgamma_is_exactly_zero_at_one_and_two_in_compiled_float32():
     x = np.array([1.0, 2.0], np.float32)
     assert to_np(mt.lgamma(mt.tensor(x))).tolist() == [0.0, 0.0]
 
 
-@pytest.mark.xfail(strict=True, reason="remainder follows NumPy's divmod (a zero takes the divisor's sign) in "
-                                       "backends/_elementwise.py, kernels/elementwise.cu and elementwise_cpu.cpp; "
-                                       "PyTorch keeps fmod's: remainder(-0.0, 1.0) = -0.0 (ours 0.0), "
-                                       "remainder(3.0, -1.0) = 0.0 (ours -0.0)")
-def test_remainder_keeps_the_sign_of_fmods_zero(device, torch):
-    a = np.array([-0.0, 0.0, 3.0, -3.0, -0.0])
-    b = np.array([1.0, -1.0, -1.0, 1.0, INF])
+@pytest.mark.parametrize("n", [5, 5000])  # the NumPy body, and on the CPU the compiled float32 loop
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_remainder_keeps_the_sign_of_fmods_zero(device, torch, dtype, n):
+    """PyTorch keeps fmod's zero (the dividend's sign): remainder(-0.0, 1.0) is -0.0, remainder(3.0, -1.0) 0.0."""
+    a = np.resize(np.array([-0.0, 0.0, 3.0, -3.0, -0.0, 6.0, -6.0]), n).astype(dtype)
+    b = np.resize(np.array([1.0, -1.0, -1.0, 1.0, INF, 2.0, -3.0]), n).astype(dtype)
     got = to_np(mt.remainder(mt.tensor(a, device=device), mt.tensor(b, device=device)))
-    assert_same_special(got, torch.remainder(torch.tensor(a), torch.tensor(b)).numpy(), "float64", ulps=0)
+    assert_same_special(got, torch.remainder(torch.tensor(a), torch.tensor(b)).numpy(), dtype, ulps=0)
 
 
-@pytest.mark.xfail(strict=True, reason="kernels/elementwise_cpu.cpp clamps sigmoid's exponent below overflow: from "
-                                       "4096 elements sigmoid(-inf) is 3.2e-39 in float32 (PyTorch 0.0) and "
-                                       "1.1e-308 in float64")
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_sigmoid_of_minus_inf_is_zero_in_the_compiled_cpu_loop(dtype):
     x = np.zeros(5000, dtype)
