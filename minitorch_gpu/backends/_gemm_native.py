@@ -43,11 +43,11 @@ _MAX_BLOCKS = 64  # kMaxBlocks: tiles of rows per piece
 _KC = 256
 # rows of A per piece at most, in tiles (the packed block, up to 32 x 12 rows x KC floats = 384 KiB, stays in L2)
 _PIECE_TILES = 32
-# multiply-adds a thread should have before a product is split (a core does about 80 multiply-adds a nanosecond).
-# NOTE: set when a hand-off through the Python thread pool cost tens of microseconds; the native pool's costs one
-# or two, but the 1- against 2-thread measurements on the shared 2-core machine, between OpenBLAS's spinning
-# threads, did not settle a new value, so it stays
-_PARALLEL_MIN_MACS = 1 << 22
+# multiply-adds a thread should have before a product is split (a core does about 80 multiply-adds a nanosecond,
+# the native pool's hand-off costs one or two microseconds): an LSTM step's (16, 256) @ (256, 1024), 4M, ran on
+# 2 threads at 1.0x its 1-thread time with 1 << 22 here (not split) and at 0.55x with 1 << 20 (212 GFLOP/s,
+# PyTorch's 218)
+_PARALLEL_MIN_MACS = 1 << 20
 
 # below this many multiply-adds (all the products of a call together) NumPy's fixed cost beats this kernel's
 # (about 1 against 4.5 microseconds: the plan, the output, the ctypes call); measured side by side, 16 x 16 x 64
@@ -99,7 +99,8 @@ def unavailable_reason() -> str | None:
     return LIB.reason
 
 
-def native_wins(m: int, n: int, k: int, batch: int, nt: bool, double: bool = False) -> bool:
+def native_wins(m: int, n: int, k: int, batch: int, nt: bool, double: bool = False, nn: bool = False,
+                threads: int = 1) -> bool:
     """The decision rule: whether this kernel computes ``batch`` products of (m, k) @ (k, n) faster than BLAS,
     in float32 (or float64 with ``double``); ``nt``: A's rows and B's columns are runs of memory (``x @ W.T``,
     ``q @ k.T``).
@@ -110,14 +111,24 @@ def native_wins(m: int, n: int, k: int, batch: int, nt: bool, double: bool = Fal
     BLAS call per matrix, and its NT layout is its slow one; the other layouts of batches tie or lose, up to
     2.2x); single ``x @ W.T`` of up to 512 rows and columns and 1024 deep, 0.86-0.97 (0.97-1.05 at 1000
     columns, left to BLAS). Float64 the same but for the rows: 4 to 16 rows 0.59-0.88, 32 rows of a 2048 x 2048
-    product 1.23, so up to 16. With more than one thread, :func:`plan` also leaves to BLAS the products it would
-    split between fewer threads than BLAS does."""
+    product 1.23, so up to 16.
+
+    With ``threads`` > 1 the native pool's split scales better than OpenBLAS's, so single products of up to 1024
+    in each dim also win in the ``nt`` layout and in ``nn`` (A's rows and B's rows are runs of memory: ``g @ W``),
+    measured at 2 threads as GFLOP/s, ours against OpenBLAS: 512 x 384 x 128 x W^T 261 / 231, 512 x 128 x 384
+    g @ W 307 / 250, 512 x 1024 x 256 x W^T 284 / 262, 512 x 1000 x 256 267 / 265; ``a.T @ b`` (a weight's
+    gradient) ties (248 / 255) and stays with BLAS. Batches win in every layout: NumPy calls BLAS once per matrix,
+    on one thread (attention's (16, 4) x 64 x 32 x 64 at 2 threads: 204 against 107 GFLOP/s as ``p @ v``, 193 / 110
+    as ``p.T @ g``, 166 / 60 as ``g @ v.T``). :func:`plan` leaves to BLAS the products it would split between fewer
+    threads than BLAS does."""
     macs = m * n * k
     if macs * batch < (_MIN_MACS if batch == 1 else 2 * _MIN_MACS):
         return False
     if batch == 1:
+        if threads > 1 and (nt or nn) and 2 <= m <= 1024 and n <= 1024 and k <= 1024:
+            return True
         return 2 <= m <= (16 if double else 32) or (nt and m <= 512 and n <= 512 and k <= 1024)
-    return nt and m <= 256 and n <= 256 and k <= 128
+    return (nt or threads > 1) and m <= 256 and n <= 256 and k <= 128
 
 
 def _tile(m: int, n: int, lanes: int) -> int:
@@ -179,7 +190,8 @@ def plan(a_shape: tuple[int, ...], a_strides: tuple[int, ...], b_shape: tuple[in
     shape = batch_shape + (m, n)
     batch = math.prod(batch_shape)
     sa, sb = [s // itemsize for s in a_strides], [s // itemsize for s in b_strides]
-    if not force and not native_wins(m, n, k, batch, sa[-1] == 1 and sb[-2] == 1, code == 1):
+    if not force and not native_wins(m, n, k, batch, sa[-1] == 1 and sb[-2] == 1, code == 1,
+                                     sa[-1] == 1 and sb[-1] == 1, threads):
         return None
     if m == 0 or n == 0 or batch == 0:
         return Plan(shape, None, 0, 1, code, True)
@@ -210,13 +222,10 @@ def plan(a_shape: tuple[int, ...], a_strides: tuple[int, ...], b_shape: tuple[in
             nc = -(-(-(-n // share)) // w) * w
     pieces = batch * -(-m // mc) * -(-n // nc)
     workers = min(workers, pieces)
-    if not force and threads > 1 and m * n * k > _BLAS_SMP_MACS and (batch == 1 or workers < threads):
+    if not force and threads > 1 and m * n * k > _BLAS_SMP_MACS and workers < threads:
         # the rule is measured on one thread; with more, OpenBLAS splits each call above its threshold between
-        # its own threads, which scales (512 x 128 x 384: 0.57x its 1-thread time on 2 cores) where this kernel's
-        # split through the Python pool it had then did not (1.1x: the hand-off and a late helper take the gain;
-        # not measured again with the native pool, see _PARALLEL_MIN_MACS). Batches
-        # keep the rule while this kernel uses every thread, or while their matrices are below that threshold:
-        # NumPy calls BLAS once per matrix, and each such call runs on one thread
+        # its own threads, so a product this kernel would run on fewer threads goes there. On every thread it
+        # keeps the rule: the native pool's split scales better than OpenBLAS's (see native_wins)
         return None
     # A is read where it is when its rows or columns are runs of memory, except under the 16-row tile (16
     # streams of broadcasts: measured slower than packed) and rows a multiple of 4 KiB apart (they share
@@ -269,7 +278,14 @@ def matmul(a: Any, b: Any, bias: Any, threads: int | Callable[[], int], force: b
             rows_a = a.strides[0 if transpose_a else 1] == it  # A's rows (of op(a)) are runs of memory
             cols_b = b.strides[1 if transpose_b else 0] == it  # B's columns are
             if not native_wins(m, n, k, 1, rows_a and cols_b, it == 8):
-                return None
+                # more threads widen the rule (the count is read only for the layouts it widens)
+                rows_b = b.strides[0 if transpose_b else 1] == it
+                if not (rows_a and (cols_b or rows_b)):
+                    return None
+                if callable(threads):
+                    threads = threads()
+                if threads <= 1 or not native_wins(m, n, k, 1, cols_b, it == 8, rows_b, threads):
+                    return None
     if transpose_a:
         a = a.swapaxes(-1, -2)
     if transpose_b:

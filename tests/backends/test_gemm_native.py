@@ -137,7 +137,8 @@ def test_decision_rule():
     assert native.native_wins(16, 128, 128, 1, False)
     assert not native.native_wins(64, 64, 32, 2, True) and native.native_wins(64, 64, 32, 4, True)
     assert native.native_wins(64, 64, 32, 32, True)  # attention's q @ k^T
-    assert not native.native_wins(64, 64, 32, 32, False)  # the other layouts of batches tie or lose
+    assert not native.native_wins(64, 64, 32, 32, False)  # the other layouts of batches tie or lose on one thread
+    assert native.native_wins(64, 64, 32, 32, False, threads=2)  # NumPy runs each matrix on one thread
     assert not native.native_wins(8, 64, 64, 64, False)
     assert native.native_wins(512, 384, 128, 1, True)  # a GPT's x @ W^T
     assert not native.native_wins(512, 1024, 128, 1, True)
@@ -160,15 +161,22 @@ def test_rule_routes_by_the_operands_as_multiplied():
     assert native.matmul(h[:, :8], w[:8, :8], None, 1) is None  # below the least size
 
 
-def test_more_threads_leave_single_products_to_blas():
+def test_more_threads_keep_the_products_this_kernel_splits_on_every_thread():
     h, w = np.ones((16, 256), np.float32), np.ones((1024, 256), np.float32).T
     assert native.plan(h.shape, h.strides, w.shape, w.strides, 0, 1) is not None
-    # one thread's worth of work: BLAS would split it between two
-    assert native.plan(h.shape, h.strides, w.shape, w.strides, 0, 2) is None
-    # enough work for both threads: OpenBLAS's own split scales, this kernel's through the pool did not
-    x = np.ones((512, 128), np.float32)
-    assert native.plan(x.shape, x.strides, w[:128, :384].shape, w[:128, :384].strides, 0, 1) is not None
-    assert native.plan(x.shape, x.strides, w[:128, :384].shape, w[:128, :384].strides, 0, 2) is None
+    # an LSTM step: split by columns between both threads (the native pool's hand-off is a microsecond or two)
+    p = native.plan(h.shape, h.strides, w.shape, w.strides, 0, 2)
+    assert p is not None and p.workers == 2
+    # too little work to split: BLAS would split it, this kernel would not
+    s = np.ones((16, 64), np.float32)
+    assert native.plan(s.shape, s.strides, w[:64].shape, w[:64].strides, 0, 1) is not None
+    assert native.plan(s.shape, s.strides, w[:64].shape, w[:64].strides, 0, 2) is None
+    # g @ W (both operands' rows runs of memory): BLAS's on one thread, this kernel's on two
+    g, wt = np.ones((512, 128), np.float32), np.ones((128, 384), np.float32)
+    assert native.plan(g.shape, g.strides, wt.shape, wt.strides, 0, 1) is None
+    assert native.plan(g.shape, g.strides, wt.shape, wt.strides, 0, 2) is not None
+    assert native.native_wins(512, 384, 128, 1, False, nn=True, threads=2)
+    assert not native.native_wins(512, 384, 128, 1, False, nn=False, threads=2)  # a weight's gradient, a.T @ b
     # attention's batches: BLAS runs each small matrix on one thread whatever the count
     q, k = np.ones((8, 4, 64, 32), np.float32), np.ones((8, 4, 64, 32), np.float32).swapaxes(-1, -2)
     assert native.plan(q.shape, q.strides, k.shape, k.strides, 0, 4) is not None
