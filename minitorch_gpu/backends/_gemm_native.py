@@ -228,9 +228,13 @@ def plan(a_shape: tuple[int, ...], a_strides: tuple[int, ...], b_shape: tuple[in
         # keeps the rule: the native pool's split scales better than OpenBLAS's (see native_wins)
         return None
     # A is read where it is when its rows or columns are runs of memory, except under the 16-row tile (16
-    # streams of broadcasts: measured slower than packed) and rows a multiple of 4 KiB apart (they share
-    # L1's sets)
-    pack_a = nv == 1 or (sa[-1] != 1 and sa[-2] != 1) or (sa[-1] == 1 and sa[-2] * itemsize % 4096 == 0)
+    # streams of broadcasts: measured slower than packed), rows a multiple of 4 KiB apart (they share L1's
+    # sets), and columns (a weight's gradient, g.T @ x) a multiple of 4 KiB apart or read by 8 panels or more,
+    # where one packing serves every panel (1 thread, GFLOP/s in place / packed: 1024 x 256 x 512 107 / 133,
+    # 512 x 784 x 256 117 / 131, 1000 x 256 x 512 111 / 126; with 4 panels, 512 x 128 x 512, 122 / 115)
+    cols_apart = sa[-1] * itemsize % 4096 == 0 or -(-n // (nv * _LANES[code])) >= 8
+    pack_a = nv == 1 or (sa[-1] != 1 and sa[-2] != 1) or (sa[-1] == 1 and sa[-2] * itemsize % 4096 == 0) or (
+        sa[-2] == 1 and cols_apart)
     pad = [0] * (_MAX_BATCH_DIMS - len(dims))
     geo = (_i64 * _GEO)(m, n, k, sa[-2], sa[-1], sb[-2], sb[-1], n, len(dims), *dims, *[1] * len(pad), *ba, *pad,
                         *bb, *pad, *bc, *pad, mc, nc, _KC, nv, int(sb[-1] != 1), 1, int(pack_a))
