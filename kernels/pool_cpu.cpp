@@ -58,7 +58,11 @@ namespace {
 constexpr int kMaxHelpers = 255;
 constexpr int kYieldEvery = 64;    // pause rounds between sched_yield calls
 constexpr int kClockEvery = 16;    // pause rounds between clock reads
-constexpr long long kDefaultSpinNs = 100000;
+// a millisecond, as long as libgomp's default spin: the gaps of Python between two split calls of a training step
+// are tens to hundreds of microseconds, and a helper asleep by then wakes ~150 us late on a VM (benchmarks.compare
+// --threads 2, ours, 100 us -> 1 ms: GPT train 16.5 -> 14.9 ms, LSTM 36.0 -> 32.2, MLP 7.9 -> 5.4, ResNet 34.2 ->
+// 32.7)
+constexpr long long kDefaultSpinNs = 1000000;
 
 std::atomic<long long> g_spin_ns{kDefaultSpinNs};
 

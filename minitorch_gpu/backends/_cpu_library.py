@@ -15,7 +15,7 @@ native code: one ctypes call and one GIL release whatever the thread count, wher
 microseconds per call to wake a helper and hand it the GIL. ``build`` hands every library it loads the pool's run
 function, so there is one pool however many libraries use it. ``MINITORCH_GPU_NATIVE_POOL=0`` (or a pool that does
 not build) runs every call on the calling thread; ``MINITORCH_GPU_POOL_SPIN_US`` sets how long an idle helper
-spins before it sleeps (default 100).
+spins before it sleeps (default 1000).
 """
 from __future__ import annotations
 

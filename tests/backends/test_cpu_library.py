@@ -213,7 +213,7 @@ print([str(w.message) for w in caught], pool.configure(100))
     r = _run_python(code, {"MINITORCH_GPU_POOL_SPIN_US": "fast"})
     assert r.returncode == 0, r.stderr
     assert "MINITORCH_GPU_POOL_SPIN_US='fast' is not a number" in r.stdout
-    assert r.stdout.strip().endswith(" 100.0")  # the default spin
+    assert r.stdout.strip().endswith(" 1000.0")  # the default spin
 
 
 def test_openblas_thread_timeout_default_and_a_user_value():
