@@ -156,8 +156,10 @@ def test_native_optimizer_ignores_a_library_planted_under_its_key(cache, monkeyp
     # the optimizer's own build and load path, with a stand-in source that builds in a fraction of a second
     so, marker = planted
     stub = tmp_path / "optim_stub.cpp"
+    # (the step's parallel twin is a data symbol holding a function's address, as pool_cpu.h's MT_PARALLEL exports it)
     stub.write_text('extern "C" { int mt_optim_cpu_step(void) { return 0; } int mt_optim_cpu_disjoint(void) '
-                    f'{{ return 1; }} int mt_optim_cpu_group_scalars(void) {{ return {group_scalar_count()}; }} }}\n')
+                    f'{{ return 1; }} int mt_optim_cpu_group_scalars(void) {{ return {group_scalar_count()}; }} '
+                    'void* mt_optim_cpu_step_parallel = (void*)&mt_optim_cpu_step; }\n')
     monkeypatch.setattr(native, "_sources", lambda: (tmp_path, [stub]))
     monkeypatch.setattr(_cpu_library, "compile_flags", lambda _native_arch: ["-fPIC", "-shared"])
     for k, v in (("lib", None), ("tried", False), ("reason", None)):
