@@ -1,0 +1,285 @@
+"""Math ops PyTorch users reach for that are compositions of existing ops: trace, nansum / nanmean, xlogy, logit,
+erfc, sinc, heaviside, ldexp and dist.
+
+Most are written in Tensor ops and get their gradient from the ops they are made of. Where PyTorch defines a
+gradient the composition would not give (xlogy at ``x == 0``, logit outside its domain, erfc, whose forward is
+not a differentiable composition), the op is an ``Op`` whose forward runs the composition without recording and
+whose backward is PyTorch's formula, in Tensor ops.
+"""
+import math
+
+from .. import _dtype
+from ..autograd.grad_mode import no_grad
+from ..autograd.node import Op
+from ..tensor import Tensor
+from ._util import broadcast_shapes, check_tensor, to_tensor_like, write_out
+from .elementwise import clamp, where
+from .reduction import sum, vector_norm
+from .shape import diagonal
+
+__all__ = ["trace", "nansum", "nanmean", "xlogy", "logit", "erfc", "sinc", "heaviside", "ldexp", "dist"]
+
+
+def _floating(x):
+    """``x`` itself when floating, else cast to the default float dtype (PyTorch's int-to-float promotion)."""
+    return x if x.dtype.is_floating_point else x.to(_dtype.get_default_dtype())
+
+
+# ---------------------------------------------------------------------- reductions
+
+
+def trace(input):
+    """Sum of the main diagonal of a matrix.
+
+    >>> trace(tensor([[1., 2.], [3., 4.]]))
+    tensor(5.)
+    """
+    check_tensor(input, "trace", "input")
+    if input.dim() != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.dim()}")
+    if input.dtype is _dtype.bool:
+        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
+    return sum(diagonal(input))
+
+
+class NansumBackward0(Op):
+    """NaN entries as zeros. The backward multiplies by the mask, as PyTorch's does, rather than selecting (a
+    ``where``): an infinite gradient, nanmean's over an all-NaN slice, then gives NaN there as in PyTorch."""
+
+    def forward(self, x):
+        self.save_for_backward(x)
+        with no_grad():
+            return where(x.isnan(), 0, x)._data
+
+    def backward(self, g):
+        x, = self.saved_tensors
+        return g * (~x.isnan()).to(g.dtype)
+
+
+def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    """Sum treating NaN as zero; NaN entries get no gradient.
+
+    >>> nansum(tensor([1., float('nan'), 2.]))
+    tensor(3.)
+    """
+    check_tensor(input, "nansum", "input")
+    x = NansumBackward0.apply(input) if input.dtype.is_floating_point else input
+    return sum(x, dim, keepdim, dtype=dtype, out=out)
+
+
+def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    """Mean over the entries that are not NaN.
+
+    >>> nanmean(tensor([1., float('nan'), 3.]))
+    tensor(2.)
+    """
+    check_tensor(input, "nanmean", "input")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("nanmean(): expected input to have floating point or complex dtype but got "
+                           f"{input.dtype._scalar_name}")
+    count = sum(~input.isnan(), dim, keepdim)
+    r = nansum(input, dim, keepdim, dtype=dtype) / count
+    return r if out is None else write_out(r, out, "nanmean")
+
+
+def dist(input, other, p=2):
+    """The p-norm of ``input - other`` (broadcast).
+
+    >>> dist(tensor([0., 0.]), tensor([3., 4.]))
+    tensor(5.)
+    """
+    check_tensor(input, "dist", "input")
+    check_tensor(other, "dist", "other", 2)
+    return vector_norm(input - other, p)
+
+
+# ---------------------------------------------------------------------- elementwise
+
+
+def _operands(name, input, other):
+    """Both operands as float tensors of PyTorch's result dtype; one of them may be a Python number."""
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        raise TypeError(f"{name}() expected at least one Tensor argument, got {type(input).__name__} and "
+                        f"{type(other).__name__}")
+    ref = input if isinstance(input, Tensor) else other
+    dt = _dtype.result_type(input, other)
+    if not dt.is_floating_point:
+        dt = _dtype.get_default_dtype()
+    return to_tensor_like(input, ref, dt).to(dt), to_tensor_like(other, ref, dt).to(dt)
+
+
+class XlogyBackward0(Op):
+    """``x * log(y + shift)`` (``shift`` 0: xlogy, 1: xlog1py), 0 where ``x == 0`` unless ``y`` is NaN.
+    PyTorch's gradient for ``x`` is ``log(y + shift)`` even at ``x == 0`` (a ``where`` would zero it), and 0 where
+    also ``y + shift <= 0``."""
+
+    def forward(self, x, y, shift=0):
+        self.save_for_backward(x, y)
+        self.shift = shift
+        with no_grad():
+            r = where(x == 0, 0, x * (y.log1p() if shift else y.log()))
+            return where(y.isnan(), y, r)._data
+
+    def backward(self, g):
+        x, y = self.saved_tensors
+        shifted = y + 1 if self.shift else y
+        gx = where((x == 0) & (shifted <= 0), 0, g * shifted.log()) if self.needs_input_grad[0] else None
+        gy = g * x / shifted if self.needs_input_grad[1] else None
+        return gx, gy
+
+
+def _xlogy_like(name, input, other, shift, out):
+    x, y = _operands(name, input, other)
+    if x.shape != y.shape:  # expand's backward sums each gradient back to its operand's shape
+        shape = broadcast_shapes(x.shape, y.shape)
+        x, y = x.expand(shape), y.expand(shape)
+    r = XlogyBackward0.apply(x, y, shift=shift)
+    return r if out is None else write_out(r, out, name)
+
+
+def xlogy(input, other, *, out=None):
+    """``input * log(other)``, with 0 where ``input`` is 0 (unless ``other`` is NaN).
+
+    >>> xlogy(tensor([0., 2.]), tensor([0., 1.]))
+    tensor([0., 0.])
+    """
+    return _xlogy_like("xlogy", input, other, 0, out)
+
+
+def xlog1py(input, other, *, out=None):
+    """``input * log1p(other)``, with 0 where ``input`` is 0 (unless ``other`` is NaN); ``torch.special``'s.
+
+    >>> xlog1py(tensor([0., 2.]), tensor([-1., 0.]))
+    tensor([0., 0.])
+    """
+    return _xlogy_like("xlog1py", input, other, 1, out)
+
+
+class LogitBackward0(Op):
+    """``log(x / (1 - x))`` of ``x`` clamped to ``[eps, 1 - eps]``. PyTorch's gradient is 0 outside that range
+    with ``eps``, and NaN outside ``[0, 1]`` without it."""
+
+    def forward(self, x, eps=None):
+        self.save_for_backward(x)
+        self.eps = eps
+        with no_grad():
+            z = x if eps is None else clamp(x, eps, 1 - eps)
+            return (z / (1 - z)).log()._data
+
+    def backward(self, g):
+        x, = self.saved_tensors
+        eps = self.eps
+        d = g / (x * (1 - x))
+        if eps is None:
+            return where((x < 0) | (x > 1), math.nan, d)
+        return where((x < eps) | (x > 1 - eps), 0, d)
+
+
+def logit(input, eps=None, *, out=None):
+    """The inverse of sigmoid, ``log(p / (1 - p))``; with ``eps``, ``p`` is clamped to ``[eps, 1 - eps]`` first.
+
+    >>> logit(tensor([0.5]))
+    tensor([0.])
+    """
+    check_tensor(input, "logit", "input")
+    r = LogitBackward0.apply(_floating(input), eps=None if eps is None else float(eps))
+    return r if out is None else write_out(r, out, "logit")
+
+
+# erfc's continued fraction for x >= _ERFC_CF_FROM: 60 levels reach double precision from 2 on (40 would leave
+# 5e-14 at 2). Below 2, 1 - erf(x) in float64 loses at most log10(1 / erfc(2)) ~ 2.3 of its 16 digits.
+_ERFC_CF_FROM = 2.0
+_ERFC_CF_LEVELS = 60
+_TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
+
+
+class ErfcBackward0(Op):
+    """``1 - erf(x)`` without the cancellation for large ``x``: there, Laplace's continued fraction
+    ``erfc(x) = exp(-x^2) / sqrt(pi) / (x + (1/2) / (x + 1 / (x + (3/2) / (x + ...))))``. Computed in float64
+    and rounded once to the input's dtype."""
+
+    def forward(self, x):
+        self.save_for_backward(x)
+        with no_grad():
+            x64 = x.to(_dtype.float64)
+            near = 1 - x64.erf()
+            # the fraction on every element (x clamped into its range), kept only where x is large
+            xc = clamp(x64, min=_ERFC_CF_FROM)
+            t = xc
+            for k in range(_ERFC_CF_LEVELS, 0, -1):
+                t = xc + (k / 2) / t
+            far = (-(xc * xc)).exp() / (math.sqrt(math.pi) * t)
+            r = where(x64 >= _ERFC_CF_FROM, far, near)
+            return r.to(x.dtype)._data
+
+    def backward(self, g):
+        x, = self.saved_tensors
+        return g * ((-(x * x)).exp() * -_TWO_OVER_SQRT_PI)
+
+
+def erfc(input, *, out=None):
+    """Complementary error function ``1 - erf(input)``, accurate where it is tiny.
+
+    >>> erfc(tensor([0.]))
+    tensor([1.])
+    """
+    check_tensor(input, "erfc", "input")
+    r = ErfcBackward0.apply(_floating(input))
+    return r if out is None else write_out(r, out, "erfc")
+
+
+def sinc(input, *, out=None):
+    """Normalized sinc, ``sin(pi x) / (pi x)``, 1 at 0 (where its gradient is 0).
+
+    >>> sinc(tensor([0., 0.5]))
+    tensor([1.0000, 0.6366])
+    """
+    check_tensor(input, "sinc", "input")
+    x = _floating(input)
+    zero = x == 0
+    # NOTE: the division runs on a copy with the zeros replaced, or its backward would give 0/0 = NaN there
+    px = where(zero, 1, x) * math.pi
+    r = where(zero, 1, px.sin() / px)
+    return r if out is None else write_out(r, out, "sinc")
+
+
+def heaviside(input, values, *, out=None):
+    """Step function: 0 for negative ``input``, 1 for positive, ``values`` where ``input`` is 0.
+
+    >>> heaviside(tensor([-1., 0., 2.]), tensor([0.5]))
+    tensor([0.0000, 0.5000, 1.0000])
+    """
+    check_tensor(input, "heaviside", "input")
+    check_tensor(values, "heaviside", "values", 2)
+    if input.dtype is not values.dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+    with no_grad():  # a step function: PyTorch records no gradient either
+        r = where(input == 0, values, (input > 0).to(input.dtype))
+    return r if out is None else write_out(r, out, "heaviside")
+
+
+def ldexp(input, other, *, out=None):
+    """``input * 2 ** other``, in floating point.
+
+    >>> ldexp(tensor([1.]), tensor([3]))
+    tensor([8.])
+    """
+    check_tensor(input, "ldexp", "input")
+    check_tensor(other, "ldexp", "other", 2)
+    x, e = _operands("ldexp", input, other)
+    r = x * 2 ** e
+    return r if out is None else write_out(r, out, "ldexp")
+
+
+def _xlogy_method(self, other):
+    return xlogy(self, other)
+
+
+def _logit_method(self, eps=None):
+    return logit(self, eps)
+
+
+METHODS = {
+    "trace": trace, "nansum": nansum, "nanmean": nanmean, "dist": dist, "xlogy": _xlogy_method,
+    "logit": _logit_method, "erfc": erfc, "sinc": sinc, "heaviside": heaviside, "ldexp": ldexp,
+}

@@ -1,0 +1,208 @@
+"""trace, nansum/nanmean, xlogy, logit, erfc, sinc, heaviside, ldexp, dist: values and gradients against PyTorch
+(float32 and float64, on every device), PyTorch's values at the awkward points (0, NaN, outside the domain) and
+its errors."""
+import math
+
+import numpy as np
+import pytest
+from helpers import assert_close, to_np
+
+import minitorch_gpu as mt
+
+RNG = np.random.default_rng(7)
+DTYPES = ["float32", "float64"]
+
+
+def _pair(torch, device, a, dtype, grad=True):
+    ours = mt.tensor(a, device=device, dtype=getattr(mt, dtype), requires_grad=grad)
+    theirs = torch.tensor(a, dtype=getattr(torch, dtype), requires_grad=grad)
+    return ours, theirs
+
+
+def _check(fn_ours, fn_theirs, ours_in, theirs_in, tol):
+    """Same value and dtype, then the same gradient for every input that requires one."""
+    o = fn_ours(*ours_in)
+    t = fn_theirs(*theirs_in)
+    assert str(o.dtype).rsplit(".", 1)[-1] == str(t.dtype).rsplit(".", 1)[-1]
+    assert_close(o, t.detach().numpy(), **tol)
+    if t.requires_grad:
+        g = RNG.standard_normal(tuple(t.shape))
+        (o * mt.tensor(g, device=o.device, dtype=o.dtype)).sum().backward()
+        (t * torch_tensor_like(t, g)).sum().backward()
+        for a, b in zip(ours_in, theirs_in):
+            if isinstance(b, type(t)) and b.requires_grad:
+                assert_close(a.grad, b.grad.numpy(), **tol)
+
+
+def torch_tensor_like(t, values):
+    import torch
+    return torch.tensor(values, dtype=t.dtype)
+
+
+def _tol(dtype):
+    return dict(rtol=1e-5, atol=1e-6) if dtype == "float32" else dict(rtol=1e-10, atol=1e-12)
+
+
+# ---------------------------------------------------------------------- reductions
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_trace(device, torch, dtype):
+    for shape in [(3, 3), (2, 4)]:
+        o, t = _pair(torch, device, RNG.standard_normal(shape), dtype)
+        _check(lambda x: x.trace(), torch.trace, [o], [t], _tol(dtype))
+    assert mt.trace(mt.ones(2, 3, dtype=mt.int32, device=device)).dtype is mt.int64
+    with pytest.raises(RuntimeError, match="expected a matrix"):
+        mt.trace(mt.ones(3, device=device))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dim,keepdim", [(None, False), (1, False), ((0, 2), True), (-1, True)])
+def test_nansum_nanmean(device, torch, dtype, dim, keepdim):
+    a = RNG.standard_normal((3, 4, 2))
+    a[0, 1, 0] = a[2, 3, 1] = math.nan
+    a[1, :, 1] = math.nan  # a whole row: nanmean is NaN there, as in PyTorch
+    kw = {} if dim is None else dict(dim=dim, keepdim=keepdim)
+    for name in ("nansum", "nanmean"):
+        o, t = _pair(torch, device, a, dtype)
+        _check(lambda x: getattr(mt, name)(x, **kw), lambda x: getattr(torch, name)(x, **kw), [o], [t],
+               _tol(dtype))
+
+
+def test_nan_reduction_dtypes_and_errors(device):
+    ints = mt.tensor([1, 2, 3], dtype=mt.int32, device=device)
+    assert mt.nansum(ints).dtype is mt.int64 and mt.nansum(ints).item() == 6
+    assert mt.nansum(mt.tensor([1.0, math.nan], device=device), dtype=mt.float64).dtype is mt.float64
+    with pytest.raises(RuntimeError, match="nanmean\\(\\): expected input to have floating point"):
+        mt.nanmean(ints)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("p", [2, 1, 3.5, math.inf, 0])
+def test_dist(device, torch, dtype, p):
+    a, b = RNG.standard_normal((2, 3)), RNG.standard_normal((3,))
+    grad = p != 0  # PyTorch's backward of the 0-"norm" (a count) fails
+    (oa, ta), (ob, tb) = _pair(torch, device, a, dtype, grad), _pair(torch, device, b, dtype, grad)
+    _check(lambda x, y: x.dist(y, p), lambda x, y: torch.dist(x, y, p), [oa, ob], [ta, tb], _tol(dtype))
+
+
+def test_dist_gradient_at_zero(device):
+    x = mt.zeros(3, device=device, requires_grad=True)
+    mt.dist(x, mt.zeros(3, device=device)).backward()
+    assert to_np(x.grad).tolist() == [0.0, 0.0, 0.0]  # PyTorch's subgradient at 0, not NaN
+
+
+# ---------------------------------------------------------------------- elementwise
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_xlogy(device, torch, dtype):
+    x = np.array([[0.0, 0.0, 1.5, -2.0], [0.0, 3.0, 0.7, 2.0]])
+    y = np.array([2.0, 0.5, 1.0, 3.0])
+    (ox, tx), (oy, ty) = _pair(torch, device, x, dtype), _pair(torch, device, y, dtype)
+    _check(mt.xlogy, torch.xlogy, [ox, oy], [tx, ty], _tol(dtype))
+    (ox, tx), (oy, ty) = _pair(torch, device, x, dtype), _pair(torch, device, y, dtype)
+    _check(lambda a, b: a.xlogy(b), lambda a, b: a.xlogy(b), [ox, oy], [tx, ty], _tol(dtype))
+    assert mt.special.xlogy is mt.xlogy
+
+
+def test_xlogy_special_points(device, torch):
+    x = mt.tensor([0.0, 0.0, 0.0, 1.0], device=device, requires_grad=True)
+    y = mt.tensor([math.nan, 0.0, 2.0, 0.0], device=device, requires_grad=True)
+    tx = torch.tensor([0.0, 0.0, 0.0, 1.0], requires_grad=True)
+    ty = torch.tensor([math.nan, 0.0, 2.0, 0.0], requires_grad=True)
+    r, tr = mt.xlogy(x, y), torch.xlogy(tx, ty)
+    np.testing.assert_array_equal(to_np(r), tr.detach().numpy())
+    r.sum().backward()
+    tr.sum().backward()
+    np.testing.assert_allclose(to_np(x.grad), tx.grad.numpy())  # log(y) at x == 0, y > 0; 0 where y <= 0
+    np.testing.assert_allclose(to_np(y.grad), ty.grad.numpy())
+    assert_close(mt.xlogy(2, mt.tensor([1.0, 2.0], device=device)), torch.xlogy(2, torch.tensor([1.0, 2.0])))
+    assert mt.xlogy(mt.tensor([1, 2], device=device), 3).dtype is mt.float32
+    with pytest.raises(TypeError):
+        mt.xlogy(1.0, 2.0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("eps", [None, 0.1])
+def test_logit(device, torch, dtype, eps):
+    a = np.array([[-0.5, 0.0, 0.05, 0.3], [0.5, 0.97, 1.0, 1.5]])
+    o, t = _pair(torch, device, a, dtype)
+    o.logit(eps).sum().backward()
+    t.logit(eps).sum().backward()
+    np.testing.assert_allclose(to_np(mt.logit(o, eps)), torch.logit(t, eps).detach().numpy(), rtol=1e-5)
+    np.testing.assert_allclose(to_np(o.grad), t.grad.numpy(), rtol=1e-5)  # NaN/inf/0 outside the domain too
+    x, tx = _pair(torch, device, RNG.uniform(0.1, 0.9, (3, 2)), dtype)
+    _check(lambda v: mt.special.logit(v, eps), lambda v: torch.special.logit(v, eps), [x], [tx], _tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_erfc(device, torch, dtype):
+    a = np.array([-3.0, -1.0, 0.0, 0.4, 1.0, 1.9, 2.0, 2.5, 4.0, 6.0, 9.0])
+    o, t = _pair(torch, device, a, dtype)
+    tol = dict(rtol=2e-6, atol=0) if dtype == "float32" else dict(rtol=1e-12, atol=0)  # relative, even when tiny
+    _check(mt.erfc, torch.erfc, [o], [t], tol)
+    assert mt.erfc(mt.tensor([1, 2], device=device)).dtype is mt.float32
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_sinc(device, torch, dtype):
+    a = np.array([[0.0, 0.5, -1.0], [1.25, -0.3, 3.0]])
+    o, t = _pair(torch, device, a, dtype)
+    _check(mt.sinc, torch.sinc, [o], [t], _tol(dtype))  # 1 at 0, gradient 0 there
+    assert_close(mt.sinc(mt.tensor([0, 1], device=device)), np.array([1.0, 0.0]), atol=1e-7)
+
+
+def test_heaviside(device, torch):
+    a = np.array([-1.5, 0.0, 2.0, 0.0])
+    for v in (np.array([0.25]), np.array([0.5, 0.75, 1.0, -2.0])):
+        r = mt.heaviside(mt.tensor(a, device=device), mt.tensor(v, device=device))
+        assert_close(r, torch.heaviside(torch.tensor(a), torch.tensor(v)))
+    ri = mt.tensor([-1, 0, 3], device=device).heaviside(mt.tensor([7], device=device))
+    assert ri.dtype is mt.int64 and to_np(ri).tolist() == [0, 7, 1]
+    with pytest.raises(RuntimeError, match="different dtypes"):
+        mt.heaviside(mt.tensor([1.0], device=device), mt.tensor([1.0], dtype=mt.float64, device=device))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_ldexp(device, torch, dtype):
+    a, e = RNG.standard_normal((2, 3)), np.array([-2.0, 0.0, 3.0])
+    (oa, ta), (oe, te) = _pair(torch, device, a, dtype), _pair(torch, device, e, dtype)
+    _check(mt.ldexp, torch.ldexp, [oa, oe], [ta, te], _tol(dtype))
+    ints = mt.ldexp(mt.tensor([1, 2], device=device), mt.tensor([3, 4], device=device))
+    assert ints.dtype is mt.float32 and to_np(ints).tolist() == [8.0, 32.0]
+    with pytest.raises(TypeError):
+        mt.ldexp(mt.tensor([1.0], device=device), [3])
+
+
+# ---------------------------------------------------------------------- torch.special
+
+
+def test_special_aliases_are_the_ops():
+    assert mt.special.expit is mt.sigmoid and mt.special.gammaln is mt.lgamma and mt.special.psi is mt.digamma
+    assert mt.special.erfc is mt.erfc and mt.special.sinc is mt.sinc and mt.special.logsumexp is mt.logsumexp
+    assert mt.special.softmax is mt.softmax and mt.special.log_softmax is mt.log_softmax
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_special_compositions(device, torch, dtype):
+    a = np.array([-9.0, -2.0, -0.5, 0.0, 1.0, 3.0])
+    o = mt.tensor(a, device=device, dtype=getattr(mt, dtype), requires_grad=True)
+    t = torch.tensor(a, dtype=torch.float64, requires_grad=True)
+    r = mt.special.ndtr(o)
+    # the far left tail keeps its relative accuracy (PyTorch's float32 ndtr(-9) underflows to 0)
+    expected = [0.5 * math.erfc(-v / math.sqrt(2)) for v in a]
+    # (float32: rounding x / sqrt(2) costs ~x^2 ulp in the tail)
+    assert_close(r, np.array(expected), **(dict(rtol=1e-5, atol=0) if dtype == "float32" else dict(rtol=1e-12, atol=0)))
+    r.sum().backward()
+    torch.special.ndtr(t).sum().backward()
+    assert_close(o.grad, t.grad.numpy(), **_tol(dtype))
+    x, y = np.array([[0.0, 0.0, 1.5], [0.0, 2.0, -0.5]]), np.array([-1.0, 0.5, 2.0])
+    (ox, tx), (oy, ty) = _pair(torch, device, x, dtype), _pair(torch, device, y, dtype)
+    _check(mt.special.xlog1py, torch.special.xlog1py, [ox, oy], [tx, ty], _tol(dtype))
+    for p in (1, 3):
+        o, t = _pair(torch, device, RNG.uniform(1.5, 4.0, (2, 3)), dtype)
+        _check(lambda v: mt.special.multigammaln(v, p), lambda v: torch.special.multigammaln(v, p), [o], [t],
+               _tol(dtype))
+    with pytest.raises(RuntimeError, match="greater than \\(p-1\\)/2"):
+        mt.special.multigammaln(mt.tensor([0.5], device=device), 3)
