@@ -30,6 +30,8 @@ from .autograd import enable_grad, inference_mode, is_grad_enabled, is_inference
     set_grad_enabled  # noqa: E402
 from .ops.binning import *  # noqa: E402,F401,F403
 from .ops.composite_math import *  # noqa: E402,F401,F403
+from .ops.cumulative import *  # noqa: E402,F401,F403
+from .ops.order_statistics import *  # noqa: E402,F401,F403
 from .ops.conversion import *  # noqa: E402,F401,F403
 from .ops.creation import *  # noqa: E402,F401,F403
 from .ops.creation import as_tensor, from_numpy  # noqa: E402,F401

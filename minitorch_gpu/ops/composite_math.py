@@ -171,6 +171,8 @@ class LogitBackward0(Op):
         eps = self.eps
         d = g / (x * (1 - x))
         if eps is None:
+            # at the ends the gradient is +inf times the incoming one (PyTorch's, whatever the sign of a zero)
+            d = where((x == 0) | (x == 1), g * math.inf, d)
             return where((x < 0) | (x > 1), math.nan, d)
         return where((x < eps) | (x > 1 - eps), 0, d)
 
@@ -228,6 +230,27 @@ def erfc(input, *, out=None):
     return r if out is None else write_out(r, out, "erfc")
 
 
+class SincBackward0(Op):
+    """Normalized sinc, 1 at 0. The backward is PyTorch's closed form ``(pi x cos(pi x) - sin(pi x)) / (pi x^2)``
+    (0 where ``x^2`` underflows): the chain rule through ``sin(pi x) / (pi x)`` would add an infinite incoming gradient's two
+    opposite terms into NaN, and underflow differently far out."""
+
+    def forward(self, x):
+        self.save_for_backward(x)
+        with no_grad():
+            zero = x == 0
+            px = where(zero, 1, x) * math.pi  # the zeros replaced: no 0/0 on the side ``where`` drops
+            return where(zero, 1, px.sin() / px)._data
+
+    def backward(self, g):
+        x, = self.saved_tensors
+        px = x * math.pi
+        sq = x * x * math.pi
+        # 0 wherever x * x underflows (PyTorch's rule); the division there runs on 1s, so it leaves no NaN behind
+        small = sq == 0
+        return where(small, 0, g * (px * px.cos() - px.sin()) / where(small, 1, sq))
+
+
 def sinc(input, *, out=None):
     """Normalized sinc, ``sin(pi x) / (pi x)``, 1 at 0 (where its gradient is 0).
 
@@ -235,11 +258,7 @@ def sinc(input, *, out=None):
     tensor([1.0000, 0.6366])
     """
     check_tensor(input, "sinc", "input")
-    x = _floating(input)
-    zero = x == 0
-    # NOTE: the division runs on a copy with the zeros replaced, or its backward would give 0/0 = NaN there
-    px = where(zero, 1, x) * math.pi
-    r = where(zero, 1, px.sin() / px)
+    r = SincBackward0.apply(_floating(input))
     return r if out is None else write_out(r, out, "sinc")
 
 
