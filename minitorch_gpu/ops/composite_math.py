@@ -9,6 +9,7 @@ whose backward is PyTorch's formula, in Tensor ops.
 import math
 
 from .. import _dtype
+from ..autograd._inplace import apply_inplace
 from ..autograd.grad_mode import no_grad
 from ..autograd.node import Op
 from ..tensor import Tensor
@@ -195,28 +196,60 @@ _ERFC_CF_LEVELS = 60
 _TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
 
 
+def _erfc64(x, scaled):
+    """erfc(x), or ``erfcx(x) = exp(x^2) erfc(x)`` when ``scaled``, of a float64 tensor (run unrecorded).
+
+    From ``_ERFC_CF_FROM`` on, Laplace's continued fraction
+    ``erfcx(x) = 1 / sqrt(pi) / (x + (1/2) / (x + 1 / (x + (3/2) / (x + ...))))``; below, ``1 - erf(x)``."""
+    xc = clamp(x, min=_ERFC_CF_FROM)  # the fraction on every element, kept only where x is large
+    t = xc
+    for k in range(_ERFC_CF_LEVELS, 0, -1):
+        t = xc + (k / 2) / t
+    far = 1 / (math.sqrt(math.pi) * t)
+    near = 1 - x.erf()
+    if scaled:
+        return where(x >= _ERFC_CF_FROM, far, near * (x * x).exp())
+    return where(x >= _ERFC_CF_FROM, (-(xc * xc)).exp() * far, near)
+
+
 class ErfcBackward0(Op):
-    """``1 - erf(x)`` without the cancellation for large ``x``: there, Laplace's continued fraction
-    ``erfc(x) = exp(-x^2) / sqrt(pi) / (x + (1/2) / (x + 1 / (x + (3/2) / (x + ...))))``. Computed in float64
-    and rounded once to the input's dtype."""
+    """``1 - erf(x)`` without the cancellation for large ``x``; computed in float64 and rounded once to the
+    input's dtype."""
 
     def forward(self, x):
         self.save_for_backward(x)
         with no_grad():
-            x64 = x.to(_dtype.float64)
-            near = 1 - x64.erf()
-            # the fraction on every element (x clamped into its range), kept only where x is large
-            xc = clamp(x64, min=_ERFC_CF_FROM)
-            t = xc
-            for k in range(_ERFC_CF_LEVELS, 0, -1):
-                t = xc + (k / 2) / t
-            far = (-(xc * xc)).exp() / (math.sqrt(math.pi) * t)
-            r = where(x64 >= _ERFC_CF_FROM, far, near)
-            return r.to(x.dtype)._data
+            return _erfc64(x.to(_dtype.float64), False).to(x.dtype)._data
 
     def backward(self, g):
         x, = self.saved_tensors
         return g * ((-(x * x)).exp() * -_TWO_OVER_SQRT_PI)
+
+
+class SpecialErfcxBackward0(Op):
+    """The scaled complementary error function ``exp(x^2) erfc(x)``, finite where both factors are not."""
+
+    save_output = True
+
+    def forward(self, x):
+        self.save_for_backward(x)
+        with no_grad():
+            return _erfc64(x.to(_dtype.float64), True).to(x.dtype)._data
+
+    def backward(self, g):
+        x, y = self.saved_tensors[0], self.saved_output
+        return g * (2 * x * y - _TWO_OVER_SQRT_PI)
+
+
+def erfcx(input, *, out=None):
+    """Scaled complementary error function ``exp(x^2) * erfc(x)`` (``torch.special.erfcx``).
+
+    >>> erfcx(tensor([0.]))
+    tensor([1.])
+    """
+    check_tensor(input, "erfcx", "input")
+    r = SpecialErfcxBackward0.apply(_floating(input))
+    return r if out is None else write_out(r, out, "erfcx")
 
 
 def erfc(input, *, out=None):
@@ -249,6 +282,67 @@ class SincBackward0(Op):
         # 0 wherever x * x underflows (PyTorch's rule); the division there runs on 1s, so it leaves no NaN behind
         small = sq == 0
         return where(small, 0, g * (px * px.cos() - px.sin()) / where(small, 1, sq))
+
+
+class SpecialEntrBackward0(Op):
+    """``-x log(x)``: 0 at 0, -inf below; PyTorch's gradient ``-(1 + log(x))`` (+inf at 0, NaN below)."""
+
+    def forward(self, x):
+        self.save_for_backward(x)
+        with no_grad():
+            pos = where(x > 0, x, 1)  # the log runs on 1s elsewhere: no warnings, no NaN to select around
+            r = where(x > 0, -x * pos.log(), where(x == 0, 0.0, -math.inf))
+            return where(x.isnan(), x, r)._data
+
+    def backward(self, g):
+        x, = self.saved_tensors
+        return g * -(1 + x.log())
+
+
+def entr(input, *, out=None):
+    """Elementwise entropy term ``-x * log(x)`` (``torch.special.entr``).
+
+    >>> entr(tensor([0., 1.]))
+    tensor([0., -0.])
+    """
+    check_tensor(input, "entr", "input")
+    r = SpecialEntrBackward0.apply(_floating(input))
+    return r if out is None else write_out(r, out, "entr")
+
+
+_LOG_HALF = math.log(0.5)
+
+
+class SpecialLogNdtrBackward0(Op):
+    """``log(ndtr(x))``: ``log1p(-erfc(x / sqrt 2) / 2)`` from -1 up, and ``log(erfcx(-x / sqrt 2) / 2) - x^2 / 2``
+    below, where ndtr itself would underflow. Backward: the normal density over ndtr, ``exp(-x^2/2 - r)/sqrt(2pi)``
+    (PyTorch's)."""
+
+    save_output = True
+
+    def forward(self, x):
+        self.save_for_backward(x)
+        with no_grad():
+            x64 = x.to(_dtype.float64)
+            z = x64 * -math.sqrt(0.5)
+            upper = (_erfc64(-z, False) * -0.5).log1p()
+            lower = _erfc64(z, True).log() + _LOG_HALF - z * z
+            return where(x64 < -1, lower, upper).to(x.dtype)._data
+
+    def backward(self, g):
+        x, r = self.saved_tensors[0], self.saved_output
+        return g * ((-(r + x * x * 0.5)).exp() * (1 / math.sqrt(2 * math.pi)))
+
+
+def log_ndtr(input, *, out=None):
+    """Log of the standard normal CDF, accurate far into both tails (``torch.special.log_ndtr``).
+
+    >>> log_ndtr(tensor([0.]))
+    tensor([-0.6931])
+    """
+    check_tensor(input, "log_ndtr", "input")
+    r = SpecialLogNdtrBackward0.apply(_floating(input))
+    return r if out is None else write_out(r, out, "log_ndtr")
 
 
 def sinc(input, *, out=None):
@@ -298,7 +392,33 @@ def _logit_method(self, eps=None):
     return logit(self, eps)
 
 
+# in-place forms: computed out of place, then written back (PyTorch's rule: the result must fit self's dtype)
+def erfc_(self):
+    return apply_inplace(self, erfc)
+
+
+def sinc_(self):
+    return apply_inplace(self, sinc)
+
+
+def logit_(self, eps=None):
+    return apply_inplace(self, logit, eps)
+
+
+def xlogy_(self, other):
+    return apply_inplace(self, xlogy, other)
+
+
+def ldexp_(self, other):
+    return apply_inplace(self, ldexp, other)
+
+
+def heaviside_(self, values):
+    return apply_inplace(self, heaviside, values, keeps_self=False)
+
+
 METHODS = {
     "trace": trace, "nansum": nansum, "nanmean": nanmean, "dist": dist, "xlogy": _xlogy_method,
     "logit": _logit_method, "erfc": erfc, "sinc": sinc, "heaviside": heaviside, "ldexp": ldexp,
+    "erfc_": erfc_, "sinc_": sinc_, "logit_": logit_, "xlogy_": xlogy_, "ldexp_": ldexp_, "heaviside_": heaviside_,
 }

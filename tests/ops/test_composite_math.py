@@ -206,3 +206,43 @@ def test_special_compositions(device, torch, dtype):
                _tol(dtype))
     with pytest.raises(RuntimeError, match="greater than \\(p-1\\)/2"):
         mt.special.multigammaln(mt.tensor([0.5], device=device), 3)
+
+
+def test_inplace_forms(device, torch):
+    a, b = np.array([0.2, 0.5, 0.9]), np.array([2.0, 0.5, 3.0])
+    for name, args in [("erfc_", ()), ("sinc_", ()), ("logit_", (0.25,)), ("xlogy_", (b,)), ("ldexp_", (b,)),
+                       ("heaviside_", (b,))]:
+        leaf = mt.tensor(a, device=device, requires_grad=name != "heaviside_")
+        tleaf = torch.tensor(a, requires_grad=name != "heaviside_")
+        o, t = leaf * 1, tleaf * 1
+        targs = [torch.tensor(x) if isinstance(x, np.ndarray) else x for x in args]
+        margs = [mt.tensor(x, device=device) if isinstance(x, np.ndarray) else x for x in args]
+        assert getattr(o, name)(*margs) is o
+        getattr(t, name)(*targs)
+        assert_close(o, t.detach().numpy())
+        if leaf.requires_grad:
+            o.sum().backward()
+            t.sum().backward()
+            assert_close(leaf.grad, tleaf.grad.numpy())
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        mt.tensor([1, 2], device=device).erfc_()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", ["erfcx", "log_ndtr", "entr"])
+def test_special_tails(device, torch, dtype, name):
+    """Relative accuracy far into the tails (erfcx and log_ndtr are where their plain forms overflow or
+    underflow), and PyTorch's gradients, infinities and NaNs included."""
+    if name == "entr":
+        a = np.array([-1.0, 0.0, 0.5, 1.0, 3.0, math.nan])
+    else:
+        a = np.array([-30.0, -10.0, -3.0, -1.5, -1.0, -0.5, 0.0, 0.3, 1.0, 1.9, 2.0, 5.0, 30.0])
+    o = mt.tensor(a, device=device, dtype=getattr(mt, dtype), requires_grad=True)
+    t = torch.tensor(a, dtype=getattr(torch, dtype), requires_grad=True)
+    r, e = getattr(mt.special, name)(o), getattr(torch.special, name)(t)
+    tol = dict(rtol=3e-6, atol=0) if dtype == "float32" else dict(rtol=1e-12, atol=0)
+    assert_close(r, e.detach().numpy(), **tol)
+    r.sum().backward()
+    e.sum().backward()
+    assert_close(o.grad, t.grad.numpy(), **(dict(rtol=3e-6, atol=0) if dtype == "float32" else
+                                           dict(rtol=1e-12, atol=0)))
