@@ -28,6 +28,7 @@ from .backends.cuda import get_float32_matmul_precision, set_float32_matmul_prec
 from . import accelerator  # noqa: E402
 from .autograd import enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, \
     set_grad_enabled  # noqa: E402
+from .ops.bessel import *  # noqa: E402,F401,F403
 from .ops.binning import *  # noqa: E402,F401,F403
 from .ops.composite_math import *  # noqa: E402,F401,F403
 from .ops.cumulative import *  # noqa: E402,F401,F403

@@ -246,3 +246,22 @@ def test_special_tails(device, torch, dtype, name):
     e.sum().backward()
     assert_close(o.grad, t.grad.numpy(), **(dict(rtol=3e-6, atol=0) if dtype == "float32" else
                                            dict(rtol=1e-12, atol=0)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", ["i0", "i0e", "i1", "i1e"])
+def test_bessel_i(device, torch, dtype, name):
+    """Both sides of the switch from the power series to the asymptotic expansion (|x| = 30), 0, and overflow."""
+    a = np.array([-60.0, -30.5, -30.0, -29.5, -10.0, -1.0, -1e-3, 0.0, 1e-3, 0.5, 1.0, 5.0, 15.0, 29.9, 30.0,
+                  30.1, 45.0, 80.0, 700.0])
+    o = mt.tensor(a, device=device, dtype=getattr(mt, dtype), requires_grad=True)
+    t = torch.tensor(a, dtype=getattr(torch, dtype), requires_grad=True)
+    r, e = getattr(mt.special, name)(o), getattr(torch.special, name)(t)
+    assert_close(r, e.detach().numpy(), **(dict(rtol=1e-6, atol=0) if dtype == "float32" else
+                                           dict(rtol=1e-13, atol=0)))
+    r.sum().backward()
+    e.sum().backward()
+    # the scaled forms' gradients are differences of close values: their rounding sets the tolerance
+    assert_close(o.grad, t.grad.numpy(), **(dict(rtol=1e-3, atol=1e-7) if dtype == "float32" else
+                                            dict(rtol=1e-12, atol=1e-15)))
+    assert mt.i0 is mt.special.i0 and mt.i0(mt.tensor([1, 2], device=device)).dtype is mt.float32

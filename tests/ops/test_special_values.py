@@ -23,7 +23,7 @@ FLOATS = ["float32", "float64"]
 
 UNARY = ["abs", "absolute", "acos", "arccos", "acosh", "arccosh", "asin", "arcsin", "asinh", "arcsinh", "atan",
          "arctan", "atanh", "arctanh", "ceil", "cos", "cosh", "deg2rad", "digamma", "erf", "erfc", "erfinv", "exp", "exp2",
-         "expm1", "fix", "floor", "frac", "isfinite", "isinf", "isnan", "isneginf", "isposinf", "lgamma", "log",
+         "expm1", "fix", "floor", "frac", "i0", "isfinite", "isinf", "isnan", "isneginf", "isposinf", "lgamma", "log",
          "log10", "log1p", "log2", "logical_not", "logit", "nan_to_num", "neg", "negative", "positive", "rad2deg",
          "reciprocal", "relu", "round", "rsqrt", "sgn", "sigmoid", "sign", "signbit", "sin", "sinc", "sinh", "sqrt",
          "square", "tan", "tanh", "trunc"]
