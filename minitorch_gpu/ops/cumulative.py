@@ -8,10 +8,12 @@ which is what makes the doubling correct.
 
 cummax / cummin scan (value, index) pairs without recording, then read the values with ``gather``: its
 backward is PyTorch's (the gradient goes to the index that supplied each value). logcumsumexp scans with
-``logaddexp``, so its gradient, and the gradient of that, come from the ops it is made of.
+``logaddexp`` and takes PyTorch's backward, itself written with logcumsumexp (so it can be differentiated again).
 """
 from .. import _dtype
+from .._typeinfo import finfo
 from ..autograd.grad_mode import no_grad
+from ..autograd.node import Op
 from ._util import check_tensor, wrap_dim, write_out, write_outs
 from .creation import arange
 from .elementwise import logaddexp, where
@@ -89,6 +91,45 @@ def cummin(input, dim, *, out=None):
     return _running_extreme("cummin", _cummin_result, input, dim, out, lambda later, earlier: later <= earlier)
 
 
+def _scan_logaddexp(x, d):
+    """The inclusive logaddexp scan of ``x`` along ``d`` (at least 1-d)."""
+    n = x.shape[d]
+    pos = _positions(x, d) if n > 1 else None
+    v = x
+    s = 1
+    while s < n:
+        # NOTE: the first s positions would otherwise add themselves twice; they keep their value instead
+        v = where(pos >= s, logaddexp(_earlier(v, d, s), v), v)
+        s *= 2
+    return v if n > 1 else v.clone()
+
+
+class LogcumsumexpBackward0(Op):
+    """The scan runs unrecorded; the backward is PyTorch's (after TensorFlow's): the positive and negative parts
+    of the incoming gradient each go through a reversed logcumsumexp in log space, so that it stays finite where
+    the chain rule through logaddexp would meet ``inf - inf``."""
+
+    save_output = True
+
+    def forward(self, x, dim):
+        self.save_for_backward(x)
+        self.dim = dim
+        with no_grad():
+            return _scan_logaddexp(x, dim)._data
+
+    def backward(self, g):
+        x, r = self.saved_tensors[0], self.saved_output
+        d = self.dim
+        lowest = finfo(g.dtype).min
+        log_abs = g.abs().log()
+        pos = where(g > 0, log_abs, lowest)
+        neg = where(g < 0, log_abs, lowest)
+
+        def reverse_scan(t):
+            return logcumsumexp(t.flip(d), d).flip(d)
+        return (reverse_scan(pos - r) + x).exp() - (reverse_scan(neg - r) + x).exp()
+
+
 def logcumsumexp(input, dim, *, out=None):
     """``log(cumsum(exp(input), dim))`` without overflow or underflow.
 
@@ -99,16 +140,9 @@ def logcumsumexp(input, dim, *, out=None):
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"logcumsumexp_out_cpu\" not implemented for '{input.dtype._scalar_name}'")
     x = input.reshape(1) if input.dim() == 0 else input
-    d = wrap_dim(dim, input.dim())
-    n = x.shape[d]
-    pos = _positions(x, d) if n > 1 else None
-    v = x
-    s = 1
-    while s < n:
-        # NOTE: the first s positions would otherwise add themselves twice; they keep their value instead
-        v = where(pos >= s, logaddexp(_earlier(v, d, s), v), v)
-        s *= 2
-    r = v.reshape(()) if input.dim() == 0 else (v if n > 1 else v.clone())
+    r = LogcumsumexpBackward0.apply(x, dim=wrap_dim(dim, input.dim()))
+    if input.dim() == 0:
+        r = r.reshape(())
     return r if out is None else write_out(r, out, "logcumsumexp")
 
 

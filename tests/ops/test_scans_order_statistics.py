@@ -71,6 +71,19 @@ def test_logcumsumexp(device, torch, dtype, shape, dim):
         mt.logcumsumexp(mt.tensor([1, 2], device=device), 0)
 
 
+def test_logcumsumexp_infinities_and_second_order(device, torch):
+    inf = math.inf
+    for v in ([-inf, 0.0, 1.0], [0.0, inf, 1.0], [-inf, -inf, -inf], [2.0, -inf, 1.0]):
+        o, t = _pair(torch, device, v, "float64")
+        r, e = o.logcumsumexp(0), t.logcumsumexp(0)
+        np.testing.assert_array_equal(to_np(r), e.detach().numpy())
+        r.sum().backward()
+        e.sum().backward()
+        np.testing.assert_allclose(to_np(o.grad), t.grad.numpy(), rtol=1e-12)  # PyTorch's NaNs, no others
+    x = mt.tensor(RNG.standard_normal((3, 4)), device=device, requires_grad=True)
+    assert mt.autograd.gradgradcheck(lambda a: mt.logcumsumexp(a, 1), (x,))
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("kw", [{}, dict(keepdim=True), dict(dim=1), dict(dim=-1, keepdim=True)])
 def test_aminmax(device, torch, dtype, kw):
