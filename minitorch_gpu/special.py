@@ -30,7 +30,7 @@ _SQRT_HALF = math.sqrt(0.5)
 def ndtr(input, *, out=None):
     """The standard normal CDF, ``0.5 * erfc(-x / sqrt(2))`` (erfc keeps the far left tail's relative accuracy).
 
-    >>> ndtr(tensor([0.]))
+    >>> mt.special.ndtr(mt.tensor([0.]))
     tensor([0.5000])
     """
     check_tensor(input, "ndtr", "input")
@@ -43,8 +43,8 @@ def multigammaln(input, p, *, out=None):
     """Log of the multivariate gamma function of dimension ``p``:
     ``p (p - 1) / 4 log(pi) + sum_{i < p} lgamma(x - i / 2)``.
 
-    >>> multigammaln(tensor([2.5]), 2)
-    tensor([1.1447])
+    >>> mt.special.multigammaln(mt.tensor([2.5]), 2)
+    tensor([0.8570])
     """
     check_tensor(input, "multigammaln", "input")
     if p < 1:

@@ -119,7 +119,7 @@ def _unary(name, cls, input, out):
 def i0(input, *, out=None):
     """Modified Bessel function of the first kind, order 0.
 
-    >>> i0(tensor([0., 1.]))
+    >>> mt.i0(mt.tensor([0., 1.]))
     tensor([1.0000, 1.2661])
     """
     return _unary("i0", I0Backward0, input, out)

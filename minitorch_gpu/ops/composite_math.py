@@ -32,7 +32,7 @@ def _floating(x):
 def trace(input):
     """Sum of the main diagonal of a matrix.
 
-    >>> trace(tensor([[1., 2.], [3., 4.]]))
+    >>> mt.trace(mt.tensor([[1., 2.], [3., 4.]]))
     tensor(5.)
     """
     check_tensor(input, "trace", "input")
@@ -60,7 +60,7 @@ class NansumBackward0(Op):
 def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Sum treating NaN as zero; NaN entries get no gradient.
 
-    >>> nansum(tensor([1., float('nan'), 2.]))
+    >>> mt.nansum(mt.tensor([1., float('nan'), 2.]))
     tensor(3.)
     """
     check_tensor(input, "nansum", "input")
@@ -71,7 +71,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
 def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Mean over the entries that are not NaN.
 
-    >>> nanmean(tensor([1., float('nan'), 3.]))
+    >>> mt.nanmean(mt.tensor([1., float('nan'), 3.]))
     tensor(2.)
     """
     check_tensor(input, "nanmean", "input")
@@ -86,7 +86,7 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
 def dist(input, other, p=2):
     """The p-norm of ``input - other`` (broadcast).
 
-    >>> dist(tensor([0., 0.]), tensor([3., 4.]))
+    >>> mt.dist(mt.tensor([0., 0.]), mt.tensor([3., 4.]))
     tensor(5.)
     """
     check_tensor(input, "dist", "input")
@@ -141,7 +141,7 @@ def _xlogy_like(name, input, other, shift, out):
 def xlogy(input, other, *, out=None):
     """``input * log(other)``, with 0 where ``input`` is 0 (unless ``other`` is NaN).
 
-    >>> xlogy(tensor([0., 2.]), tensor([0., 1.]))
+    >>> mt.xlogy(mt.tensor([0., 2.]), mt.tensor([0., 1.]))
     tensor([0., 0.])
     """
     return _xlogy_like("xlogy", input, other, 0, out)
@@ -150,7 +150,7 @@ def xlogy(input, other, *, out=None):
 def xlog1py(input, other, *, out=None):
     """``input * log1p(other)``, with 0 where ``input`` is 0 (unless ``other`` is NaN); ``torch.special``'s.
 
-    >>> xlog1py(tensor([0., 2.]), tensor([-1., 0.]))
+    >>> mt.special.xlog1py(mt.tensor([0., 2.]), mt.tensor([-1., 0.]))
     tensor([0., 0.])
     """
     return _xlogy_like("xlog1py", input, other, 1, out)
@@ -181,7 +181,7 @@ class LogitBackward0(Op):
 def logit(input, eps=None, *, out=None):
     """The inverse of sigmoid, ``log(p / (1 - p))``; with ``eps``, ``p`` is clamped to ``[eps, 1 - eps]`` first.
 
-    >>> logit(tensor([0.5]))
+    >>> mt.logit(mt.tensor([0.5]))
     tensor([0.])
     """
     check_tensor(input, "logit", "input")
@@ -244,7 +244,7 @@ class SpecialErfcxBackward0(Op):
 def erfcx(input, *, out=None):
     """Scaled complementary error function ``exp(x^2) * erfc(x)`` (``torch.special.erfcx``).
 
-    >>> erfcx(tensor([0.]))
+    >>> mt.special.erfcx(mt.tensor([0.]))
     tensor([1.])
     """
     check_tensor(input, "erfcx", "input")
@@ -255,7 +255,7 @@ def erfcx(input, *, out=None):
 def erfc(input, *, out=None):
     """Complementary error function ``1 - erf(input)``, accurate where it is tiny.
 
-    >>> erfc(tensor([0.]))
+    >>> mt.erfc(mt.tensor([0.]))
     tensor([1.])
     """
     check_tensor(input, "erfc", "input")
@@ -302,7 +302,7 @@ class SpecialEntrBackward0(Op):
 def entr(input, *, out=None):
     """Elementwise entropy term ``-x * log(x)`` (``torch.special.entr``).
 
-    >>> entr(tensor([0., 1.]))
+    >>> mt.special.entr(mt.tensor([0., 1.]))
     tensor([0., -0.])
     """
     check_tensor(input, "entr", "input")
@@ -337,7 +337,7 @@ class SpecialLogNdtrBackward0(Op):
 def log_ndtr(input, *, out=None):
     """Log of the standard normal CDF, accurate far into both tails (``torch.special.log_ndtr``).
 
-    >>> log_ndtr(tensor([0.]))
+    >>> mt.special.log_ndtr(mt.tensor([0.]))
     tensor([-0.6931])
     """
     check_tensor(input, "log_ndtr", "input")
@@ -348,7 +348,7 @@ def log_ndtr(input, *, out=None):
 def sinc(input, *, out=None):
     """Normalized sinc, ``sin(pi x) / (pi x)``, 1 at 0 (where its gradient is 0).
 
-    >>> sinc(tensor([0., 0.5]))
+    >>> mt.sinc(mt.tensor([0., 0.5]))
     tensor([1.0000, 0.6366])
     """
     check_tensor(input, "sinc", "input")
@@ -359,7 +359,7 @@ def sinc(input, *, out=None):
 def heaviside(input, values, *, out=None):
     """Step function: 0 for negative ``input``, 1 for positive, ``values`` where ``input`` is 0.
 
-    >>> heaviside(tensor([-1., 0., 2.]), tensor([0.5]))
+    >>> mt.heaviside(mt.tensor([-1., 0., 2.]), mt.tensor([0.5]))
     tensor([0.0000, 0.5000, 1.0000])
     """
     check_tensor(input, "heaviside", "input")
@@ -374,7 +374,7 @@ def heaviside(input, values, *, out=None):
 def ldexp(input, other, *, out=None):
     """``input * 2 ** other``, in floating point.
 
-    >>> ldexp(tensor([1.]), tensor([3]))
+    >>> mt.ldexp(mt.tensor([1.]), mt.tensor([3]))
     tensor([8.])
     """
     check_tensor(input, "ldexp", "input")

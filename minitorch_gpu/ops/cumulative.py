@@ -76,7 +76,7 @@ def _running_extreme(name, result_cls, input, dim, out, later_wins):
 def cummax(input, dim, *, out=None):
     """Running maximum along ``dim`` and the index where each maximum was last reached; NaN propagates.
 
-    >>> cummax(tensor([1., 3., 2., 5.]), 0).values
+    >>> mt.cummax(mt.tensor([1., 3., 2., 5.]), 0).values
     tensor([1., 3., 3., 5.])
     """
     return _running_extreme("cummax", _cummax_result, input, dim, out, lambda later, earlier: later >= earlier)
@@ -85,7 +85,7 @@ def cummax(input, dim, *, out=None):
 def cummin(input, dim, *, out=None):
     """Running minimum along ``dim`` and the index where each minimum was last reached; NaN propagates.
 
-    >>> cummin(tensor([3., 1., 2., 0.]), 0).values
+    >>> mt.cummin(mt.tensor([3., 1., 2., 0.]), 0).values
     tensor([3., 1., 1., 0.])
     """
     return _running_extreme("cummin", _cummin_result, input, dim, out, lambda later, earlier: later <= earlier)
@@ -133,7 +133,7 @@ class LogcumsumexpBackward0(Op):
 def logcumsumexp(input, dim, *, out=None):
     """``log(cumsum(exp(input), dim))`` without overflow or underflow.
 
-    >>> logcumsumexp(tensor([0., 0.]), 0)
+    >>> mt.logcumsumexp(mt.tensor([0., 0.]), 0)
     tensor([0.0000, 0.6931])
     """
     check_tensor(input, "logcumsumexp", "input")

@@ -81,7 +81,7 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """Cosine of the angle between ``x1`` and ``x2`` (broadcast) along ``dim``: each is divided by its 2-norm,
     clamped below by ``eps``, before the dot product (PyTorch's order, which keeps the result within [-1, 1]).
 
-    >>> cosine_similarity(tensor([[1., 0.]]), tensor([[1., 1.]]))
+    >>> mt.cosine_similarity(mt.tensor([[1., 0.]]), mt.tensor([[1., 1.]]))
     tensor([0.7071])
     """
     check_tensor(x1, "cosine_similarity", "x1")

@@ -29,7 +29,7 @@ _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 def aminmax(input, *, dim=None, keepdim=False, out=None):
     """The minimum and maximum, over everything or along ``dim``, as a named tuple ``(min, max)``.
 
-    >>> aminmax(tensor([3., 1., 2.]))
+    >>> mt.aminmax(mt.tensor([3., 1., 2.]))
     minitorch_gpu.return_types.aminmax(
     min=tensor(1.),
     max=tensor(3.))
@@ -86,7 +86,7 @@ def nanmedian(input, dim=None, keepdim=False, *, out=None):
     """The lower median ignoring NaNs, of all elements or as (values, indices) along ``dim``; NaN only where
     every entry is NaN.
 
-    >>> nanmedian(tensor([1., float('nan'), 3., 2.]))
+    >>> mt.nanmedian(mt.tensor([1., float('nan'), 3., 2.]))
     tensor(2.)
     """
     check_tensor(input, "nanmedian", "input")
@@ -184,7 +184,7 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=N
     """The ``q``-th quantiles (a number or a 1-d tensor in [0, 1]) of all elements or along ``dim``; NaN where a
     slice holds a NaN.
 
-    >>> quantile(tensor([1., 2., 3., 4.]), 0.5)
+    >>> mt.quantile(mt.tensor([1., 2., 3., 4.]), 0.5)
     tensor(2.5000)
     """
     return _quantile("quantile", input, q, dim, keepdim, interpolation, out, False)
@@ -193,7 +193,7 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=N
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
     """``quantile`` of the entries that are not NaN; NaN only where a slice holds nothing else.
 
-    >>> nanquantile(tensor([1., float('nan'), 3.]), 0.5)
+    >>> mt.nanquantile(mt.tensor([1., float('nan'), 3.]), 0.5)
     tensor(2.)
     """
     return _quantile("nanquantile", input, q, dim, keepdim, interpolation, out, True)
@@ -206,7 +206,7 @@ def mode(input, dim=-1, keepdim=False, *, out=None):
     """The most frequent value along ``dim`` (the smallest of equally frequent ones) and the last index where it
     occurs.
 
-    >>> mode(tensor([3, 1, 3, 1, 2])).values
+    >>> mt.mode(mt.tensor([3, 1, 3, 1, 2])).values
     tensor(1)
     """
     check_tensor(input, "mode", "input")
