@@ -263,6 +263,55 @@ def erfc(input, *, out=None):
     return r if out is None else write_out(r, out, "erfc")
 
 
+# ndtri's Newton steps: from erfinv's first guess (exact to rounding for most p) or, in the far tail where
+# 2p - 1 rounds to -1, from the asymptotic inverse, 5 steps reach float64 precision
+_NDTRI_STEPS = 5
+_NDTRI_TAIL = 1e-10
+_SQRT_2PI = math.sqrt(2 * math.pi)
+
+
+class SpecialNdtriBackward0(Op):
+    """The inverse of the standard normal CDF. The lower half (p <= 1/2; the upper half by symmetry, 1 - p being
+    exact there) solves ``log_ndtr(x) = log(p)`` by Newton's method in log space, which keeps its relative
+    accuracy however small p is. Backward: ``sqrt(2 pi) exp(x^2 / 2)`` (PyTorch's)."""
+
+    save_output = True
+
+    def forward(self, p):
+        with no_grad():
+            p64 = p.to(_dtype.float64)
+            upper = p64 > 0.5
+            q = where(upper, 1 - p64, p64)
+            inside = (q > 0) & (q <= 0.5)
+            qs = where(inside, q, 0.25)  # the iteration runs on a harmless value elsewhere
+            lq = qs.log()
+            tail = -2 * lq
+            guess_tail = -(tail - tail.log() - math.log(2 * math.pi)).sqrt()
+            x = where(qs < _NDTRI_TAIL, guess_tail, (2 * qs - 1).erfinv() * math.sqrt(2))
+            for _ in range(_NDTRI_STEPS):
+                lf = _log_ndtr64(x)
+                x = x - (lf - lq) * (lf + x * x * 0.5).exp() * _SQRT_2PI
+            x = where(q == 0, -math.inf, where(inside, x, math.nan))
+            r = where(upper, -x, x)
+            return r.to(p.dtype)._data
+
+    def backward(self, g):
+        r = self.saved_output
+        return g * ((r * r * 0.5).exp() * _SQRT_2PI)
+
+
+def ndtri(input, *, out=None):
+    """The quantile function of the standard normal distribution, the inverse of ``ndtr``
+    (``torch.special.ndtri``).
+
+    >>> mt.special.ndtri(mt.tensor([0.5, 0.975]))
+    tensor([0.0000, 1.9600])
+    """
+    check_tensor(input, "ndtri", "input")
+    r = SpecialNdtriBackward0.apply(_floating(input))
+    return r if out is None else write_out(r, out, "ndtri")
+
+
 class SincBackward0(Op):
     """Normalized sinc, 1 at 0. The backward is PyTorch's closed form ``(pi x cos(pi x) - sin(pi x)) / (pi x^2)``
     (0 where ``x^2`` underflows): the chain rule through ``sin(pi x) / (pi x)`` would add an infinite incoming gradient's two
@@ -313,6 +362,14 @@ def entr(input, *, out=None):
 _LOG_HALF = math.log(0.5)
 
 
+def _log_ndtr64(x):
+    """log(ndtr(x)) of a float64 tensor, unrecorded (see ``SpecialLogNdtrBackward0``)."""
+    z = x * -math.sqrt(0.5)
+    upper = (_erfc64(-z, False) * -0.5).log1p()
+    lower = _erfc64(z, True).log() + _LOG_HALF - z * z
+    return where(x < -1, lower, upper)
+
+
 class SpecialLogNdtrBackward0(Op):
     """``log(ndtr(x))``: ``log1p(-erfc(x / sqrt 2) / 2)`` from -1 up, and ``log(erfcx(-x / sqrt 2) / 2) - x^2 / 2``
     below, where ndtr itself would underflow. Backward: the normal density over ndtr, ``exp(-x^2/2 - r)/sqrt(2pi)``
@@ -323,11 +380,7 @@ class SpecialLogNdtrBackward0(Op):
     def forward(self, x):
         self.save_for_backward(x)
         with no_grad():
-            x64 = x.to(_dtype.float64)
-            z = x64 * -math.sqrt(0.5)
-            upper = (_erfc64(-z, False) * -0.5).log1p()
-            lower = _erfc64(z, True).log() + _LOG_HALF - z * z
-            return where(x64 < -1, lower, upper).to(x.dtype)._data
+            return _log_ndtr64(x.to(_dtype.float64)).to(x.dtype)._data
 
     def backward(self, g):
         x, r = self.saved_tensors[0], self.saved_output

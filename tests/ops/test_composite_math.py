@@ -265,3 +265,23 @@ def test_bessel_i(device, torch, dtype, name):
     assert_close(o.grad, t.grad.numpy(), **(dict(rtol=1e-3, atol=1e-7) if dtype == "float32" else
                                             dict(rtol=1e-12, atol=1e-15)))
     assert mt.i0 is mt.special.i0 and mt.i0(mt.tensor([1, 2], device=device)).dtype is mt.float32
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_ndtri(device, torch, dtype):
+    """From the far tail (the Newton start switches at 1e-10) through 1/2 to the upper half, the ends (+-inf) and
+    outside [0, 1] (NaN); the gradient is PyTorch's closed form."""
+    a = np.array([0.0, 1e-300, 1e-50, 1e-11, 1e-9, 1e-5, 0.01, 0.2, 0.5, 0.6, 0.975, 0.999999, 1.0, -0.1, 1.5,
+                  math.nan])
+    o = mt.tensor(a, device=device, dtype=getattr(mt, dtype), requires_grad=True)
+    t = torch.tensor(a, dtype=getattr(torch, dtype), requires_grad=True)
+    r, e = mt.special.ndtri(o), torch.special.ndtri(t)
+    tol = dict(rtol=1e-6, atol=0) if dtype == "float32" else dict(rtol=1e-14, atol=0)
+    assert_close(r, e.detach().numpy(), **tol)
+    r.sum().backward()
+    e.sum().backward()
+    assert_close(o.grad, t.grad.numpy(), **(dict(rtol=1e-6, atol=0) if dtype == "float32" else
+                                            dict(rtol=1e-12, atol=0)))
+    back = mt.special.ndtr(mt.special.ndtri(mt.tensor([1e-200, 0.3, 0.9], dtype=mt.float64, device=device)))
+    # ndtr's condition number at x ~ -30 is x^2 ~ 900: one ulp of x costs ~1e-13 of p
+    assert_close(back, np.array([1e-200, 0.3, 0.9]), rtol=1e-12, atol=0)
