@@ -13,6 +13,7 @@ from ..autograd._inplace import apply_inplace
 from ..autograd.grad_mode import no_grad
 from ..autograd.node import Op
 from ..tensor import Tensor
+from ._autocast import autocast_op
 from ._util import broadcast_shapes, check_tensor, to_tensor_like, write_out
 from .elementwise import clamp, where
 from .reduction import sum, vector_norm
@@ -83,6 +84,7 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     return r if out is None else write_out(r, out, "nanmean")
 
 
+@autocast_op("dist")
 def dist(input, other, p=2):
     """The p-norm of ``input - other`` (broadcast).
 

@@ -1069,7 +1069,6 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     return _apply_reduction(loss, reduction)
 
 
-@autocast_op("gaussian_nll_loss")
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
     """Negative log-likelihood of ``target`` under normal distributions of mean ``input`` and variance ``var``
     (full size, or one value per row for the homoscedastic case), ``var`` clamped below by ``eps``."""
