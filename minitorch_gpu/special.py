@@ -8,6 +8,7 @@ import math
 
 from . import _dtype
 from .ops.bessel import i0, i0e, i1, i1e
+from .ops.incomplete_gamma import gammainc, gammaincc
 from .ops.composite_math import entr, erfc, erfcx, log_ndtr, logit, ndtri, sinc, xlog1py, xlogy
 from .ops.elementwise import UNARY_OPS, polygamma, round
 from .ops.reduction import log_softmax, logsumexp, softmax
@@ -15,7 +16,7 @@ from .ops._util import check_tensor, write_out
 
 __all__ = ["erf", "erfc", "erfinv", "expit", "logit", "xlogy", "xlog1py", "gammaln", "digamma", "psi",
            "polygamma", "multigammaln", "log_softmax", "softmax", "logsumexp", "sinc", "expm1", "exp2", "log1p",
-           "round", "ndtr", "ndtri", "log_ndtr", "erfcx", "entr", "i0", "i0e", "i1", "i1e"]
+           "round", "ndtr", "ndtri", "log_ndtr", "erfcx", "entr", "i0", "i0e", "i1", "i1e", "gammainc", "gammaincc"]
 
 # the unary table's rows are built at import, so a type checker cannot see them as module attributes
 erf, erfinv, digamma, exp2, expm1, log1p = (UNARY_OPS[n] for n in ("erf", "erfinv", "digamma", "exp2", "expm1",
