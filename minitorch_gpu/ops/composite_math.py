@@ -1,12 +1,15 @@
 """Math ops PyTorch users reach for that are compositions of existing ops: trace, nansum / nanmean, xlogy, logit,
-erfc, sinc, heaviside, ldexp and dist.
+erfc, sinc, heaviside, ldexp and dist, and the ``torch.special`` functions with no top-level twin that build on
+them (xlog1py, erfcx, entr, log_ndtr, ndtri).
 
-Most are written in Tensor ops and get their gradient from the ops they are made of. Where PyTorch defines a
-gradient the composition would not give (xlogy at ``x == 0``, logit outside its domain, erfc, whose forward is
-not a differentiable composition), the op is an ``Op`` whose forward runs the composition without recording and
-whose backward is PyTorch's formula, in Tensor ops.
+Some are written in Tensor ops and get their gradient from the ops they are made of. Where PyTorch defines a
+gradient the composition would not give (xlogy at ``x == 0``, logit outside its domain, sinc near 0, and the
+error-function family, whose forwards are iterations rather than differentiable compositions), the op is an
+``Op`` whose forward runs unrecorded and whose backward is PyTorch's formula, in Tensor ops (so it can be
+differentiated again).
 """
 import math
+from typing import ClassVar
 
 from .. import _dtype
 from ..autograd._inplace import apply_inplace
@@ -16,7 +19,7 @@ from ..tensor import Tensor
 from ._autocast import autocast_op
 from ._util import broadcast_shapes, check_tensor, to_tensor_like, write_out
 from .elementwise import clamp, where
-from .reduction import sum, vector_norm
+from .reduction import _axes, _restore, sum, vector_norm
 from .shape import diagonal
 
 __all__ = ["trace", "nansum", "nanmean", "xlogy", "logit", "erfc", "sinc", "heaviside", "ldexp", "dist"]
@@ -45,17 +48,20 @@ def trace(input):
 
 
 class NansumBackward0(Op):
-    """NaN entries as zeros. The backward multiplies by the mask, as PyTorch's does, rather than selecting (a
-    ``where``): an infinite gradient, nanmean's over an all-NaN slice, then gives NaN there as in PyTorch."""
+    """The sum with NaN entries as zeros. The backward multiplies by the not-NaN mask, as PyTorch's does, rather than
+    selecting (a ``where``): an infinite gradient, nanmean's over an all-NaN slice, then gives NaN there as in
+    PyTorch."""
 
-    def forward(self, x):
+    def forward(self, x, dim=None, keepdim=False, dtype=None):
         self.save_for_backward(x)
+        self.axes, self.keepdim = _axes(dim, x.dim()), keepdim
         with no_grad():
-            return where(x.isnan(), 0, x)._data
+            return sum(where(x.isnan(), 0, x), dim, keepdim, dtype=dtype)._data
 
     def backward(self, g):
         x, = self.saved_tensors
-        return g * (~x.isnan()).to(g.dtype)
+        g = _restore(g, x.shape, self.axes, self.keepdim).to(x.dtype)
+        return g * (~x.isnan()).to(x.dtype)
 
 
 def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
@@ -65,8 +71,10 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     tensor(3.)
     """
     check_tensor(input, "nansum", "input")
-    x = NansumBackward0.apply(input) if input.dtype.is_floating_point else input
-    return sum(x, dim, keepdim, dtype=dtype, out=out)
+    if not input.dtype.is_floating_point:
+        return sum(input, dim, keepdim, dtype=dtype, out=out)
+    r = NansumBackward0.apply(input, dim=dim, keepdim=keepdim, dtype=dtype)
+    return r if out is None else write_out(r, out, "nansum")
 
 
 def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
@@ -112,31 +120,42 @@ def _operands(name, input, other):
 
 
 class XlogyBackward0(Op):
-    """``x * log(y + shift)`` (``shift`` 0: xlogy, 1: xlog1py), 0 where ``x == 0`` unless ``y`` is NaN.
-    PyTorch's gradient for ``x`` is ``log(y + shift)`` even at ``x == 0`` (a ``where`` would zero it), and 0 where
-    also ``y + shift <= 0``."""
+    """``x * log(y)``, 0 where ``x == 0`` unless ``y`` is NaN. PyTorch's gradient for ``x`` is ``log(y)`` even at
+    ``x == 0`` (a ``where`` would zero it), and 0 where also ``y <= 0``."""
 
-    def forward(self, x, y, shift=0):
+    shifted: ClassVar[bool] = False  # xlog1py: log1p(y) for log(y), y <= -1 for y <= 0, y + 1 for y
+
+    def _log(self, y):
+        return y.log1p() if self.shifted else y.log()
+
+    def forward(self, x, y):
         self.save_for_backward(x, y)
-        self.shift = shift
         with no_grad():
-            r = where(x == 0, 0, x * (y.log1p() if shift else y.log()))
+            r = where(x == 0, 0, x * self._log(y))
             return where(y.isnan(), y, r)._data
 
     def backward(self, g):
         x, y = self.saved_tensors
-        shifted = y + 1 if self.shift else y
-        gx = where((x == 0) & (shifted <= 0), 0, g * shifted.log()) if self.needs_input_grad[0] else None
-        gy = g * x / shifted if self.needs_input_grad[1] else None
+        gx = gy = None
+        if self.needs_input_grad[0]:
+            gx = where((x == 0) & (y <= (-1 if self.shifted else 0)), 0, g * self._log(y))
+        if self.needs_input_grad[1]:
+            gy = g * x / (y + 1 if self.shifted else y)
         return gx, gy
 
 
-def _xlogy_like(name, input, other, shift, out):
+class SpecialXlog1PyBackward0(XlogyBackward0):
+    """``x * log1p(y)``, 0 where ``x == 0`` unless ``y`` is NaN."""
+
+    shifted = True
+
+
+def _xlogy_like(name, cls, input, other, out):
     x, y = _operands(name, input, other)
     if x.shape != y.shape:  # expand's backward sums each gradient back to its operand's shape
         shape = broadcast_shapes(x.shape, y.shape)
         x, y = x.expand(shape), y.expand(shape)
-    r = XlogyBackward0.apply(x, y, shift=shift)
+    r = cls.apply(x, y)
     return r if out is None else write_out(r, out, name)
 
 
@@ -146,7 +165,7 @@ def xlogy(input, other, *, out=None):
     >>> mt.xlogy(mt.tensor([0., 2.]), mt.tensor([0., 1.]))
     tensor([0., 0.])
     """
-    return _xlogy_like("xlogy", input, other, 0, out)
+    return _xlogy_like("xlogy", XlogyBackward0, input, other, out)
 
 
 def xlog1py(input, other, *, out=None):
@@ -155,7 +174,7 @@ def xlog1py(input, other, *, out=None):
     >>> mt.special.xlog1py(mt.tensor([0., 2.]), mt.tensor([-1., 0.]))
     tensor([0., 0.])
     """
-    return _xlogy_like("xlog1py", input, other, 1, out)
+    return _xlogy_like("xlog1py", SpecialXlog1PyBackward0, input, other, out)
 
 
 class LogitBackward0(Op):
