@@ -191,12 +191,19 @@ class LogitBackward0(Op):
     def backward(self, g):
         x, = self.saved_tensors
         eps = self.eps
-        d = g / (x * (1 - x))
+        lo, hi = (0.0, 1.0) if eps is None else (eps, 1 - eps)
+        outside = (x < lo) | (x > hi)
+        ends = (x == 0) | (x == 1)
+        # the factor is built apart from g, on 1/2 where it is replaced, so that differentiating this backward
+        # meets no 0 * inf on the sides ``where`` drops
+        xs = where(outside | ends, 0.5, x)
+        factor = 1 / (xs * (1 - xs))
         if eps is None:
-            # at the ends the gradient is +inf times the incoming one (PyTorch's, whatever the sign of a zero)
-            d = where((x == 0) | (x == 1), g * math.inf, d)
-            return where((x < 0) | (x > 1), math.nan, d)
-        return where((x < eps) | (x > 1 - eps), 0, d)
+            # +inf at the ends (PyTorch's, whatever the sign of a zero), NaN outside [0, 1]
+            factor = where(outside, math.nan, where(ends, math.inf, factor))
+        else:
+            factor = where(outside, 0.0, factor)
+        return g * factor
 
 
 def logit(input, eps=None, *, out=None):
