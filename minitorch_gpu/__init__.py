@@ -28,7 +28,11 @@ from .backends.cuda import get_float32_matmul_precision, set_float32_matmul_prec
 from . import accelerator  # noqa: E402
 from .autograd import enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, \
     set_grad_enabled  # noqa: E402
+from .ops.bessel import *  # noqa: E402,F401,F403
 from .ops.binning import *  # noqa: E402,F401,F403
+from .ops.composite_math import *  # noqa: E402,F401,F403
+from .ops.cumulative import *  # noqa: E402,F401,F403
+from .ops.order_statistics import *  # noqa: E402,F401,F403
 from .ops.conversion import *  # noqa: E402,F401,F403
 from .ops.creation import *  # noqa: E402,F401,F403
 from .ops.creation import as_tensor, from_numpy  # noqa: E402,F401
@@ -75,7 +79,7 @@ def can_cast(from_, to):
     return _dtype.can_cast(from_, to)
 
 
-from . import _inductor, _utils, compiler, distributions, jit, linalg, nn, onnx, optim, testing  # noqa: E402
+from . import _inductor, _utils, compiler, distributions, jit, linalg, nn, onnx, optim, special, testing  # noqa: E402
 from .optim import _foreach  # noqa: E402
 from . import sparse  # noqa: E402
 from .sparse import layout, sparse_coo, sparse_coo_tensor, strided  # noqa: E402,F401

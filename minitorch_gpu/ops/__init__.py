@@ -7,11 +7,11 @@ This package sits above ``autograd`` (``Op``, in-place machinery) and ``tensor``
 Elementwise ops are rows (``elementwise.py``: the unary table and the binary rows) over the primitive table
 of ``backends/_elementwise_table.py``."""
 from ..tensor import register_methods
-from . import (binning, conversion, creation, decomposition, distance, dlpack, elementwise, indexing, linalg, random,
+from . import (bessel, binning, composite_math, conversion, cumulative, order_statistics, creation, decomposition, distance, dlpack, elementwise, indexing, linalg, random,
                reduction, shape)
 
 _MODULES = (creation, conversion, elementwise, reduction, shape, indexing, linalg, decomposition, random, dlpack,
-            binning)
+            binning, composite_math, cumulative, order_statistics, bessel)
 
 
 for _mod in _MODULES:

@@ -1,5 +1,5 @@
-"""Distances between rows: ``cdist`` (every pair of rows of two batches of matrices) and
-``pairwise_distance`` (row i of one against row i of the other).
+"""Distances between rows: ``cdist`` (every pair of rows of two batches of matrices),
+``pairwise_distance`` (row i of one against row i of the other) and ``cosine_similarity``.
 
 Both are compositions of differentiable ops, so their gradients (and gradients of gradients) come from the
 ops they are made of. The p-norm of differences goes through ``norm``, whose gradient is 0 where a difference
@@ -8,12 +8,12 @@ is 0 (PyTorch's subgradient for cdist); the Euclidean distance through matrix pr
 """
 import builtins
 
-from ._util import check_tensor
+from ._util import broadcast_shapes, check_tensor, wrap_dim
 from .elementwise import where
 from .shape import cat
 from ._autocast import autocast_op
 
-__all__ = ["cdist", "pairwise_distance"]
+__all__ = ["cdist", "pairwise_distance", "cosine_similarity"]
 
 _MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist")
 _MM_FROM = 25  # PyTorch's threshold: more rows than this on either side takes the matrix-product path
@@ -74,3 +74,21 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     if nd == 0:
         return diff.abs() if p != 0 else (diff != 0).to(diff.dtype)
     return diff.norm(p, dim=-1, keepdim=keepdim)
+
+
+@autocast_op("cosine_similarity")
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """Cosine of the angle between ``x1`` and ``x2`` (broadcast) along ``dim``: each is divided by its 2-norm,
+    clamped below by ``eps``, before the dot product (PyTorch's order, which keeps the result within [-1, 1]).
+
+    >>> mt.cosine_similarity(mt.tensor([[1., 0.]]), mt.tensor([[1., 1.]]))
+    tensor([0.7071])
+    """
+    check_tensor(x1, "cosine_similarity", "x1")
+    check_tensor(x2, "cosine_similarity", "x2", 2)
+    shape = broadcast_shapes(x1.shape, x2.shape)
+    a, b = x1.expand(shape), x2.expand(shape)
+    d = wrap_dim(dim, len(shape))
+    na = a.norm(2, d, keepdim=True).clamp_min(eps)
+    nb = b.norm(2, d, keepdim=True).clamp_min(eps)
+    return ((a / na) * (b / nb)).sum(d)

@@ -56,6 +56,11 @@ def _cases(lib, f):
         "cat": lambda x, w, b, b3: lib.cat([x, w[:4]]),
         "stack": lambda x, w, b, b3: lib.stack([x, w[:4]]),
         "cdist": lambda x, w, b, b3: lib.cdist(x, w),
+        "dist": lambda x, w, b, b3: lib.dist(x, w[:4]),
+        "cosine_similarity": lambda x, w, b, b3: f.cosine_similarity(x, w[:4]),
+        "poisson_nll_loss": lambda x, w, b, b3: f.poisson_nll_loss(x, w[:4].abs()),
+        "hinge_embedding_loss": lambda x, w, b, b3: f.hinge_embedding_loss(x, w[:4].sign()),
+        "multi_margin_loss": lambda x, w, b, b3: f.multi_margin_loss(x, lib.tensor(TGT, device=x.device)),
     }
 
 
@@ -89,7 +94,8 @@ _CUDA_EXPECT = {"mm": "float16", "matmul@": "float16", "bmm": "float16", "linear
                 "softmax": "float32", "log_softmax": "float32", "layer_norm": "float32", "cross_entropy": "float32",
                 "mse_loss": "float32", "sum": "float32", "cumsum": "float32", "exp": "float32", "log": "float32",
                 "pow": "float32", "pow**": "float32", "gelu": "float16", "relu": "float16", "cat": "float32",
-                "add_f32": "float32", "sdpa": "float16"}
+                "add_f32": "float32", "sdpa": "float16", "dist": "float32", "cosine_similarity": "float32",
+                "poisson_nll_loss": "float32", "hinge_embedding_loss": "float32", "multi_margin_loss": "float32"}
 
 
 @pytest.mark.parametrize("name", list(_CUDA_EXPECT))

@@ -22,16 +22,16 @@ PAIR_VALUES = [NAN, -INF, INF, -0.0, 0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 1e30]
 FLOATS = ["float32", "float64"]
 
 UNARY = ["abs", "absolute", "acos", "arccos", "acosh", "arccosh", "asin", "arcsin", "asinh", "arcsinh", "atan",
-         "arctan", "atanh", "arctanh", "ceil", "cos", "cosh", "deg2rad", "digamma", "erf", "erfinv", "exp", "exp2",
-         "expm1", "fix", "floor", "frac", "isfinite", "isinf", "isnan", "isneginf", "isposinf", "lgamma", "log",
-         "log10", "log1p", "log2", "logical_not", "nan_to_num", "neg", "negative", "positive", "rad2deg",
-         "reciprocal", "relu", "round", "rsqrt", "sgn", "sigmoid", "sign", "signbit", "sin", "sinh", "sqrt",
+         "arctan", "atanh", "arctanh", "ceil", "cos", "cosh", "deg2rad", "digamma", "erf", "erfc", "erfinv", "exp", "exp2",
+         "expm1", "fix", "floor", "frac", "i0", "isfinite", "isinf", "isnan", "isneginf", "isposinf", "lgamma", "log",
+         "log10", "log1p", "log2", "logical_not", "logit", "nan_to_num", "neg", "negative", "positive", "rad2deg",
+         "reciprocal", "relu", "round", "rsqrt", "sgn", "sigmoid", "sign", "signbit", "sin", "sinc", "sinh", "sqrt",
          "square", "tan", "tanh", "trunc"]
 BINARY = ["add", "sub", "subtract", "rsub", "mul", "multiply", "div", "divide", "true_divide", "floor_divide",
           "remainder", "fmod", "pow", "float_power", "atan2", "arctan2", "copysign", "hypot", "logaddexp",
           "logaddexp2", "maximum", "minimum", "max", "min", "fmax", "fmin", "clamp_min", "clamp_max", "eq", "ne",
           "not_equal", "lt", "less", "le", "less_equal", "gt", "greater", "ge", "greater_equal", "logical_and",
-          "logical_or", "logical_xor"]
+          "logical_or", "logical_xor", "heaviside", "ldexp", "xlogy"]
 # shared names that are not elementwise maps of a float tensor, or that take other arguments
 NOT_ELEMENTWISE = {"argsort", "asarray", "atleast_1d", "cartesian_prod", "clone", "flatten", "flipud", "msort",
                    "ones_like", "zeros_like", "ravel", "squeeze", "t", "clamp", "clip", "cumsum", "cumprod",

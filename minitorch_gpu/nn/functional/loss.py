@@ -11,6 +11,8 @@ the (smoothed, weighted) one-hot target, directly (the backend's ``cross_entropy
 
 2-byte floats are computed in float32 and rounded once at the end, as PyTorch's CPU kernels do.
 """
+import builtins
+import math
 import operator
 import warnings
 
@@ -20,15 +22,19 @@ from ... import _dtype
 from ...autograd.node import Op
 from ...autograd.grad_mode import _state
 from ...ops._util import broadcast_shapes, sum_to
+from ...ops.creation import arange
 from ...ops.distance import pairwise_distance
 from ...ops.elementwise import where
 from ...tensor import Tensor
+from .activation import logsigmoid
 from ...ops._autocast import autocast_op
 
 __all__ = [
     "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "soft_margin_loss",
     "margin_ranking_loss", "cosine_embedding_loss", "triplet_margin_loss", "triplet_margin_with_distance_loss",
+    "poisson_nll_loss", "gaussian_nll_loss", "hinge_embedding_loss", "multilabel_soft_margin_loss",
+    "multi_margin_loss",
 ]
 
 _F32 = _dtype.float32.np_dtype
@@ -1039,3 +1045,123 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
     return _triplet(anchor, positive, negative, distance_function or pairwise_distance, margin, swap, reduction)
+
+
+# ====================================================================== likelihood and margin losses composed of Tensor ops
+
+
+@autocast_op("poisson_nll_loss")
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
+                     reduction="mean"):
+    """Negative log-likelihood of ``target`` under a Poisson distribution of rate ``exp(input)`` (``log_input``)
+    or ``input``; ``full`` adds Stirling's approximation of ``log(target!)`` where ``target > 1``."""
+    reduction = _get_reduction(reduction, size_average, reduce)
+    if log_input:
+        loss = input.exp() - target * input
+    else:
+        loss = input - target * (input + eps).log()
+    if full:
+        # the approximation is computed on a copy with the small targets replaced, so that log(0) never runs
+        big = target > 1
+        t = where(big, target, 2.0)
+        stirling = t * t.log() - t + 0.5 * (2 * math.pi * t).log()
+        loss = loss + where(big, stirling, 0.0)
+    return _apply_reduction(loss, reduction)
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """Negative log-likelihood of ``target`` under normal distributions of mean ``input`` and variance ``var``
+    (full size, or one value per row for the homoscedastic case), ``var`` clamped below by ``eps``."""
+    if isinstance(var, (int, float)) and not isinstance(var, bool):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = input.new_full(input.shape, float(var))
+    elif bool((var < 0).any()):
+        raise ValueError("var has negative entry/entries")
+    if var.shape != input.shape:
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = var.unsqueeze(-1)
+        elif input.dim() == var.dim() and builtins.sum(
+                v for i, v in zip(input.shape, var.shape) if i != v) == 1:
+            pass  # broadcastable with one dim of size 1: homoscedastic along it
+        else:
+            raise ValueError("var is of incorrect size")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    # NOTE: PyTorch clamps a copy in place under no_grad, so the clamp is invisible to autograd: the gradient
+    # reaches var unchanged even where var < eps. Adding the clamp's change as a constant does the same.
+    lifted = var.detach()
+    var = var + (lifted.clamp_min(eps) - lifted)
+    loss = 0.5 * (var.log() + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _apply_reduction(loss, reduction)
+
+
+@autocast_op("hinge_embedding_loss")
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+    """``input`` where target is 1, ``max(0, margin - input)`` where it is -1, reduced."""
+    reduction = _get_reduction(reduction, size_average, reduce)
+    _check_broadcast(input, target)
+    zeros = input.new_zeros(())
+    margin_part = where(target != 1, (margin - input).clamp_min(0), zeros)
+    self_part = where(target != -1, input, zeros)
+    return _apply_reduction(margin_part + self_part, reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """Per-class logistic loss for multi-label targets in {0, 1}, averaged over the classes (the last dim)."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_get_string(size_average, reduce)
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    class_dim = input.dim() - 1
+    loss = loss.sum(class_dim) / input.shape[class_dim]
+    if reduction == "none":
+        return loss
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    raise ValueError(reduction + " is not valid")
+
+
+@autocast_op("multi_margin_loss")
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
+                      reduction="mean"):
+    """Multi-class hinge loss: ``sum_{j != y} max(0, margin - x[y] + x[j]) ** p / C`` per sample (times
+    ``weight[y]``), for scores of shape (C) or (N, C) and class indices ``y``."""
+    reduction = _get_reduction(reduction, size_average, reduce)
+    if p != 1 and p != 2:
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.dim() != 1:
+        raise ValueError("weight must be one-dimensional")
+    nd = input.dim()
+    if nd > 2 or input.numel() == 0 and nd != 2:
+        raise RuntimeError("Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+                           f"{list(input.shape)}")
+    x = input.reshape(1, -1) if nd < 2 else input
+    n, c = x.shape
+    if target.dtype is not _dtype.int64:
+        raise RuntimeError(f"expected scalar type Long but found {target.dtype._scalar_name}")
+    if target.dim() > 1 or target.numel() != n:
+        raise RuntimeError("multi_margin_loss: target tensor should be 1-D with size equal to the number of input "
+                           f"samples (batch size). Expected target size [{n}], but got {list(target.shape)}. "
+                           f"Input has shape {list(input.shape)}.")
+    if weight is not None and weight.numel() != c:
+        raise RuntimeError(f"inconsistent weight size, expected {c} but got {list(weight.shape)}")
+    y = target.reshape(n, 1)
+    if n and bool(((y < 0) | (y >= c)).any()):
+        raise RuntimeError("target out of range")
+    # NOTE: relu, not clamp: PyTorch's kernel gives a term its gradient only where it is strictly positive
+    z = (margin - x.gather(1, y) + x).relu()
+    if p == 2:
+        z = z * z
+    if weight is not None:
+        z = z * weight[y]
+    own = y == arange(c, device=target.device)
+    loss = where(own, 0.0, z).sum(1) / c
+    if nd < 2:
+        loss = loss.reshape(())
+    return _apply_reduction(loss, reduction)

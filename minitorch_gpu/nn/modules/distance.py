@@ -1,8 +1,9 @@
-"""``PairwiseDistance``: the p-norm distance between matching rows (see ``F.pairwise_distance``)."""
+"""``PairwiseDistance``: the p-norm distance between matching rows (see ``F.pairwise_distance``);
+``CosineSimilarity``: the cosine between them (see ``F.cosine_similarity``)."""
 from .. import functional as F
 from ..module import Module
 
-__all__ = ["PairwiseDistance"]
+__all__ = ["PairwiseDistance", "CosineSimilarity"]
 
 
 class PairwiseDistance(Module):
@@ -18,3 +19,17 @@ class PairwiseDistance(Module):
 
     def forward(self, x1, x2):
         return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)
+
+
+class CosineSimilarity(Module):
+    """Cosine similarity of ``x1`` and ``x2`` along ``dim``."""
+
+    __constants__ = ["dim", "eps"]
+
+    def __init__(self, dim=1, eps=1e-8):
+        super().__init__()
+        self.dim = dim
+        self.eps = eps
+
+    def forward(self, x1, x2):
+        return F.cosine_similarity(x1, x2, self.dim, self.eps)
