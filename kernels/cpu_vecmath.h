@@ -17,6 +17,8 @@ double exp2(double) __attribute__((simd("notinbranch")));
 float log1pf(float) __attribute__((simd("notinbranch")));
 double log1p(double) __attribute__((simd("notinbranch")));
 double erf(double) __attribute__((simd("notinbranch")));
+float erfcf(float) __attribute__((simd("notinbranch")));
+double erfc(double) __attribute__((simd("notinbranch")));
 double log(double) __attribute__((simd("notinbranch")));
 float logf(float) __attribute__((simd("notinbranch")));
 double sin(double) __attribute__((simd("notinbranch")));
@@ -33,4 +35,6 @@ inline float m_tanh(float x) { return tanhf(x); }
 inline double m_tanh(double x) { return tanh(x); }
 inline float m_log1p(float x) { return log1pf(x); }
 inline double m_log1p(double x) { return log1p(x); }
+inline float m_erfc(float x) { return erfcf(x); }
+inline double m_erfc(double x) { return erfc(x); }
 }  // namespace mt_vecmath

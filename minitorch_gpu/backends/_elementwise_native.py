@@ -41,7 +41,7 @@ _PIECE = 1 << 14
 UNARY: dict[str, int] = enum_codes(_SOURCE, "UnaryOp")
 BINARY: dict[str, int] = enum_codes(_SOURCE, "BinaryOp")
 SMALL_OK = frozenset({"erf", "gelu", "gelu_tanh", "silu", "gelu_backward", "gelu_tanh_backward", "erfinv", "lgamma",
-                      "digamma"})
+                      "digamma", "erfc"})
 """Ops whose NumPy body takes ten passes or more: the compiled pass wins at every size."""
 SCALAR_LIBM = frozenset({"fmod", "remainder", "floor_divide", "logaddexp", "logaddexp2", "hypot"})
 """Ops NumPy computes in a scalar libm loop (5-20 ns an element): the compiled pass wins from ``SMALL_MIN``

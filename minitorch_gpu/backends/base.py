@@ -190,6 +190,11 @@ class Backend(ElementwiseMixin, SpecialMixin, ReduceMixin, ShapeMixin, IndexMixi
     def ascontiguous(self, arr: Array) -> Array:
         return self.xp.ascontiguousarray(arr)
 
+    def compiled_erfc(self, x: Array) -> Array | None:
+        """erfc of a float array by a compiled loop, or None where the backend has none (the op then composes it
+        from erf and a continued fraction)."""
+        return None
+
     def matmul_operand(self, arr: Array) -> Array:
         """A copy of the 2-D ``arr`` laid out for use as the right operand of many products (an RNN's hidden
         weights over the steps of a sequence): row-major here; a backend may pad its rows."""

@@ -144,6 +144,9 @@ class NumpyBackend(CpuCnnMixin, Backend):
             return _elementwise_native.unary(name, arrays[0], threads=self._optim_threads)
         return _elementwise_native.binary(name, arrays[0], arrays[1], threads=self._optim_threads)
 
+    def compiled_erfc(self, x: Array) -> Array | None:
+        return self._compiled("erfc", x)
+
     def gelu(self, x: Array, approximate: str = "none") -> Array:
         r = self._compiled("gelu_tanh" if approximate == "tanh" else "gelu", x)
         return r if r is not None else super().gelu(x, approximate)

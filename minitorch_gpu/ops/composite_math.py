@@ -246,6 +246,9 @@ class ErfcBackward0(Op):
 
     def forward(self, x):
         self.save_for_backward(x)
+        r = x._be.compiled_erfc(x._data)  # libm's, where the backend compiles it: ~150x faster than the fraction
+        if r is not None:
+            return r
         with no_grad():
             return _erfc64(x.to(_dtype.float64), False).to(x.dtype)._data
 

@@ -1,6 +1,7 @@
 """The CPU backend's compiled elementwise maps (backends/_elementwise_native.py) against their NumPy reference bodies:
 bit-identical where the loop repeats the reference's arithmetic, within a few ulp where it calls libm's vector
 functions; the same whatever the thread split; declining (computing nothing) what it cannot take."""
+import math
 import warnings
 
 import numpy as np
@@ -56,6 +57,11 @@ def _call(be, name, *args):
         return getattr(be, name)(*args)
     if name == "relu_backward":
         return be.threshold_backward(*args, 0)
+    if name == "erfc":  # no NumPy body: the reference is Python's (libm's double) erfc, rounded once
+        if be.native_elementwise:
+            return be.compiled_erfc(*args)
+        x = args[0]
+        return np.vectorize(math.erfc, otypes=[np.float64])(x.astype(np.float64)).astype(x.dtype)
     if name in native.UNARY:
         return be.unary(name, *args)
     return be.binary(name, *args)
