@@ -87,7 +87,7 @@ class _Library:
 
 def _build() -> _Library:
     src = Path(kernel_dir()) / _SOURCE
-    # glibc's vector math library first (vector exp, exp2, erf, log1p); without it the same loops call scalar libm
+    # glibc's vector math library first (vector exp, exp2, erf, erfc, log1p); without it the same loops call scalar libm
     path, lib = build("elementwise_cpu", [src, src.parent / "cpu_vecmath.h", src.parent / "pool_cpu.h"], _ABI,
                       _PURPOSE,
                       extras=(("-DMT_LIBMVEC", "-lmvec"), ()))
@@ -161,13 +161,13 @@ def unary(name: str, x: Any, out: Any = None, threads: Threads = 1) -> Any:
     n = x.size
     if n < MIN_SIZE[name]:
         return None
+    workers = _workers(n, threads)
+    if workers <= 1 and name in PARALLEL_ONLY:
+        return None
     y = _target(out, x.shape, dt, x)
     if y is None:
         return None
     code, dcode = UNARY[name], _DTYPES[dt]
-    workers = _workers(n, threads)
-    if workers <= 1 and name in PARALLEL_ONLY:
-        return None
     if workers <= 1:
         _check(lib.unary(code, dcode, n, _ptr(x), _ptr(y)))
     else:
