@@ -93,19 +93,32 @@ def nanmedian(input, dim=None, keepdim=False, *, out=None):
     if dim is None:
         r = NanmedianBackward0.apply(input)
         return r if out is None else write_out(r, out, "nanmedian")
+    x, d = _reduced_dim(input, dim, "nanmedian")
+    with no_grad():
+        _, i = _nanmedian_along(x, d)
+    return _selected(_nanmedian_result, "nanmedian", input, x, d, i.unsqueeze(d), keepdim, out)
+
+
+def _reduced_dim(input, dim, name):
+    """(``input`` made at least 1-d, ``dim`` wrapped) for a reduction along ``dim`` that takes one of its
+    elements; an empty ``dim`` raises PyTorch's IndexError."""
     x = input.reshape(1) if input.dim() == 0 else input
     d = wrap_dim(dim, input.dim())
     if x.shape[d] == 0:
-        raise IndexError(f"nanmedian(): Expected reduction dim {d} to have non-zero size.")
-    with no_grad():
-        _, i = _nanmedian_along(x, d)
-    i = i.unsqueeze(d)
+        raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+    return x, d
+
+
+def _selected(result, name, input, x, d, i, keepdim, out):
+    """The named tuple (values, indices) of the elements of ``x`` (from :func:`_reduced_dim`) at the indices ``i``
+    (of size 1 along ``d``), shaped as PyTorch returns such a reduction; values read with ``gather``, so their
+    gradient goes to the selected elements."""
     values = x.gather(d, i)
     if not keepdim or input.dim() == 0:
         values, i = values.squeeze(d), i.squeeze(d)
     if input.dim() == 0:
         values, i = values.reshape(()), i.reshape(())
-    return _nanmedian_result(*write_outs((values, i), out, "nanmedian", exact_dtype=True))
+    return result(*write_outs((values, i), out, name, exact_dtype=True))
 
 
 # ---------------------------------------------------------------------- quantile
@@ -210,11 +223,8 @@ def mode(input, dim=-1, keepdim=False, *, out=None):
     tensor(1)
     """
     check_tensor(input, "mode", "input")
-    x = input.reshape(1) if input.dim() == 0 else input
-    d = wrap_dim(dim, input.dim())
+    x, d = _reduced_dim(input, dim, "mode")
     n = x.shape[d]
-    if n == 0:
-        raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
     with no_grad():
         # sorted stably, a run of equal values keeps the original order: its last entry holds the last index
         s, idx = sort(x, d, stable=True)
@@ -232,12 +242,7 @@ def mode(input, dim=-1, keepdim=False, *, out=None):
         # argmax takes the first longest run: the smallest of the most frequent values
         end = argmax(run_length, d, keepdim=True)
         i = idx.gather(d, end)
-    values = x.gather(d, i)
-    if not keepdim or input.dim() == 0:
-        values, i = values.squeeze(d), i.squeeze(d)
-    if input.dim() == 0:
-        values, i = values.reshape(()), i.reshape(())
-    return _mode_result(*write_outs((values, i), out, "mode", exact_dtype=True))
+    return _selected(_mode_result, "mode", input, x, d, i, keepdim, out)
 
 
 METHODS = {"aminmax": aminmax, "nanmedian": nanmedian, "quantile": quantile, "nanquantile": nanquantile,
