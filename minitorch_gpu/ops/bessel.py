@@ -52,41 +52,41 @@ def _bessel_i(x, order, scaled):
     return where(small, series, far)
 
 
-def _evaluate(x, order, scaled):
-    with no_grad():
-        return _bessel_i(x.to(_dtype.float64), order, scaled).to(x.dtype)._data
+class _BesselOp(Op):
+    """One of the four functions (``order``, ``scaled`` set by each node class), computed in float64 and rounded
+    once to the input's dtype; each node defines its backward."""
 
-
-class I0Backward0(Op):
-    """``I_0``; d/dx = ``I_1``."""
+    order = 0
+    scaled = False
 
     def forward(self, x):
         self.save_for_backward(x)
-        return _evaluate(x, 0, False)
+        with no_grad():
+            return _bessel_i(x.to(_dtype.float64), self.order, self.scaled).to(x.dtype)._data
+
+
+class I0Backward0(_BesselOp):
+    """``I_0``; d/dx = ``I_1``."""
 
     def backward(self, g):
         x, = self.saved_tensors
         return g * i1(x)
 
 
-class SpecialI0EBackward0(Op):
+class SpecialI0EBackward0(_BesselOp):
     """``exp(-|x|) I_0(x)``; d/dx = ``i1e(x) - sgn(x) i0e(x)``."""
 
-    def forward(self, x):
-        self.save_for_backward(x)
-        return _evaluate(x, 0, True)
+    scaled = True
 
     def backward(self, g):
         x, = self.saved_tensors
         return g * (i1e(x) - x.sign() * i0e(x))
 
 
-class SpecialI1Backward0(Op):
+class SpecialI1Backward0(_BesselOp):
     """``I_1``; d/dx = ``I_0(x) - I_1(x) / x``, 1/2 at 0."""
 
-    def forward(self, x):
-        self.save_for_backward(x)
-        return _evaluate(x, 1, False)
+    order = 1
 
     def backward(self, g):
         x, = self.saved_tensors
@@ -95,12 +95,11 @@ class SpecialI1Backward0(Op):
         return g * where(zero, 0.5, i0(x) - i1(xs) / xs)
 
 
-class SpecialI1EBackward0(Op):
+class SpecialI1EBackward0(_BesselOp):
     """``exp(-|x|) I_1(x)``; d/dx = ``i0e(x) - i1e(x) (sgn(x) + 1/x)``, 1/2 at 0."""
 
-    def forward(self, x):
-        self.save_for_backward(x)
-        return _evaluate(x, 1, True)
+    order = 1
+    scaled = True
 
     def backward(self, g):
         x, = self.saved_tensors
