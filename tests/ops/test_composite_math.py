@@ -34,6 +34,15 @@ def _check(fn_ours, fn_theirs, ours_in, theirs_in, tol):
                 assert_close(a.grad, b.grad.numpy(), **tol)
 
 
+def _check_sum_gradient(fn_ours, fn_theirs, o, t, tol, grad_tol):
+    """Same values, then the same gradient of their sum for the leaves ``o`` / ``t``."""
+    r, e = fn_ours(o), fn_theirs(t)
+    assert_close(r, e.detach().numpy(), **tol)
+    r.sum().backward()
+    e.sum().backward()
+    assert_close(o.grad, t.grad.numpy(), **grad_tol)
+
+
 def torch_tensor_like(t, values):
     import torch
     return torch.tensor(values, dtype=t.dtype)
@@ -237,15 +246,9 @@ def test_special_tails(device, torch, dtype, name):
         a = np.array([-1.0, 0.0, 0.5, 1.0, 3.0, math.nan])
     else:
         a = np.array([-30.0, -10.0, -3.0, -1.5, -1.0, -0.5, 0.0, 0.3, 1.0, 1.9, 2.0, 5.0, 30.0])
-    o = mt.tensor(a, device=device, dtype=getattr(mt, dtype), requires_grad=True)
-    t = torch.tensor(a, dtype=getattr(torch, dtype), requires_grad=True)
-    r, e = getattr(mt.special, name)(o), getattr(torch.special, name)(t)
     tol = dict(rtol=3e-6, atol=0) if dtype == "float32" else dict(rtol=1e-12, atol=0)
-    assert_close(r, e.detach().numpy(), **tol)
-    r.sum().backward()
-    e.sum().backward()
-    assert_close(o.grad, t.grad.numpy(), **(dict(rtol=3e-6, atol=0) if dtype == "float32" else
-                                           dict(rtol=1e-12, atol=0)))
+    _check_sum_gradient(getattr(mt.special, name), getattr(torch.special, name), *_pair(torch, device, a, dtype), tol,
+                        tol)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -254,16 +257,10 @@ def test_bessel_i(device, torch, dtype, name):
     """Both sides of the switch from the power series to the asymptotic expansion (|x| = 30), 0, and overflow."""
     a = np.array([-60.0, -30.5, -30.0, -29.5, -10.0, -1.0, -1e-3, 0.0, 1e-3, 0.5, 1.0, 5.0, 15.0, 29.9, 30.0,
                   30.1, 45.0, 80.0, 700.0])
-    o = mt.tensor(a, device=device, dtype=getattr(mt, dtype), requires_grad=True)
-    t = torch.tensor(a, dtype=getattr(torch, dtype), requires_grad=True)
-    r, e = getattr(mt.special, name)(o), getattr(torch.special, name)(t)
-    assert_close(r, e.detach().numpy(), **(dict(rtol=1e-6, atol=0) if dtype == "float32" else
-                                           dict(rtol=1e-13, atol=0)))
-    r.sum().backward()
-    e.sum().backward()
     # the scaled forms' gradients are differences of close values: their rounding sets the tolerance
-    assert_close(o.grad, t.grad.numpy(), **(dict(rtol=1e-3, atol=1e-7) if dtype == "float32" else
-                                            dict(rtol=1e-12, atol=1e-15)))
+    _check_sum_gradient(getattr(mt.special, name), getattr(torch.special, name), *_pair(torch, device, a, dtype),
+                        dict(rtol=1e-6, atol=0) if dtype == "float32" else dict(rtol=1e-13, atol=0),
+                        dict(rtol=1e-3, atol=1e-7) if dtype == "float32" else dict(rtol=1e-12, atol=1e-15))
     assert mt.i0 is mt.special.i0 and mt.i0(mt.tensor([1, 2], device=device)).dtype is mt.float32
 
 
@@ -273,15 +270,9 @@ def test_ndtri(device, torch, dtype):
     outside [0, 1] (NaN); the gradient is PyTorch's closed form."""
     a = np.array([0.0, 1e-300, 1e-50, 1e-11, 1e-9, 1e-5, 0.01, 0.2, 0.5, 0.6, 0.975, 0.999999, 1.0, -0.1, 1.5,
                   math.nan])
-    o = mt.tensor(a, device=device, dtype=getattr(mt, dtype), requires_grad=True)
-    t = torch.tensor(a, dtype=getattr(torch, dtype), requires_grad=True)
-    r, e = mt.special.ndtri(o), torch.special.ndtri(t)
-    tol = dict(rtol=1e-6, atol=0) if dtype == "float32" else dict(rtol=1e-14, atol=0)
-    assert_close(r, e.detach().numpy(), **tol)
-    r.sum().backward()
-    e.sum().backward()
-    assert_close(o.grad, t.grad.numpy(), **(dict(rtol=1e-6, atol=0) if dtype == "float32" else
-                                            dict(rtol=1e-12, atol=0)))
+    _check_sum_gradient(mt.special.ndtri, torch.special.ndtri, *_pair(torch, device, a, dtype),
+                        dict(rtol=1e-6, atol=0) if dtype == "float32" else dict(rtol=1e-14, atol=0),
+                        dict(rtol=1e-6, atol=0) if dtype == "float32" else dict(rtol=1e-12, atol=0))
     back = mt.special.ndtr(mt.special.ndtri(mt.tensor([1e-200, 0.3, 0.9], dtype=mt.float64, device=device)))
     # ndtr's condition number at x ~ -30 is x^2 ~ 900: one ulp of x costs ~1e-13 of p
     assert_close(back, np.array([1e-200, 0.3, 0.9]), rtol=1e-12, atol=0)
@@ -298,15 +289,10 @@ def test_incomplete_gamma(device, torch, dtype, name):
     a = np.concatenate([[0.5, 1.0, 0.0, -1.0, 2.0, 1.0, 2.0, 0.0, 1e-3, 3.0], rng.uniform(0.01, 30.0, 40)])
     x = np.concatenate([[0.2, 2.0, 1.0, 1.0, 0.0, math.inf, -1.0, 0.0, 1e-4, math.nan], rng.uniform(0.0, 60.0, 40)])
     a, x = np.concatenate([a, [1000.0, 1000.0]]), np.concatenate([x, [990.0, 1100.0]])  # hundreds of iterations
-    xo = mt.tensor(x, device=device, dtype=getattr(mt, dtype), requires_grad=True)
-    xt = torch.tensor(x, dtype=getattr(torch, dtype), requires_grad=True)
-    r = getattr(mt.special, name)(mt.tensor(a, device=device, dtype=getattr(mt, dtype)), xo)
-    e = getattr(torch.special, name)(torch.tensor(a, dtype=getattr(torch, dtype)), xt)
+    ao, at = _pair(torch, device, a, dtype, grad=False)
     tol = dict(rtol=2e-5, atol=1e-30) if dtype == "float32" else dict(rtol=5e-9, atol=1e-300)
-    assert_close(r, e.detach().numpy(), **tol)
-    r.sum().backward()
-    e.sum().backward()
-    assert_close(xo.grad, xt.grad.numpy(), **tol)
+    _check_sum_gradient(lambda xo: getattr(mt.special, name)(ao, xo), lambda xt: getattr(torch.special, name)(at, xt),
+                        *_pair(torch, device, x, dtype), tol, tol)
     col = mt.tensor([[1.0], [4.0]], device=device, dtype=getattr(mt, dtype))
     row = mt.tensor([0.5, 3.0, 9.0], device=device, dtype=getattr(mt, dtype))
     assert_close(getattr(mt.special, name)(col, row),
