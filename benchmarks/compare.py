@@ -67,6 +67,8 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from minitorch_gpu.backends import _blas  # noqa: E402
+
 from ._report import machine_description, write_results  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
@@ -579,32 +581,12 @@ def run_case(name, libs, sz, rounds, warmup, target_s, quick, reps=None, settle=
 
 # ---------------------------------------------------------------------------------------------- threads
 
-def _numpy_blas_threads():
-    """The thread count NumPy's OpenBLAS actually uses, read from the library (None when it cannot be)."""
-    import ctypes
-    import glob
-    libdir = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
-    for path in glob.glob(os.path.join(libdir, "libscipy_openblas*.so*")) + glob.glob(
-            os.path.join(libdir, "libopenblas*.so*")):
-        try:
-            blas = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for sym in ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads", "openblas_get_num_threads64_",
-                    "openblas_get_num_threads"):
-            fn = getattr(blas, sym, None)
-            if fn is not None:
-                fn.restype = ctypes.c_int
-                return int(fn())
-    return None
-
-
 def setup_threads(n, torch, device):
     import minitorch_gpu as mt
     be = mt.zeros(1, device=device)._be
     be.optim_threads = n
     info = {"requested": n, "env": {v: os.environ.get(v) for v in _BLAS_ENV},
-            "numpy_blas": _numpy_blas_threads(), "ours_optim_pool": be._optim_threads()}
+            "numpy_blas": _blas.threads(), "numpy_blas_core": _blas.core(), "ours_optim_pool": be._optim_threads()}
     if torch is not None:
         torch.set_num_threads(n)
         info["torch"] = torch.get_num_threads()
@@ -624,7 +606,7 @@ def markdown(res):
     lines = [f"# minitorch_gpu vs PyTorch on {res['device']}{' (quick sizes)' if res['quick'] else ''}", "",
              f"minitorch_gpu {res['versions']['minitorch_gpu']} (NumPy {res['versions']['numpy']}), "
              f"PyTorch {res['versions'].get('torch', 'not installed')}. "
-             f"Threads: NumPy BLAS {th['numpy_blas']}, our optimizer pool {th['ours_optim_pool']}, "
+             f"Threads: NumPy BLAS {th['numpy_blas']} ({th.get('numpy_blas_core')} kernels), our optimizer pool {th['ours_optim_pool']}, "
              f"torch {th.get('torch', '-')} (requested {th['requested']}). "
              f"Medians of {res['rounds']} interleaved rounds{pause}; ratio = ours / torch (lower is better, 1.00 is parity). "
              f"Machine: {res.get('machine', 'not recorded')}.",

@@ -298,6 +298,18 @@ int gemm(const long long* geo, const T* a, const T* b, const T* bias, T* c, T* s
 
 }  // namespace
 
+// the width of the vectors the micro-kernel's 64-byte arithmetic compiles to here: the decision rule compares it
+// with BLAS's (backends/_gemm_native.py)
+extern "C" int mt_gemm_vector_bits() {
+#if defined(__AVX512F__)
+    return 512;
+#elif defined(__AVX__) || defined(__ARM_FEATURE_SVE)
+    return 256;
+#else
+    return 128;
+#endif
+}
+
 extern "C" long long mt_gemm_scratch(int dtype, const long long* geo) {
     Geo g;
     if (!read_geo(geo, &g)) return -1;

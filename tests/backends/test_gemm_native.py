@@ -22,6 +22,18 @@ def lib():
     return native.LIB.get()
 
 
+@pytest.fixture
+def same_width(monkeypatch):
+    """The rule for a BLAS whose kernels are as wide as this one's, whatever this machine's BLAS is."""
+    monkeypatch.setitem(native._WIDE, "value", False)
+
+
+@pytest.fixture
+def wider(monkeypatch):
+    """The rule for a BLAS with narrower kernels than this one's (OpenBLAS's AVX2 kernels on an AVX-512 CPU)."""
+    monkeypatch.setitem(native._WIDE, "value", True)
+
+
 def _operand(rng, shape, dt, layout):
     """An array of ``shape`` in ``layout``: "c" contiguous, "t" a transposed view of the last two dims, "s" every
     other element of a larger array, "r" the rows reversed (a negative stride)."""
@@ -145,7 +157,54 @@ def test_decision_rule():
     assert not native.native_wins(512, 512, 512, 1, False)
 
 
-def test_rule_routes_by_the_operands_as_multiplied():
+def test_wide_rule():
+    # every product of 2 rows and 16 columns or more, any layout, batches included
+    assert native.native_wins(512, 512, 512, 1, False, wide=True)
+    assert native.native_wins(512, 1024, 128, 1, False, wide=True)
+    assert native.native_wins(8, 64, 64, 64, False, wide=True)
+    assert native.native_wins(64, 64, 32, 4, False, wide=True)
+    assert native.native_wins(256, 512, 10, 1, False, wide=True)  # K of 10 (an MLP head's g @ W)
+    assert not native.native_wins(1, 1024, 1024, 1, True, wide=True)  # BLAS's matrix-vector product
+    assert not native.native_wins(256, 10, 512, 1, True, wide=True)  # a fraction of one vector of columns
+    assert not native.native_wins(16, 64, 16, 1, False, wide=True)  # too small to pay for the call
+    # a few rows against a B larger than L2: BLAS's split wins on several threads
+    assert native.native_wins(32, 2048, 2048, 1, True, wide=True)
+    assert not native.native_wins(32, 2048, 2048, 1, True, threads=2, wide=True)
+
+
+def test_wide_rule_routes_every_layout(wider):
+    rng = np.random.default_rng(8)
+    x, w = rng.standard_normal((300, 128)).astype(np.float32), rng.standard_normal((128, 200)).astype(np.float32)
+    r = native.matmul(x, w, None, 1)  # x @ W, 300 rows: BLAS's under the same-width rule
+    assert r is not None
+    np.testing.assert_allclose(r, x @ w, **TOL[np.float32])
+    assert native.matmul(x.T.copy(), w, None, 2, transpose_a=True) is not None  # a weight's gradient, 2 threads
+    # a product too small to split goes to this kernel on one thread, not to BLAS's two
+    s, ws = np.ones((16, 64), np.float32), np.ones((64, 1024), np.float32)
+    p = native.plan(s.shape, s.strides, ws.shape, ws.strides, 0, 2, wide=True)
+    assert p is not None and p.workers == 1
+    assert native.matmul(x[:1], w, None, 1) is None  # one row: BLAS
+
+
+def test_wider_than_blas_reads_both_sides(monkeypatch, lib):
+    monkeypatch.setitem(native._WIDE, "value", None)
+    monkeypatch.setattr(native._blas, "vector_bits", lambda: 256)
+    assert native.wider_than_blas() is (lib.vector_bits > 256)
+    monkeypatch.setitem(native._WIDE, "value", None)
+    monkeypatch.setattr(native._blas, "vector_bits", lambda: None)  # a BLAS not known to be narrow
+    assert native.wider_than_blas() is False
+
+
+def test_blas_core_is_read_or_unknown():
+    from minitorch_gpu.backends import _blas
+    name = _blas.core()
+    assert name is None or (isinstance(name, str) and name)
+    assert _blas.vector_bits() in (None, 256)
+    n = _blas.threads()
+    assert n is None or n >= 1
+
+
+def test_rule_routes_by_the_operands_as_multiplied(same_width):
     # the shape and layout checks run before the flags are applied: they must read op(a), op(b)
     rng = np.random.default_rng(6)
     h, w = rng.standard_normal((16, 256)).astype(np.float32), rng.standard_normal((1024, 256)).astype(np.float32)
@@ -161,7 +220,7 @@ def test_rule_routes_by_the_operands_as_multiplied():
     assert native.matmul(h[:, :8], w[:8, :8], None, 1) is None  # below the least size
 
 
-def test_more_threads_keep_the_products_this_kernel_splits_on_every_thread():
+def test_more_threads_keep_the_products_this_kernel_splits_on_every_thread(same_width):
     h, w = np.ones((16, 256), np.float32), np.ones((1024, 256), np.float32).T
     assert native.plan(h.shape, h.strides, w.shape, w.strides, 0, 1) is not None
     # an LSTM step: split by columns between both threads (the native pool's hand-off is a microsecond or two)
