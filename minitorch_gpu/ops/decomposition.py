@@ -13,6 +13,7 @@ import builtins
 import math
 
 from .. import _dtype
+from .._typeinfo import finfo
 from .._mode import _state
 from ..autograd.node import Op
 from ..tensor import Tensor
@@ -160,12 +161,15 @@ class LinalgDetBackward0(Op):
 
     def backward(self, g):
         A, d = self.saved_tensors
-        be = A._be
-        scale = (g * d).unsqueeze(-1).unsqueeze(-1)
-        if not be.to_numpy(be.unary("abs", d._data)).all():
-            # a singular matrix has no inverse, but det still has a gradient: its cofactor matrix
+        # a singular matrix has no inverse, but det still has a gradient: its cofactor matrix. "Singular" is
+        # numerical: a determinant within rounding of zero (LAPACK's LU of an exactly singular matrix seldom gives
+        # an exact 0, and det * inv(A) is then noise); Hadamard's bound (the product of the rows' norms) is the
+        # scale that rounding works at
+        n = A.shape[-1]
+        bound = vector_norm(A.detach(), dim=-1).prod(-1) * (n * finfo(A.dtype).eps)
+        if (d.detach().abs() <= bound).any().item():
             return g.unsqueeze(-1).unsqueeze(-1) * _cofactors(A)
-        return scale * inv(A).mT
+        return (g * d).unsqueeze(-1).unsqueeze(-1) * inv(A).mT
 
 
 def det(A, *, out=None):
