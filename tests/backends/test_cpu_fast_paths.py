@@ -151,6 +151,19 @@ def test_add_at_flat_path_matches_ufunc_at(be):
     np.testing.assert_array_equal(a, [0, 5, 0, 0, 4])
 
 
+def test_add_at_rows_path_matches_ufunc_at(be):
+    # an embedding's weight gradient: one row index, long rows; repeats up to the round limit and past it (the
+    # reference path), rows of 3-d tables, float64, a vocabulary with every index repeated
+    rng = np.random.default_rng(12)
+    for table, n, repeat in (((1000, 128), 512, None), ((40, 64), 600, None), ((300, 4, 8), 200, None),
+                             ((50, 32), 64, 9), ((50, 32), 64, 8)):
+        idx = rng.integers(0, table[0], n)
+        if repeat is not None:
+            idx[:repeat] = 7  # row 7 exactly `repeat` times or more
+        for dt in (np.float32, np.float64):
+            _add_at_both(be, table, (idx,), rng.standard_normal((n,) + table[1:]).astype(dt), dt=dt)
+
+
 def test_add_at_errors_are_numpys(be):
     with pytest.raises(IndexError, match="out of bounds"):
         be.add_at(np.zeros(3, np.float32), (np.array([5]),), np.ones(1, np.float32))
