@@ -40,6 +40,14 @@ def _group_tensors_by_device_and_dtype(tensorlistlist: TensorListList, with_indi
     """
     groups: dict[tuple[Any, Any], tuple[TensorListList, Indices]] = {}
     first = tensorlistlist[0]
+    if first:
+        # the usual case, every tensor on one device in one dtype (an optimizer step on each call): one group,
+        # the lists copied whole instead of entry by entry
+        be, dt = first[0]._be, first[0]._data.dtype
+        if all(t._be is be and t._data.dtype == dt for t in first):
+            n = len(first)
+            lists = [list(src[:n]) + [None] * (n - len(src)) for src in tensorlistlist]
+            return {(first[0].device, first[0].dtype): (lists, list(range(n)))}
     for i, t in enumerate(first):
         key = (t.device, t.dtype)
         entry = groups.get(key)

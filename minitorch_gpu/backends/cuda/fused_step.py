@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .._types import Array, writable
+from .._types import Array
 from .loader import define_int, enum_codes
 
 __all__ = ["FusedStep", "fused_group_sizes", "group_scalar_count", "OPTIM_KINDS"]
@@ -103,7 +103,9 @@ def fused_group_sizes(step: FusedStep, array_type: Any, dt: Any, writeable: bool
             if type(a) is not array_type or (a.dtype is not dt and a.dtype != dt) or a.size != n:
                 return None
             fl = a.flags
-            if not fl.c_contiguous or (writeable and j != 1 and not writable(a)):
+            # a C-contiguous array has no zero stride over a dim longer than 1 (no broadcast to write through),
+            # so NumPy's writeable flag (CuPy has none) is all that ``writable`` would add
+            if not fl.c_contiguous or (writeable and j != 1 and getattr(fl, "writeable", True) is False):
                 return None
         sizes.append(n)
     return sizes
