@@ -260,6 +260,21 @@ class ElementwiseMixin(PrimitiveHost):
             return xp.equal(x, 0) if out is None else xp.equal(x, 0, out=out)
         return xp.logical_not(x) if out is None else xp.logical_not(x, out=out)
 
+    def _truth(self, v: Operand) -> Operand:
+        """``v != 0`` for a numeric array (the same truth value: NaN is true), else ``v``: NumPy's logical ufuncs
+        turn each float or integer element into a bool in a scalar loop, its comparison has a SIMD one (1M
+        float32: logical_and 1.0 ms, two comparisons and an and of the bools 0.2 ms)."""
+        return self.xp.not_equal(v, 0) if getattr(v, "ndim", 0) and v.dtype.kind in "fiu" else v
+
+    def _logical_and(self, a: Operand, b: Operand, out: Array | None = None) -> Array:
+        return self.xp.logical_and(self._truth(a), self._truth(b), out=out)
+
+    def _logical_or(self, a: Operand, b: Operand, out: Array | None = None) -> Array:
+        return self.xp.logical_or(self._truth(a), self._truth(b), out=out)
+
+    def _logical_xor(self, a: Operand, b: Operand, out: Array | None = None) -> Array:
+        return self.xp.logical_xor(self._truth(a), self._truth(b), out=out)
+
     def _relu(self, x: Array, out: Array | None = None) -> Array:
         # clip and maximum keep NaN, like PyTorch's relu. NOTE: NumPy's maximum against a scalar has no SIMD
         # loop (about 6x slower than clip here); clip also keeps -0.0 as PyTorch does (maximum gives +0.0)
@@ -350,6 +365,13 @@ class ElementwiseMixin(PrimitiveHost):
     def _remainder(self, a: Operand, b: Operand, out: Array | None = None) -> Array:
         self._check_int_divisor(a, b)
         xp = self.xp
+        if (b if hasattr(b, "dtype") else a).dtype.kind in "iu" and hasattr(a, "dtype") and a.dtype.kind in "iu":
+            # a - floor(a / b) * b, exact in wrapping integer arithmetic (the true remainder fits): NumPy's integer
+            # floor division by a number has a fast path, its remainder has none and takes a branch per element
+            # on negative dividends (1M int32 by 8: 7.4 ms against 0.35 ms)
+            q = xp.floor_divide(a, b)
+            q = xp.multiply(q, b, out=q) if hasattr(q, "shape") and q.shape else q * b
+            return xp.subtract(a, q) if out is None else xp.subtract(a, q, out=out)
         r = xp.remainder(a, b) if out is None else xp.remainder(a, b, out=out)
         if r.dtype.kind == "f":
             r = xp.asarray(r)  # NumPy returns a scalar for 0-d operands

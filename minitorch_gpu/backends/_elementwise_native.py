@@ -43,7 +43,7 @@ BINARY: dict[str, int] = enum_codes(_SOURCE, "BinaryOp")
 SMALL_OK = frozenset({"erf", "gelu", "gelu_tanh", "silu", "gelu_backward", "gelu_tanh_backward", "erfinv", "lgamma",
                       "digamma", "erfc"})
 """Ops whose NumPy body takes ten passes or more: the compiled pass wins at every size."""
-SCALAR_LIBM = frozenset({"fmod", "remainder", "floor_divide", "logaddexp", "logaddexp2", "hypot"})
+SCALAR_LIBM = frozenset({"fmod", "remainder", "floor_divide", "logaddexp", "logaddexp2", "hypot", "exp2"})
 """Ops NumPy computes in a scalar libm loop (5-20 ns an element): the compiled pass wins from ``SMALL_MIN``
 elements on. The rest (sigmoid, sign, the activation gradients: a few fast ufunc passes) only from ``MEDIUM_MIN``,
 where their passes over memory outweigh the fixed cost of a ctypes call (a few microseconds)."""

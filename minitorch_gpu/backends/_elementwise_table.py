@@ -88,7 +88,8 @@ PRIMITIVES: tuple[Prim, ...] = (
     # ---- binary: bool out
     _b("eq", "equal", kernel="C"), _b("ne", "not_equal", kernel="C"), _b("lt", "less", kernel="C"),
     _b("le", "less_equal", kernel="C"), _b("gt", "greater", kernel="C"), _b("ge", "greater_equal", kernel="C"),
-    _b("logical_and", kernel="C"), _b("logical_or", kernel="C"), _b("logical_xor", kernel="C"),
+    _b("logical_and", kernel="C", body="_logical_and"), _b("logical_or", kernel="C", body="_logical_or"),
+    _b("logical_xor", kernel="C", body="_logical_xor"),
     # ---- kernel-only binary codes: fused backwards of the activations
     _b("gelu_backward", served_by="gelu_backward"), _b("gelu_tanh_backward", served_by="gelu_backward"),
     _b("silu_backward", served_by="(kernel tests only)"), _b("sigmoid_backward", served_by="(kernel tests only)"),

@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     from .cuda.fused_step import FusedStep
 
 
+# float exponents whose ``x ** e`` the compiled elementwise library computes in one pass, as PyTorch does
+_ONE_PASS_POW = {-0.5: "rsqrt", 3.0: "cube"}
+
 # PyTorch computes log(0), 1/0, inf*0 silently (IEEE results); NumPy warns. Entering np.errstate around
 # every primitive would cost more than the primitive on small tensors, so the warnings NumPy attributes
 # to our own backend modules are filtered once instead; the user's NumPy error state is left alone.
@@ -322,7 +325,12 @@ class NumpyBackend(CpuCnnMixin, Backend):
 
     def _pow(self, a: Operand, b: Operand, out: Array | None = None) -> Array:
         # glibc's pow is ~50x slower on negative bases: float ** number takes PyTorch's multiplications instead
-        r = scalar_pow(a, b)
+        # (** -0.5 and ** 3, PyTorch's 1 / sqrt(x) and (x * x) * x, in one compiled pass where the array is large
+        # enough)
+        one_pass = _ONE_PASS_POW.get(b) if b.__class__ in (float, int) and a.__class__ is np.ndarray else None
+        r = None if one_pass is None else self._compiled(one_pass, a)
+        if r is None:
+            r = scalar_pow(a, b)
         if r is None:
             return super()._pow(a, b, out)
         if out is None:

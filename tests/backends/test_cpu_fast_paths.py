@@ -469,3 +469,34 @@ def test_layer_norm_direct_path_is_norm_forward_bit_for_bit(be, dt, params):
                 _same(saved[k], saved_ref[k])
             if keep:
                 assert not np.shares_memory(y, saved["xhat"])
+
+
+# ---------------------------------------------------------------------- integer remainder, logical ops of numbers
+
+def test_integer_remainder_matches_numpy(be):
+    # floor division then a multiply-subtract: every sign, the extremes of each type, numbers and arrays
+    rng = np.random.default_rng(13)
+    for dt in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint32):
+        info = np.iinfo(dt)
+        a = rng.integers(info.min, info.max, 500, dtype=dt, endpoint=True)
+        a[:2] = info.min, info.max
+        b = rng.integers(1, 40, 500).astype(dt)
+        if info.min < 0:
+            b[::2] = -b[::2]
+            b[1] = -1  # min % -1: the quotient wraps, the remainder is 0
+        for divisor in (b, dt(8), dt(7), dt(info.max)):
+            _same(be.binary("remainder", a, divisor), np.remainder(a, divisor))
+        _same(be.binary("remainder", dt(5), b), np.remainder(dt(5), b))
+
+
+def test_logical_ops_of_numbers_match_numpy(be):
+    rng = np.random.default_rng(14)
+    x = rng.standard_normal(5000).astype(np.float32)
+    y = rng.standard_normal(5000).astype(np.float32)
+    x[::7], y[::5], y[::11], x[::13] = np.nan, 0.0, -0.0, np.inf
+    for name in ("logical_and", "logical_or", "logical_xor"):
+        ref = getattr(np, name)
+        _same(be.binary(name, x, y), ref(x, y))
+        _same(be.binary(name, x.astype(np.int32), y), ref(x.astype(np.int32), y))
+        _same(be.binary(name, x, 0.0), ref(x, 0.0))
+        _same(be.binary(name, x > 0, y), ref(x > 0, y))
