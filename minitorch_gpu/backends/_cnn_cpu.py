@@ -19,6 +19,7 @@ NumPy composition runs.
 from __future__ import annotations
 
 import itertools
+import functools
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -85,6 +86,26 @@ class _Plan:
 
     def window_shape(self, batch: int) -> tuple[int, ...]:
         return (self.cg,) + self.kernel + (batch,) + self.blocks
+
+
+@functools.lru_cache(maxsize=512)
+def _cached_plan(x_shape: Shape, w_shape: Shape, stride: Shape, pads: Pads, dilation: Shape, groups: int,
+                 blocks: Shape, itemsize: int, rules: tuple[Any, ...]) -> _Plan:
+    return _Plan(x_shape, w_shape, stride, pads, dilation, groups, blocks, itemsize)
+
+
+def _plan(x_shape: Shape, w_shape: Shape, stride: Shape, pads: Pads, dilation: Shape, groups: int, blocks: Shape,
+          itemsize: int) -> _Plan:
+    """The (read-only) plan of a convolution, shared by every call of the same geometry: a training step makes
+    the same few convolutions each time, and a plan costs about 9 us to work out (0.5 us from the cache). The
+    key holds the module settings a plan reads, so that changing one (tests do) makes new plans."""
+    rules = (_COLS_BYTES, _MIN_WIDTH, _DIRECT_MAX_COLUMNS, _DIRECT_MIN_ROW_BYTES, _winograd._MIN_CHANNELS,
+             _igemm._MIN_CHANNELS, _igemm._MAX_FILTER_BYTES)
+    try:
+        return _cached_plan(tuple(x_shape), tuple(w_shape), tuple(stride), tuple(map(tuple, pads)),
+                            tuple(dilation), groups, tuple(blocks), itemsize, rules)
+    except TypeError:  # an unhashable part: work it out afresh
+        return _Plan(x_shape, w_shape, stride, pads, dilation, groups, blocks, itemsize)
 
 
 def _plane_view(shape: Shape) -> tuple[int, int]:
@@ -279,7 +300,7 @@ class CpuCnnMixin(CnnMixin):
                      groups: int, blocks: Shape) -> Array | None:
         if not _floats(x, w, bias) or 0 in x.shape or 0 in w.shape:
             return None
-        p = _Plan(x.shape, w.shape, stride, pads, dilation, groups, blocks, x.itemsize)
+        p = _plan(x.shape, w.shape, stride, pads, dilation, groups, blocks, x.itemsize)
         lib = self._cnn_lib()
         if p.winograd:
             return self._winograd_forward(p, lib, x, w, bias)
@@ -322,11 +343,11 @@ class CpuCnnMixin(CnnMixin):
                         x_shape: Shape) -> Array | None:
         if not _floats(g, w) or 0 in g.shape or 0 in w.shape or 0 in x_shape:
             return None
-        p = _Plan(x_shape, w.shape, stride, pads, dilation, groups, g.shape[2:], g.itemsize)
+        p = _plan(x_shape, w.shape, stride, pads, dilation, groups, g.shape[2:], g.itemsize)
         lib = self._cnn_lib()
         if p.winograd:
             return self._winograd_input_grad(p, lib, g, w, x_shape)
-        if lib is not None and p.direct and _Plan(g.shape, (x_shape[1], w.shape[0] // groups) + p.kernel, stride,
+        if lib is not None and p.direct and _plan(g.shape, (x_shape[1], w.shape[0] // groups) + p.kernel, stride,
                                                   pads, dilation, groups, p.spatial, g.itemsize).direct:
             # at stride 1 the input gradient is the convolution of g with the flipped, transposed weight, g
             # placed so that each input position's taps are the outputs that read it
@@ -358,7 +379,7 @@ class CpuCnnMixin(CnnMixin):
                          w_shape: Shape) -> Array | None:
         if not _floats(g, x) or 0 in g.shape or 0 in x.shape or 0 in w_shape:
             return None
-        p = _Plan(x.shape, w_shape, stride, pads, dilation, groups, g.shape[2:], x.itemsize)
+        p = _plan(x.shape, w_shape, stride, pads, dilation, groups, g.shape[2:], x.itemsize)
         lib = self._cnn_lib()
         if p.winograd:
             return self._winograd_weight_grad(p, lib, g, x, w_shape)
