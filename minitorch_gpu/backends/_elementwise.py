@@ -365,7 +365,8 @@ class ElementwiseMixin(PrimitiveHost):
     def _remainder(self, a: Operand, b: Operand, out: Array | None = None) -> Array:
         self._check_int_divisor(a, b)
         xp = self.xp
-        if (b if hasattr(b, "dtype") else a).dtype.kind in "iu" and hasattr(a, "dtype") and a.dtype.kind in "iu":
+        if getattr(a, "dtype", None) is not None and a.dtype.kind in "iu" and (
+                b.dtype.kind in "iu" if hasattr(b, "dtype") else b.__class__ is int):
             # a - floor(a / b) * b, exact in wrapping integer arithmetic (the true remainder fits): NumPy's integer
             # floor division by a number has a fast path, its remainder has none and takes a branch per element
             # on negative dividends (1M int32 by 8: 7.4 ms against 0.35 ms)

@@ -481,7 +481,7 @@ def _add_rows(a: Array, index: Any, values: Any) -> bool:
         return False
     inner = math.prod(a.shape[1:])
     if inner < _ADD_ROWS_MIN or ix.size * inner < _ADD_ROWS_MIN_ELEMENTS or not isinstance(values, _np.ndarray) \
-            or values.shape != (ix.size,) + a.shape[1:]:
+            or values.dtype != a.dtype or values.shape != (ix.size,) + a.shape[1:]:
         return False
     if ix.min() < 0 or ix.max() >= a.shape[0]:
         return False  # negative or out of range: ufunc.at wraps or reports it
