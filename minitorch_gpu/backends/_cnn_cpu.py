@@ -18,8 +18,8 @@ NumPy composition runs.
 """
 from __future__ import annotations
 
-import itertools
 import functools
+import itertools
 import math
 from typing import TYPE_CHECKING, Any
 
