@@ -86,6 +86,24 @@ def _restore(g, in_shape, axes, keepdim):
     return g.reshape(_keep_shape(in_shape, axes))
 
 
+def _spread(g, in_shape, axes, keepdim, np_dtype=None):
+    """A reduction's output gradient broadcast back over its input's shape (in ``np_dtype`` when given). Outside
+    create_graph the gradient is a constant: the broadcast view of its array, without the two view nodes a
+    reshape and an expand would record (about half of a tiny ``sum().backward()``)."""
+    if not _state.grad and g.__class__ is Tensor:
+        be = g._be
+        d = g._data
+        if not keepdim and in_shape:
+            d = be.reshape(d, _keep_shape(in_shape, axes))
+        if np_dtype is not None and d.dtype != np_dtype:
+            d = be.astype(d, np_dtype)
+        return Tensor._make(d if d.shape == in_shape else be.broadcast_to(d, in_shape), be)
+    g = _restore(g, in_shape, axes, keepdim)
+    if np_dtype is not None and g._data.dtype != np_dtype:
+        g = g.to(_dtype.from_numpy_dtype(np_dtype))
+    return g.expand(in_shape)
+
+
 def _tensor(arr, be):
     return Tensor._make(arr, be)
 
@@ -130,10 +148,7 @@ class SumBackward0(Op):
         return x._be.sum(d, axes, keepdim, np_dtype)
 
     def backward(self, g):
-        g = _restore(g, self.in_shape, self.axes, self.keepdim)
-        if g._data.dtype != self.in_dtype:
-            g = g.to(_dtype.from_numpy_dtype(self.in_dtype))
-        return (g.expand(self.in_shape),)
+        return (_spread(g, self.in_shape, self.axes, self.keepdim, self.in_dtype),)
 
 
 class SumBackward1(SumBackward0):
@@ -171,7 +186,7 @@ class MeanBackward0(Op):
     def backward(self, g):
         if self.n:
             g = g * (1.0 / self.n)
-        return (_restore(g, self.in_shape, self.axes, self.keepdim).expand(self.in_shape),)
+        return (_spread(g, self.in_shape, self.axes, self.keepdim),)
 
 
 class MeanBackward1(MeanBackward0):
