@@ -2,6 +2,7 @@
 and no kernel spills registers to local memory. ptxas's per-kernel report (registers, stack, spills, shared
 memory) is printed (``pytest -s``) and attached to the test report."""
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -31,14 +32,31 @@ def test_every_kernel_family_has_a_file():
     assert EXPECTED <= set(FILES)
 
 
+@pytest.fixture(scope="module")
+def compiled():
+    """{(file, arch): (exported names, the compile's future)}: every program submitted at once to a thread per
+    core. ctypes releases the GIL around NVRTC, whose programs compile independently, so the gate's few minutes
+    of compiling (the largest step of the test suite) divide between the cores; each test waits for its own."""
+    _need_nvrtc()
+    jobs = {}
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        for fname in FILES:
+            text = loader.source(fname)
+            names = loader.exports(fname, text)
+            for arch in ARCHS:
+                fut = pool.submit(nvrtc.compile, text, fname, arch, loader.nvrtc_options(), names, verbose=True) \
+                    if names else None
+                jobs[(fname, arch)] = (names, fut)
+        # leaving the pool waits for every program: a failure is reported by its own test below
+    return jobs
+
+
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("fname", FILES)
-def test_compiles_without_spills(fname, arch, record_property):
-    _need_nvrtc()
-    text = loader.source(fname)
-    names = loader.exports(fname, text)
+def test_compiles_without_spills(fname, arch, record_property, compiled):
+    names, fut = compiled[(fname, arch)]
     assert names, f"{fname} exports no kernel"
-    res = nvrtc.compile(text, fname, arch, loader.nvrtc_options(), names, verbose=True)
+    res = fut.result()
     assert res.cubin[:4] == b"\x7fELF"
     usage = res.resource_usage()
     readable = {mangled: expr for expr, mangled in res.lowered.items()}
