@@ -195,13 +195,15 @@ def test_wider_than_blas_reads_both_sides(monkeypatch, lib):
     assert native.wider_than_blas() is False
 
 
-def test_blas_core_is_read_or_unknown():
+def test_blas_kernel_family_sets_its_width(monkeypatch):
     from minitorch_gpu.backends import _blas
-    name = _blas.core()
-    assert name is None or (isinstance(name, str) and name)
-    assert _blas.vector_bits() in (None, 256)
-    n = _blas.threads()
-    assert n is None or n >= 1
+    # NumPy's own OpenBLAS answers (its wheels always bundle one)
+    name, n = _blas.core(), _blas.threads()
+    assert name is None or (isinstance(name, str) and name) and n is not None and n >= 1
+    for family, bits in (("Haswell", 256), ("Zen", 256), ("SandyBridge", 256), ("SkylakeX", None),
+                         ("SapphireRapids", None), ("NeoverseV1", None), (None, None)):
+        monkeypatch.setattr(_blas, "core", lambda family=family: family)
+        assert _blas.vector_bits() == bits, family
 
 
 def test_rule_routes_by_the_operands_as_multiplied(same_width):
