@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ._cpu_library import CpuLibrary, address, build, parallel_entry, run_counted
+from ._cpu_library import CpuLibrary, address_or_none, build, parallel_entry, run_counted
 from .cuda.loader import kernel_dir
 
 __all__ = ["library", "Cnn", "LIB"]
@@ -53,11 +53,6 @@ _DTYPES = {np.dtype(np.float32): 0, np.dtype(np.float64): 1}
 _GEO = 21  # cnn_cpu.cpp's kGeo
 
 _i64, _ptr, _int = ctypes.c_longlong, ctypes.c_void_p, ctypes.c_int
-
-
-def _addr(a: Any) -> int | None:
-    # _cpu_library's address: read off the array object, a fifth of __array_interface__'s cost (a dict per call)
-    return None if a is None else address(a)
 
 
 def geometry(channels: int, spatial: Sequence[int], kernel: Sequence[int], stride: Sequence[int],
@@ -141,12 +136,12 @@ class Cnn:
     def im2col(self, geo: Any, x: Any, batch: int, cols: Any, threads: int) -> None:
         """Columns (geo's C * K, batch * L) of ``batch`` samples of the image ``x`` points into (its first sample's
         first channel; the sample and channel strides are geo's), into the contiguous ``cols``."""
-        self._run("im2col", self._fn["im2col"], (_DTYPES[cols.dtype], geo, _addr(x), batch, _addr(cols)), geo[0],
+        self._run("im2col", self._fn["im2col"], (_DTYPES[cols.dtype], geo, address_or_none(x), batch, address_or_none(cols)), geo[0],
                   cols.size, threads)
 
     def col2im(self, geo: Any, cols: Any, batch: int, dx: Any, threads: int) -> None:
         """The adjoint of :meth:`im2col`: ``batch`` samples of geo's C channels of ``dx`` overwritten."""
-        self._run("col2im", self._fn["col2im"], (_DTYPES[cols.dtype], geo, _addr(cols), batch, _addr(dx)),
+        self._run("col2im", self._fn["col2im"], (_DTYPES[cols.dtype], geo, address_or_none(cols), batch, address_or_none(dx)),
                   batch * geo[0], cols.size, threads)
 
     def direct_conv(self, args: Sequence[int], xp: Any, w_packed: Any, bias: Any, y: Any, threads: int) -> None:
@@ -155,7 +150,7 @@ class Cnn:
         batch, o = args[0], args[4]
         blocks = -(-o // DIRECT_BLOCK)
         self._run("direct convolution", self._fn["direct"],
-                  (_DTYPES[y.dtype], (_i64 * 13)(*args), _addr(xp), _addr(w_packed), _addr(bias), _addr(y)),
+                  (_DTYPES[y.dtype], (_i64 * 13)(*args), address_or_none(xp), address_or_none(w_packed), address_or_none(bias), address_or_none(y)),
                   batch * blocks, batch * o * args[9] * args[10] * 8, threads)
 
     def direct_conv_weight_grad(self, args: Sequence[int], xp: Any, g: Any, dw: Any, threads: int) -> None:
@@ -164,7 +159,7 @@ class Cnn:
         c, o, k = args[1], args[4], args[5] * args[6]
         pieces = -(-o // _GRAD_OUT) * c * -(-k // _GRAD_TAPS)
         self._run("direct convolution weight gradient", self._fn["direct_wg"],
-                  (_DTYPES[dw.dtype], (_i64 * 13)(*args), _addr(xp), _addr(g), _addr(dw)), pieces,
+                  (_DTYPES[dw.dtype], (_i64 * 13)(*args), address_or_none(xp), address_or_none(g), address_or_none(dw)), pieces,
                   args[0] * o * c * k * args[9] * args[10], threads)
 
     # Winograd F(2x2, 3x3): cnn_cpu.cpp's mt_cnn_wino_*; ``args`` its WinoGeo (14 values: input and output
@@ -182,7 +177,7 @@ class Cnn:
         column stride, flip, ldu)."""
         lanes = 64 // u.itemsize
         self._run("Winograd weight transform", self._fn["wino_weight"],
-                  (_DTYPES[u.dtype], (_i64 * 6)(*args), _addr(w), _addr(u)), -(-args[5] // (2 * lanes)), u.size,
+                  (_DTYPES[u.dtype], (_i64 * 6)(*args), address_or_none(w), address_or_none(u)), -(-args[5] // (2 * lanes)), u.size,
                   threads)
 
     def wino_conv(self, args: Sequence[int], x: Any, u: Any, bias: Any, y: Any, tiles: int, threads: int) -> None:
@@ -192,7 +187,7 @@ class Cnn:
         chunks, work = -(-tiles // args[11]), tiles * args[1] * args[4]
         scratch, elems = self._slots(geo, 0, y.dtype, self.workers(chunks, work, threads))
         self._run("Winograd convolution", self._fn["wino_conv"],
-                  (_DTYPES[y.dtype], geo, _addr(x), _addr(u), _addr(bias), _addr(y), _addr(scratch), elems),
+                  (_DTYPES[y.dtype], geo, address_or_none(x), address_or_none(u), address_or_none(bias), address_or_none(y), address_or_none(scratch), elems),
                   chunks, work, threads, slots=True)
 
     def wino_tiles(self, args: Sequence[int], which: int, src: Any, dst: Any, t0: int, cnt: int,
@@ -203,7 +198,7 @@ class Cnn:
         pieces, work = -(-cnt // _WINO_PIECE), cnt * 16 * args[9 + which]
         scratch, elems = self._slots(geo, 1, dst.dtype, self.workers(pieces, work, threads))
         self._run("Winograd tiles", self._fn["wino_tiles"],
-                  (_DTYPES[dst.dtype], geo, which, _addr(src), _addr(dst), t0, cnt, _addr(scratch), elems), pieces,
+                  (_DTYPES[dst.dtype], geo, which, address_or_none(src), address_or_none(dst), t0, cnt, address_or_none(scratch), elems), pieces,
                   work, threads, slots=True)
 
     def wino_untile(self, args: Sequence[int], m: Any, bias: Any, y: Any, t0: int, cnt: int, threads: int) -> None:
@@ -212,7 +207,7 @@ class Cnn:
         pieces, work = -(-cnt // _WINO_PIECE), cnt * 16 * args[10]
         scratch, elems = self._slots(geo, 1, y.dtype, self.workers(pieces, work, threads))
         self._run("Winograd output tiles", self._fn["wino_untile"],
-                  (_DTYPES[y.dtype], geo, _addr(m), _addr(bias), _addr(y), t0, cnt, _addr(scratch), elems), pieces,
+                  (_DTYPES[y.dtype], geo, address_or_none(m), address_or_none(bias), address_or_none(y), t0, cnt, address_or_none(scratch), elems), pieces,
                   work, threads, slots=True)
 
     def wino_products(self, args: Sequence[int], which: int, a: Any, b: Any, out: Any, cnt: int, accumulate: bool,
@@ -222,7 +217,7 @@ class Cnn:
         c, o, lanes = args[1], args[4], 64 // out.itemsize
         blocks = -(-args[10] // (2 * lanes)) if which == 0 else -(-o // _WINO_GRAD_ROWS)
         self._run("Winograd products", self._fn["wino_products"],
-                  (_DTYPES[out.dtype], (_i64 * 14)(*args), which, _addr(a), _addr(b), _addr(out), cnt,
+                  (_DTYPES[out.dtype], (_i64 * 14)(*args), which, address_or_none(a), address_or_none(b), address_or_none(out), cnt,
                    int(accumulate)), 16 * blocks, cnt * c * o * 16, threads)
 
     def wino_wgrad_parts(self, args: Sequence[int], per_part: int, x: Any, g: Any, z: Any, tiles: int,
@@ -233,20 +228,20 @@ class Cnn:
         parts, work = z.shape[0], tiles * args[1] * args[4]
         scratch, elems = self._slots(geo, 2, z.dtype, self.workers(parts, work, threads))
         self._run("Winograd weight gradient", self._fn["wino_parts"],
-                  (_DTYPES[z.dtype], geo, per_part, _addr(x), _addr(g), _addr(z), _addr(scratch), elems), parts,
+                  (_DTYPES[z.dtype], geo, per_part, address_or_none(x), address_or_none(g), address_or_none(z), address_or_none(scratch), elems), parts,
                   work, threads, slots=True)
 
     def wino_wgrad_finish(self, args: Sequence[int], z: Any, dw: Any, threads: int) -> None:
         """``dw`` from the parts of ``z`` summed in order."""
         self._run("Winograd weight-gradient transform", self._fn["wino_finish"],
-                  (_DTYPES[dw.dtype], (_i64 * 14)(*args), _addr(z), z.shape[0], _addr(dw)), args[4], z.size,
+                  (_DTYPES[dw.dtype], (_i64 * 14)(*args), address_or_none(z), z.shape[0], address_or_none(dw)), args[4], z.size,
                   threads)
 
     # implicit GEMM on channels-last rows: mt_cnn_gemm_*; ``args`` its GemmGeo (20 values: shapes, kernel, stride,
     # dilation, low padding, Cp, Op, positions per chunk tc, sample strides)
     def gemm_weight(self, args: Sequence[int], w: Any, b: Any, threads: int) -> None:
         """The filters ``w`` packed into the zeroed ``b``: args (O, C, taps, Cp, Op)."""
-        self._run("filter packing", self._fn["gemm_weight"], (_DTYPES[b.dtype], (_i64 * 5)(*args), _addr(w), _addr(b)),
+        self._run("filter packing", self._fn["gemm_weight"], (_DTYPES[b.dtype], (_i64 * 5)(*args), address_or_none(w), address_or_none(b)),
                   -(-args[0] // (128 // b.itemsize)), b.size, threads)
 
     def gemm_conv(self, args: Sequence[int], x: Any, b: Any, bias: Any, y: Any, threads: int) -> None:
@@ -256,7 +251,7 @@ class Cnn:
         chunks, work = -(-positions // args[17]), positions * args[1] * args[4]
         scratch, elems = self._slots(geo, 0, y.dtype, self.workers(chunks, work, threads), self._fn["gemm_scratch"])
         self._run("convolution", self._fn["gemm_conv"],
-                  (_DTYPES[y.dtype], geo, _addr(x), _addr(b), _addr(bias), _addr(y), _addr(scratch), elems), chunks,
+                  (_DTYPES[y.dtype], geo, address_or_none(x), address_or_none(b), address_or_none(bias), address_or_none(y), address_or_none(scratch), elems), chunks,
                   work, threads, slots=True)
 
     def gemm_wgrad_parts(self, args: Sequence[int], per_part: int, x: Any, g: Any, z: Any, threads: int) -> None:
@@ -266,37 +261,37 @@ class Cnn:
         parts, work = z.shape[0], args[0] * args[5] * args[6] * args[1] * args[4]
         scratch, elems = self._slots(geo, 1, z.dtype, self.workers(parts, work, threads), self._fn["gemm_scratch"])
         self._run("convolution weight gradient", self._fn["gemm_parts"],
-                  (_DTYPES[z.dtype], geo, per_part, _addr(x), _addr(g), _addr(z), _addr(scratch), elems), parts,
+                  (_DTYPES[z.dtype], geo, per_part, address_or_none(x), address_or_none(g), address_or_none(z), address_or_none(scratch), elems), parts,
                   work, threads, slots=True)
 
     def gemm_wgrad_finish(self, args: Sequence[int], z: Any, dw: Any, threads: int) -> None:
         """``dw`` from the parts of ``z`` summed in order."""
         self._run("convolution weight-gradient sum", self._fn["gemm_finish"],
-                  (_DTYPES[dw.dtype], (_i64 * 20)(*args), _addr(z), z.shape[0], _addr(dw)), args[4], z.size, threads)
+                  (_DTYPES[dw.dtype], (_i64 * 20)(*args), address_or_none(z), z.shape[0], address_or_none(dw)), args[4], z.size, threads)
 
     def max_pool_forward(self, geo: Any, x: Any, planes: int, y: Any, indices: Any, threads: int) -> None:
         self._run("max pooling", self._fn["pool_fwd"],
-                  (_DTYPES[x.dtype], geo, _addr(x), planes, _addr(y), _addr(indices)), -(-planes // 64), x.size,
+                  (_DTYPES[x.dtype], geo, address_or_none(x), planes, address_or_none(y), address_or_none(indices)), -(-planes // 64), x.size,
                   threads)
 
     def max_pool_backward(self, geo: Any, g: Any, indices: Any, planes: int, dx: Any, threads: int) -> None:
         self._run("max pooling backward", self._fn["pool_bwd"],
-                  (_DTYPES[g.dtype], geo, _addr(g), _addr(indices), planes, _addr(dx)), -(-planes // 64), dx.size,
+                  (_DTYPES[g.dtype], geo, address_or_none(g), address_or_none(indices), planes, address_or_none(dx)), -(-planes // 64), dx.size,
                   threads)
 
     def batch_norm_forward(self, x: Any, w: Any, b: Any, eps: float, y: Any, mean: Any, var: Any, rstd: Any,
                            threads: int) -> None:
         n, c, s = x.shape
         self._run("batch norm", self._fn["bn_fwd"],
-                  (_DTYPES[x.dtype], n, c, s, _addr(x), _addr(w), _addr(b), eps, _addr(y), _addr(mean), _addr(var),
-                   _addr(rstd)), c, x.size, threads)
+                  (_DTYPES[x.dtype], n, c, s, address_or_none(x), address_or_none(w), address_or_none(b), eps, address_or_none(y), address_or_none(mean), address_or_none(var),
+                   address_or_none(rstd)), c, x.size, threads)
 
     def batch_norm_backward(self, g: Any, x: Any, w: Any, mean: Any, rstd: Any, dx: Any, dw: Any, db: Any,
                             threads: int) -> None:
         n, c, s = x.shape
         self._run("batch norm backward", self._fn["bn_bwd"],
-                  (_DTYPES[x.dtype], n, c, s, _addr(g), _addr(x), _addr(w), _addr(mean), _addr(rstd), _addr(dx),
-                   _addr(dw), _addr(db)), c, x.size, threads)
+                  (_DTYPES[x.dtype], n, c, s, address_or_none(g), address_or_none(x), address_or_none(w), address_or_none(mean), address_or_none(rstd), address_or_none(dx),
+                   address_or_none(dw), address_or_none(db)), c, x.size, threads)
 
 
 _loaded: dict[int, Cnn] = {}

@@ -34,8 +34,8 @@ import numpy as np
 from .. import _native
 from .cuda.loader import kernel_dir
 
-__all__ = ["NativeBuildError", "CpuLibrary", "POOL", "address", "build", "compile_flags", "cpu_signature",
-           "data_offset", "parallel_entry", "run_counted"]
+__all__ = ["NativeBuildError", "CpuLibrary", "POOL", "address", "address_or_none", "build", "compile_flags",
+           "cpu_signature", "data_offset", "parallel_entry", "run_counted"]
 
 L = TypeVar("L")
 
@@ -265,3 +265,8 @@ def _addresses() -> Callable[[Any], int]:
 
 address = _addresses()
 """The data address of a NumPy array (see ``_addresses``)."""
+
+
+def address_or_none(a: Any) -> int | None:
+    """:func:`address` of ``a``, or None (a null pointer for ctypes) for an optional array that is absent."""
+    return None if a is None else address(a)

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ._cpu_library import CpuLibrary, address, build, parallel_entry, run_counted
+from ._cpu_library import CpuLibrary, address, address_or_none, build, parallel_entry, run_counted
 from .cuda.loader import kernel_dir
 
 __all__ = ["LIB", "available", "piece_rows", "layer_norm_forward", "layer_norm_backward", "softmax_forward",
@@ -105,10 +105,6 @@ def _vector(p: Any, dt: Any, n: int) -> bool:
     return p is None or (p.__class__ is np.ndarray and p.dtype == dt and p.shape == (n,) and p.flags.c_contiguous)
 
 
-def _addr(a: Any) -> int | None:
-    return None if a is None else address(a)
-
-
 # ------------------------------------------------------------------------------------------ layer norm
 def layer_norm_forward(x: Any, weight: Any, bias: Any, eps: float, threads: int = 1) -> tuple[Any, Any, Any] | None:
     """(y, mean, rstd) of the layer norm of the rows of a 2-d ``x`` ((rows, 1) statistics in x's dtype), or None."""
@@ -124,7 +120,7 @@ def layer_norm_forward(x: Any, weight: Any, bias: Any, eps: float, threads: int 
     y = np.empty_like(x)
     mean = np.empty((rows, 1), x.dtype)
     rstd = np.empty((rows, 1), x.dtype)
-    _run(lib.ln_fwd, (code, rows, n, address(x), _addr(weight), _addr(bias), float(eps), address(y), address(mean),
+    _run(lib.ln_fwd, (code, rows, n, address(x), address_or_none(weight), address_or_none(bias), float(eps), address(y), address(mean),
                       address(rstd)), rows, n, threads, "layer norm")
     return y, mean, rstd
 
@@ -151,8 +147,8 @@ def layer_norm_backward(g: Any, x: Any, weight: Any, mean: Any, rstd: Any, needs
     dx = np.empty_like(x) if nx else None
     pw = np.empty((pieces, n), dt) if nw and weight is not None else None
     pb = np.empty((pieces, n), dt) if nb else None
-    _run(lib.ln_bwd, (code, rows, n, address(g), address(x), _addr(weight), address(mean), address(rstd), _addr(dx),
-                      _addr(pw), _addr(pb)), rows, n, threads, "layer norm backward")
+    _run(lib.ln_bwd, (code, rows, n, address(g), address(x), address_or_none(weight), address(mean), address(rstd), address_or_none(dx),
+                      address_or_none(pw), address_or_none(pb)), rows, n, threads, "layer norm backward")
     dw = None if pw is None else (pw[0] if pieces == 1 else pw.sum(axis=0))
     db = None if pb is None else (pb[0] if pieces == 1 else pb.sum(axis=0))
     return dx, dw, db
@@ -215,7 +211,7 @@ def softmax_forward(x: Any, log: bool = False, scale: float = 1.0, causal: bool 
         out = np.empty_like(x)
     elif out is not x and (_rows_of(out) != code or out.shape != x.shape or np.may_share_memory(out, x)):
         return None
-    _run(lib.sm_fwd, (code, int(log), int(safe), rows, n, address(x), float(scale), L, mk, _addr(marr), desc,
+    _run(lib.sm_fwd, (code, int(log), int(safe), rows, n, address(x), float(scale), L, mk, address_or_none(marr), desc,
                       address(out)), rows, n, threads, "softmax")
     return out
 
@@ -271,8 +267,8 @@ def cross_entropy(x: Any, target: Any, weight: Any, ignore_index: int, label_smo
     rowmax = np.empty(rows, x.dtype)
     lse = np.empty(rows, x.dtype)
     d = np.empty_like(x) if want_grad else None
-    _run(lib.ce, (code, rows, C, address(x), address(t), _addr(weight), int(ignore_index), float(label_smoothing),
-                  address(loss), address(rowmax), address(lse), _addr(d)), rows, C, threads, "cross-entropy")
+    _run(lib.ce, (code, rows, C, address(x), address(t), address_or_none(weight), int(ignore_index), float(label_smoothing),
+                  address(loss), address(rowmax), address(lse), address_or_none(d)), rows, C, threads, "cross-entropy")
     return loss, rowmax, lse, d
 
 
@@ -289,7 +285,7 @@ def cross_entropy_backward(x: Any, target: Any, weight: Any, ignore_index: int, 
     if go.size not in (1, rows):
         return None
     dx = np.empty_like(x)
-    _run(lib.ce_bwd, (code, rows, C, address(x), address(t), _addr(weight), int(ignore_index),
+    _run(lib.ce_bwd, (code, rows, C, address(x), address(t), address_or_none(weight), int(ignore_index),
                       float(label_smoothing), address(rowmax), address(lse), address(go), int(go.size == rows and
                                                                                              rows != 1),
                       float(scale), address(dx)), rows, C, threads, "cross-entropy backward")
