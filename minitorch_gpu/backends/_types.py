@@ -95,6 +95,9 @@ if TYPE_CHECKING:
 def writable(arr: Array) -> bool:
     """False for an array whose elements overlap in memory (a broadcast view), which must not be written.
     NumPy marks such views read-only; CuPy has no ``writeable`` flag, so zero strides tell."""
-    if getattr(arr.flags, "writeable", True) is False:
+    fl = arr.flags
+    if getattr(fl, "writeable", True) is False:
         return False
-    return arr.size <= 1 or not any(st == 0 and n > 1 for st, n in zip(arr.strides, arr.shape))
+    # a C-contiguous array has no zero stride over a dim longer than 1: the common case needs no stride walk
+    return getattr(fl, "c_contiguous", False) or arr.size <= 1 or not any(
+        st == 0 and n > 1 for st, n in zip(arr.strides, arr.shape))

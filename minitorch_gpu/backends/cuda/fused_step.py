@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .._types import Array
+from .._types import Array, writable
 from .loader import define_int, enum_codes
 
 __all__ = ["FusedStep", "fused_group_sizes", "group_scalar_count", "OPTIM_KINDS"]
@@ -102,10 +102,7 @@ def fused_group_sizes(step: FusedStep, array_type: Any, dt: Any, writeable: bool
         for j, a in enumerate(arrs):
             if type(a) is not array_type or (a.dtype is not dt and a.dtype != dt) or a.size != n:
                 return None
-            fl = a.flags
-            # a C-contiguous array has no zero stride over a dim longer than 1 (no broadcast to write through),
-            # so NumPy's writeable flag (CuPy has none) is all that ``writable`` would add
-            if not fl.c_contiguous or (writeable and j != 1 and getattr(fl, "writeable", True) is False):
+            if not a.flags.c_contiguous or (writeable and j != 1 and not writable(a)):
                 return None
         sizes.append(n)
     return sizes
